@@ -1,0 +1,44 @@
+// Element types and scalar conversions. bf16/f16 are stored as raw uint16_t.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace hypic {
+
+enum class DType : uint8_t { kF32, kBF16, kF16 };
+
+inline size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kBF16: return 2;
+    case DType::kF16: return 2;
+  }
+  return 0;
+}
+const char* dtype_name(DType t);
+
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// Round to nearest even, NaN preserved (as torch does).
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
+// Converts n elements of `src` (type t) to fp32.
+void to_f32(DType t, const void* src, float* dst, size_t n);
+// Converts n fp32 elements to type t.
+void from_f32(DType t, const float* src, void* dst, size_t n);
+
+}  // namespace hypic

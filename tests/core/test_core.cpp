@@ -1,0 +1,56 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace hypic {
+
+TEST(Dtype, Bf16RoundTripAndRounding) {
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f)), 1.0f);
+  // 1 + 2^-8 lies exactly between two bf16 values: ties to even -> 1.0.
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 1.0f / 256)), 1.0f);
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
+}
+
+TEST(Dtype, F16RoundTrip) {
+  for (float x : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.96e-08f, 0.333251953125f})
+    EXPECT_EQ(f16_to_f32(f32_to_f16(x)), f16_to_f32(f32_to_f16(f16_to_f32(f32_to_f16(x)))));
+  EXPECT_EQ(f16_to_f32(f32_to_f16(1.5f)), 1.5f);
+  EXPECT_EQ(f16_to_f32(f32_to_f16(65504.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(f16_to_f32(f32_to_f16(1e6f))));
+  EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+}
+
+TEST(Tensor, ZerosReshapeRowsConvert) {
+  Tensor t = Tensor::zeros_f32({4, 3});
+  for (int i = 0; i < 12; ++i) t.f32()[i] = float(i);
+  EXPECT_EQ(t.rows(1, 3).f32()[0], 3.0f);
+  EXPECT_EQ(t.reshape({2, 6}).dim(1), 6);
+  Tensor b = t.to(DType::kBF16);
+  Tensor back = b.to(DType::kF32);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(back.f32()[i], float(i));
+}
+
+Result<int> parse_positive(int x) {
+  if (x <= 0) return invalid_argument("must be positive");
+  return x;
+}
+Status use_it(int x, int* out) {
+  HYPIC_ASSIGN_OR_RETURN(*out, parse_positive(x));
+  return Status::ok();
+}
+
+TEST(Status, ResultPropagation) {
+  int v = 0;
+  EXPECT_TRUE(use_it(3, &v).is_ok());
+  EXPECT_EQ(v, 3);
+  Status s = use_it(-1, &v);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.with_context("arg").message(), "arg: must be positive");
+}
+
+}  // namespace hypic
