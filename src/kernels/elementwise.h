@@ -1,0 +1,32 @@
+// Row-wise and element-wise ops on fp32 activations. Shapes: x: [rows, n] row-major.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace hypic::kernels {
+
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// torch.nn.functional.softplus with beta=1, threshold=20.
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+float dot(const float* a, const float* b, int64_t n);
+// y += a * x
+void axpy(float a, const float* x, float* y, int64_t n);
+
+// RMSNorm: y = x * rsqrt(mean(x²) + eps) * (zero_centred ? 1 + w : w). w: [n]. y may alias x.
+void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps,
+             bool zero_centred);
+// Gated RMSNorm (Qwen3-Next GDN output): y = rmsnorm(x; w as is) * silu(z). x, z, y: [rows, n].
+void rmsnorm_gated(const float* x, const float* z, const float* w, float* y, int64_t rows,
+                   int64_t n, float eps);
+// x / sqrt(sum(x²) + eps), per row.
+void l2norm(float* x, int64_t rows, int64_t n, float eps);
+void silu_inplace(float* x, int64_t n);
+// y = silu(gate) * up, elementwise; gate, up, y: [n]. y may alias gate.
+void swiglu(const float* gate, const float* up, float* y, int64_t n);
+// In-place softmax of one row.
+void softmax(float* x, int64_t n);
+
+}  // namespace hypic::kernels

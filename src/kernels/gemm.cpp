@@ -1,0 +1,141 @@
+#include "kernels/gemm.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/timer.h"
+
+namespace hypic::kernels {
+namespace {
+
+using dnnl::memory;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+// Key: batch, M, K, N, weight type, ta, tb, accumulate, lda, ldc.
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, bool, bool, bool, int64_t, int64_t>;
+
+struct Prim {
+  dnnl::matmul prim;
+  memory::desc a, b, c;
+  std::string impl;
+};
+
+std::mutex g_mu;
+std::map<Key, Prim>& cache() {
+  static std::map<Key, Prim> c;
+  return c;
+}
+
+// Largest power of two <= M, capped: prefill rows are split into power-of-two tiles so a
+// long-lived process creates O(log M) primitives per weight shape, not one per length.
+int64_t tile_rows(int64_t M) {
+  int64_t t = 1;
+  while (t * 2 <= M && t < 1024) t *= 2;
+  return t;
+}
+
+const Prim& get_prim(int64_t batch, int64_t M, int64_t K, int64_t N, dt wt, bool ta, bool tb,
+                     bool acc, int64_t lda, int64_t ldc) {
+  Key key{batch, M, K, N, int(wt), ta, tb, acc, lda, ldc};
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = cache().find(key);
+  if (it != cache().end()) return it->second;
+  const dt at = (wt == dt::bf16) ? dt::bf16 : dt::f32;
+  memory::desc a, b, c;
+  if (batch == 1 && !ta) {
+    a = memory::desc({M, K}, at, memory::dims{lda, 1});
+    b = tb ? memory::desc({K, N}, wt, tag::ba) : memory::desc({K, N}, wt, tag::ab);
+    c = memory::desc({M, N}, dt::f32, memory::dims{ldc, 1});
+  } else {
+    a = memory::desc({batch, M, K}, at, ta ? tag::acb : tag::abc);
+    b = memory::desc({batch, K, N}, wt, tb ? tag::acb : tag::abc);
+    c = memory::desc({batch, M, N}, dt::f32, tag::abc);
+  }
+  dnnl::primitive_attr attr;
+  if (acc) {
+    dnnl::post_ops po;
+    po.append_sum(1.0f);
+    attr.set_post_ops(po);
+  }
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+  Prim p{dnnl::matmul(pd), a, b, c, pd.impl_info_str()};
+  return cache().emplace(key, std::move(p)).first->second;
+}
+
+void run(const Prim& p, const void* a, const void* b, float* c) {
+  thread_local dnnl::stream strm(cpu_engine());
+  memory am(p.a, cpu_engine(), const_cast<void*>(a));
+  memory bm(p.b, cpu_engine(), const_cast<void*>(b));
+  memory cm(p.c, cpu_engine(), c);
+  p.prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  strm.wait();
+}
+
+}  // namespace
+
+void linear_strided(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y,
+                    int64_t ldy, bool accumulate) {
+  HYPIC_CHECK(W.ndim() == 2 && W.dtype() != DType::kF16, "linear needs F32/BF16 [N, K] weights");
+  const int64_t N = W.dim(0), K = W.dim(1);
+  const bool bf16 = W.dtype() == DType::kBF16;
+  thread_local std::vector<uint16_t> xb;
+  for (int64_t r0 = 0; r0 < M;) {
+    const int64_t m = tile_rows(M - r0);
+    const float* xs = x + r0 * ldx;
+    float* ys = y + r0 * ldy;
+    if (bf16) {
+      xb.resize(size_t(m * K));
+      for (int64_t i = 0; i < m; ++i)
+        from_f32(DType::kBF16, xs + i * ldx, xb.data() + i * K, size_t(K));
+      const Prim& p = get_prim(1, m, K, N, dt::bf16, false, true, accumulate, K, ldy);
+      run(p, xb.data(), W.raw(), ys);
+    } else {
+      const Prim& p = get_prim(1, m, K, N, dt::f32, false, true, accumulate, ldx, ldy);
+      run(p, xs, W.raw(), ys);
+    }
+    r0 += m;
+  }
+}
+
+void linear(const float* x, int64_t M, const Tensor& W, float* y, bool accumulate) {
+  linear_strided(x, W.dim(1), M, W, y, W.dim(0), accumulate);
+}
+
+void batched_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, const float* A, bool ta,
+                        const float* B, bool tb, float* C, bool accumulate) {
+  const Prim& p = get_prim(batch == 1 && !ta ? 1 : batch, M, K, N, dt::f32, ta, tb, accumulate,
+                           K, N);
+  run(p, A, B, C);
+}
+
+double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps) {
+  Tensor x = Tensor::zeros_f32({M, K});
+  Tensor w = Tensor::zeros(wt, {N, K});
+  Tensor y = Tensor::zeros_f32({M, N});
+  for (int64_t i = 0; i < M * K; ++i) x.f32()[i] = float((i * 7) % 13) * 0.01f;
+  linear(x.f32(), M, w, y.f32());  // warm-up: primitive creation, page faults
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    Timer t;
+    linear(x.f32(), M, w, y.f32());
+    best = std::min(best, t.seconds());
+  }
+  return 2.0 * double(M) * double(K) * double(N) / best * 1e-9;
+}
+
+std::string matmul_impl_name(int64_t M, int64_t K, int64_t N, DType wt) {
+  const dt w = wt == DType::kBF16 ? dt::bf16 : dt::f32;
+  return get_prim(1, tile_rows(M), K, N, w, false, true, false, K, N).impl;
+}
+
+}  // namespace hypic::kernels

@@ -1,0 +1,34 @@
+// Matrix products on oneDNN. All activations are fp32 row-major; weights are fp32 or bf16
+// in torch's Linear layout W: [N, K] (out_features, in_features). With bf16 weights the
+// activations are rounded to bf16 and accumulated in fp32 (AVX512-BF16 / AMX kernels).
+// Primitives are created once per shape and reused; calls are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace hypic::kernels {
+
+// y: [M, N] = x: [M, K] · Wᵀ  (y += ... when accumulate). W: [N, K], F32 or BF16.
+void linear(const float* x, int64_t M, const Tensor& W, float* y, bool accumulate = false);
+
+// Strided variant: x rows ldx apart, y rows ldy apart (e.g. writing into a slice).
+void linear_strided(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y,
+                    int64_t ldy, bool accumulate);
+
+// Batched fp32 C[b] = op(A[b]) · op(B[b]) with op = optional transpose, row-major,
+// A: [batch, M, K] (or [batch, K, M] if ta), B: [batch, K, N] (or [batch, N, K] if tb),
+// C: [batch, M, N]. Each matrix contiguous; strides between batches are M*K, K*N, M*N.
+void batched_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, const float* A, bool ta,
+                        const float* B, bool tb, float* C, bool accumulate = false);
+
+// GFLOP/s of one oneDNN matmul [M,K]·[K,N] with weights of type `wt`, measured now (best of
+// `reps`); the yardstick benchmarks compare achieved throughput against.
+double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps = 5);
+
+// oneDNN implementation name picked for a shape (diagnostics, `hypic inspect`).
+std::string matmul_impl_name(int64_t M, int64_t K, int64_t N, DType wt);
+
+}  // namespace hypic::kernels

@@ -1,0 +1,197 @@
+// Each op against a plain reference written the obvious way, in double precision.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/testutil.h"
+#include "core/tensor.h"
+#include "kernels/attention.h"
+#include "kernels/conv1d.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+#include "kernels/rope.h"
+
+namespace hypic::kernels {
+using test::fp32_tol;
+using test::randn;
+using test::rel_err;
+
+TEST(Gemm, LinearF32MatchesNaive) {
+  for (auto [M, K, N] : {std::tuple{1, 64, 48}, {37, 128, 96}, {300, 64, 130}}) {
+    auto x = randn(size_t(M * K), 1), w = randn(size_t(N * K), 2);
+    Tensor W = Tensor::zeros_f32({N, K});
+    std::copy(w.begin(), w.end(), W.f32());
+    std::vector<float> y(size_t(M * N), 1.0f), ref(size_t(M * N));
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0;
+        for (int c = 0; c < K; ++c) s += double(x[size_t(i * K + c)]) * w[size_t(j * K + c)];
+        ref[size_t(i * N + j)] = float(s);
+      }
+    linear(x.data(), M, W, y.data());
+    EXPECT_LT(rel_err(y, ref), fp32_tol(K)) << M << "x" << K << "x" << N;
+    // accumulate adds onto y
+    std::vector<float> y2(y.size(), 1.0f);
+    linear(x.data(), M, W, y2.data(), true);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y2[i], y[i] + 1.0f, 1e-4);
+  }
+}
+
+TEST(Gemm, LinearBf16WithinBf16Rounding) {
+  const int M = 33, K = 256, N = 64;
+  auto x = randn(size_t(M * K), 3), w = randn(size_t(N * K), 4);
+  Tensor Wf = Tensor::zeros_f32({N, K});
+  std::copy(w.begin(), w.end(), Wf.f32());
+  Tensor Wb = Wf.to(DType::kBF16);
+  std::vector<float> yf(size_t(M * N)), yb(size_t(M * N));
+  linear(x.data(), M, Wf, yf.data());
+  linear(x.data(), M, Wb, yb.data());
+  // Both operands rounded to bf16 (relative error 2^-9 each), random-signed sum.
+  EXPECT_LT(rel_err(yb, yf), 4 * 2 * std::ldexp(1.0, -9));
+  EXPECT_GT(rel_err(yb, yf), 0.0);  // really went through bf16
+}
+
+TEST(Gemm, BatchedTransposes) {
+  const int B = 3, M = 5, N = 7, K = 9;
+  auto a = randn(size_t(B * M * K), 5), b = randn(size_t(B * K * N), 6);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      std::vector<float> c(size_t(B * M * N)), ref(c.size());
+      for (int z = 0; z < B; ++z)
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < N; ++j) {
+            double s = 0;
+            for (int t = 0; t < K; ++t) {
+              const float av = ta ? a[size_t(z * M * K + t * M + i)] : a[size_t(z * M * K + i * K + t)];
+              const float bv = tb ? b[size_t(z * K * N + j * K + t)] : b[size_t(z * K * N + t * N + j)];
+              s += double(av) * bv;
+            }
+            ref[size_t(z * M * N + i * N + j)] = float(s);
+          }
+      batched_matmul_f32(B, M, N, K, a.data(), ta, b.data(), tb, c.data());
+      EXPECT_LT(rel_err(c, ref), fp32_tol(K)) << ta << tb;
+    }
+}
+
+TEST(Norms, RmsnormBothConventionsAndGated) {
+  const int R = 4, n = 96;
+  auto x = randn(size_t(R * n), 7), w = randn(size_t(n), 8, 0.3f), z = randn(size_t(R * n), 9);
+  for (bool zc : {false, true}) {
+    std::vector<float> y(x.size()), ref(x.size());
+    rmsnorm(x.data(), w.data(), y.data(), R, n, 1e-6f, zc);
+    for (int r = 0; r < R; ++r) {
+      double ss = 0;
+      for (int i = 0; i < n; ++i) ss += double(x[size_t(r * n + i)]) * x[size_t(r * n + i)];
+      const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
+      for (int i = 0; i < n; ++i)
+        ref[size_t(r * n + i)] = float(x[size_t(r * n + i)] * inv * (zc ? 1.0 + w[size_t(i)] : w[size_t(i)]));
+    }
+    EXPECT_LT(rel_err(y, ref), fp32_tol(n));
+  }
+  std::vector<float> y(x.size()), ref(x.size());
+  rmsnorm_gated(x.data(), z.data(), w.data(), y.data(), R, n, 1e-6f);
+  for (int r = 0; r < R; ++r) {
+    double ss = 0;
+    for (int i = 0; i < n; ++i) ss += double(x[size_t(r * n + i)]) * x[size_t(r * n + i)];
+    const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
+    for (int i = 0; i < n; ++i) {
+      const double zz = z[size_t(r * n + i)];
+      ref[size_t(r * n + i)] = float(w[size_t(i)] * x[size_t(r * n + i)] * inv * zz / (1 + std::exp(-zz)));
+    }
+  }
+  EXPECT_LT(rel_err(y, ref), fp32_tol(n));
+}
+
+TEST(Rope, PartialNeoxMatchesFormula) {
+  const int L = 10, nh = 3, hd = 32, rot = 8;
+  const float theta = 10000.0f;
+  auto x = randn(size_t(L * nh * hd), 10);
+  auto y = x;
+  Rope rope(rot, theta);
+  rope.apply(y.data(), L, nh, hd, 100);
+  std::vector<float> ref = x;
+  for (int t = 0; t < L; ++t)
+    for (int h = 0; h < nh; ++h)
+      for (int i = 0; i < rot / 2; ++i) {
+        const double f = (100.0 + t) * std::pow(double(theta), -2.0 * i / rot);
+        const size_t o = size_t((t * nh + h) * hd);
+        const double a = x[o + size_t(i)], b = x[o + size_t(i + rot / 2)];
+        ref[o + size_t(i)] = float(a * std::cos(f) - b * std::sin(f));
+        ref[o + size_t(i + rot / 2)] = float(b * std::cos(f) + a * std::sin(f));
+      }
+  // Positions ~100 rad: fp32 argument rounding (~100·ε) dominates.
+  EXPECT_LT(rel_err(y, ref), 1e-5);
+  for (int t = 0; t < L; ++t)  // pass-through dims untouched
+    for (int i = rot; i < hd; ++i) EXPECT_EQ(y[size_t(t * nh * hd + i)], x[size_t(t * nh * hd + i)]);
+}
+
+TEST(Conv1d, CausalWithStateComposes) {
+  const int L = 11, C = 300, K = 4;
+  auto x = randn(size_t(L * C), 11), w = randn(size_t(C * K), 12, 0.5f);
+  std::vector<float> state(size_t((K - 1) * C), 0.0f), y(size_t(L * C)), ref(y.size());
+  for (int t = 0; t < L; ++t)
+    for (int c = 0; c < C; ++c) {
+      double acc = 0;
+      for (int j = 0; j < K; ++j) {
+        const int src = t - (K - 1) + j;
+        if (src >= 0) acc += double(w[size_t(c * K + j)]) * x[size_t(src * C + c)];
+      }
+      ref[size_t(t * C + c)] = float(acc / (1 + std::exp(-acc)));
+    }
+  causal_conv1d_silu(x.data(), L, C, w.data(), K, state.data(), y.data());
+  EXPECT_LT(rel_err(y, ref), fp32_tol(K));
+  // Split into 7 + 1 + 3 tokens carrying the state: identical outputs.
+  std::vector<float> st2(size_t((K - 1) * C), 0.0f), y2(y.size());
+  int t0 = 0;
+  for (int n : {7, 1, 3}) {
+    causal_conv1d_silu(x.data() + t0 * C, n, C, w.data(), K, st2.data(), y2.data() + t0 * C);
+    t0 += n;
+  }
+  EXPECT_EQ(y2, y);
+  EXPECT_EQ(st2, state);
+}
+
+// Naive attention: full score matrix, double precision.
+std::vector<float> naive_attention(const AttnDims& d, const std::vector<float>& q, int64_t Lq,
+                                   int64_t qpos0, const std::vector<float>& k,
+                                   const std::vector<float>& v, float scale) {
+  std::vector<float> out(q.size());
+  const int g = d.nh / d.nkv;
+  for (int64_t i = 0; i < Lq; ++i)
+    for (int h = 0; h < d.nh; ++h) {
+      const int64_t n = qpos0 + i + 1;
+      std::vector<double> s(static_cast<size_t>(n));
+      double mx = -1e300;
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int c = 0; c < d.hd; ++c)
+          acc += double(q[size_t((i * d.nh + h) * d.hd + c)]) * k[size_t((j * d.nkv + h / g) * d.hd + c)];
+        s[size_t(j)] = acc * scale;
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      double sum = 0;
+      for (auto& e : s) sum += (e = std::exp(e - mx));
+      for (int c = 0; c < d.hd; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < n; ++j) acc += s[size_t(j)] * v[size_t((j * d.nkv + h / g) * d.hd + c)];
+        out[size_t((i * d.nh + h) * d.hd + c)] = float(acc / sum);
+      }
+    }
+  return out;
+}
+
+TEST(Attention, CausalGqaMatchesNaive) {
+  const AttnDims d{4, 2, 32};
+  for (auto [Lq, qpos0] : {std::pair<int64_t, int64_t>{1, 0}, {1, 300}, {37, 0}, {200, 0}, {45, 160}}) {
+    const int64_t Lk = qpos0 + Lq;
+    auto q = randn(size_t(Lq * d.nh * d.hd), 13), k = randn(size_t(Lk * d.nkv * d.hd), 14),
+         v = randn(size_t(Lk * d.nkv * d.hd), 15);
+    std::vector<float> out(q.size());
+    const float scale = 1.0f / std::sqrt(float(d.hd));
+    attention_causal(d, q.data(), Lq, qpos0, k.data(), v.data(), Lk, scale, out.data());
+    auto ref = naive_attention(d, q, Lq, qpos0, k, v, scale);
+    EXPECT_LT(rel_err(out, ref), fp32_tol(double(Lk) * d.hd)) << Lq << " @" << qpos0;
+  }
+}
+
+}  // namespace hypic::kernels
