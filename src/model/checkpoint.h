@@ -1,0 +1,83 @@
+// A Hugging Face model directory's weights: `model.safetensors`, or shards listed by
+// `model.safetensors.index.json` (weight_map: tensor name -> shard file), or, failing both,
+// every `*.safetensors` file in the directory. All shards are memory-mapped and their
+// headers validated when the checkpoint is opened; tensor data is read on first touch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "model/safetensors.h"
+
+namespace hypic {
+
+struct CheckpointProgress {
+  enum class Stage {
+    kOpenShard,   // a shard's header was validated (bytes: shard file sizes)
+    kLoadTensor,  // get() handed out a tensor for the first time (bytes: tensor data)
+  };
+  Stage stage = Stage::kOpenShard;
+  std::string item;  // shard path or tensor name
+  uint64_t done_bytes = 0, total_bytes = 0;
+  size_t done_items = 0, total_items = 0;
+};
+// Called on the thread that opened the shard / called get(); get() may run on several
+// threads, so the callback must be thread-safe if the loader fetches tensors in parallel.
+using CheckpointProgressFn = std::function<void(const CheckpointProgress&)>;
+
+class Checkpoint {
+ public:
+  // Checkpoints larger than this log their opening progress at INFO level.
+  static constexpr uint64_t kLargeBytes = uint64_t(1) << 30;
+
+  // `path` is a model directory (or a single .safetensors file). Errors name the file and
+  // tensor: no weights found, a missing or invalid shard, a tensor the index places in a
+  // shard that lacks it, a tensor present in two shards.
+  static Result<Checkpoint> open(const std::string& path, CheckpointProgressFn progress = {});
+
+  const std::string& dir() const { return dir_; }
+  const std::vector<std::string>& files() const { return file_paths_; }  // shard paths
+  const std::vector<std::string>& names() const { return names_; }       // sorted
+  size_t num_tensors() const { return names_.size(); }
+  uint64_t total_bytes() const { return total_bytes_; }  // sum of tensor data sizes
+
+  bool has(const std::string& name) const { return loc_.count(name) != 0; }
+  const SafetensorsEntry* entry(const std::string& name) const;  // nullptr if absent
+  const std::string* file_of(const std::string& name) const;     // nullptr if absent
+
+  // A float tensor (F32/BF16/F16, zero-copy) whose shape must equal `expected`:
+  // "tensor 'X' in file F has shape [..], config implies [..]".
+  Result<Tensor> get(const std::string& name, const Shape& expected) const;
+  // The same without the shape check, for callers that inspect shapes themselves.
+  Result<Tensor> get_unchecked(const std::string& name) const;
+  // Any dtype as raw bytes.
+  Result<RawTensor> get_raw(const std::string& name) const;
+
+  // Replaces the progress callback (applies to get()).
+  void set_progress_callback(CheckpointProgressFn fn);
+
+ private:
+  struct Loc {
+    uint32_t file;
+    uint32_t entry;
+  };
+  struct Progress;  // shared so that Checkpoint stays movable
+  Result<Tensor> fetch(const std::string& name, const Shape* expected) const;
+  void note_loaded(const std::string& name, uint64_t bytes) const;
+
+  std::string dir_;
+  std::vector<SafetensorsFile> files_;
+  std::vector<std::string> file_paths_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, Loc> loc_;
+  uint64_t total_bytes_ = 0;
+  std::shared_ptr<Progress> progress_;
+};
+
+}  // namespace hypic

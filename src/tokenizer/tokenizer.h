@@ -1,0 +1,112 @@
+// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json (the format Qwen ships).
+//
+// encode() gives the ids of HF `tokenizer.encode(text, add_special_tokens=False)`; with
+// parse_special=false it matches HF with `encode_special_tokens=True` (special tokens in the
+// text are encoded as plain text; non-special added tokens are still matched). The
+// post-processor is not applied (for Qwen it adds nothing). decode() matches HF `decode`.
+//
+// Supported tokenizer.json (anything else is refused by load() with a Status that says so):
+//   normalizer     null | NFC | Sequence of those
+//   pre_tokenizer  ByteLevel(use_regex true|false, add_prefix_space any)
+//                  | Sequence[Split(Regex R, Isolated, invert false), ByteLevel(...)]
+//                  where R is the Qwen2/Qwen3/Qwen3-Next, Qwen3.5 or GPT-2 split regex
+//   model          BPE: vocab, merges ("a b" strings or ["a","b"] pairs), ignore_merges,
+//                  unk_token / fuse_unk; no dropout, byte_fallback or subword affixes
+//   decoder        ByteLevel
+//   added_tokens   special or not, lstrip / rstrip / single_word / normalized
+//
+// Invalid UTF-8 in encode() input is replaced first: every maximal ill-formed subpart becomes
+// U+FFFD, exactly as Python's bytes.decode("utf-8", "replace") does, so the ids equal HF's
+// ids for that decoded string. decode() output is always valid UTF-8 (byte sequences that
+// the ids leave incomplete or invalid become U+FFFD, as in HF).
+//
+// Thread safety: every const method may be called concurrently from any number of threads.
+// Copies are cheap and share the immutable tables and the internally locked word cache.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace hypic {
+
+struct TokenizerImpl;
+
+class Tokenizer {
+ public:
+  // Errors name the file and the problem (missing, unreadable, not JSON, unsupported part).
+  static Result<Tokenizer> load(const std::string& tokenizer_json_path);
+  // Same, from the JSON text itself; `origin` names it in error messages.
+  static Result<Tokenizer> from_json(std::string_view json_text,
+                                     const std::string& origin = "<tokenizer.json text>");
+
+  std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const;
+  // Appends to `ids` instead of returning a new vector.
+  void encode_append(std::string_view text, std::vector<int32_t>& ids,
+                     bool parse_special = true) const;
+
+  // Unknown ids are skipped (as HF does); skip_special drops special added tokens.
+  std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const {
+    return decode(std::span<const int32_t>(ids), skip_special);
+  }
+
+  int32_t token_id(std::string_view token) const;  // -1 when absent
+  std::string token_str(int32_t id) const;         // vocab form ("Ġthe"); "" when unknown
+  // The raw bytes decode() emits for this id (may be part of a UTF-8 character); "" when
+  // the id is unknown.
+  std::string_view token_bytes(int32_t id) const;
+  int vocab_size() const;  // max id + 1 over vocab and added tokens
+  bool is_special(int32_t id) const;
+  bool is_known(int32_t id) const;  // a vocab or added token has this id
+
+  // One line for logs: vocabulary size, merges, normalizer, split pattern.
+  std::string summary() const;
+  // Empties the cache of BPE results per pre-token (e.g. for cold-start benchmarks).
+  void clear_cache() const;
+
+ private:
+  explicit Tokenizer(std::shared_ptr<const TokenizerImpl> impl) : impl_(std::move(impl)) {}
+  const TokenizerImpl& impl() const {
+    HYPIC_CHECK(impl_ != nullptr, "use of a moved-from Tokenizer");
+    return *impl_;
+  }
+  std::shared_ptr<const TokenizerImpl> impl_;
+  friend class IncrementalDecoder;
+};
+
+// Streaming detokenizer for decode loops: push one id at a time, get back only complete
+// UTF-8 text. The concatenation of everything push() and flush() return equals
+// Tokenizer::decode of all the ids. One instance per stream; not thread-safe.
+class IncrementalDecoder {
+ public:
+  explicit IncrementalDecoder(const Tokenizer& tokenizer, bool skip_special = false);
+
+  // Text completed by this id; empty while a multi-byte character is still incomplete.
+  std::string push(int32_t id);
+  std::string push(std::span<const int32_t> ids);
+  // End of stream: bytes still pending come out as U+FFFD. The decoder is then reset.
+  std::string flush();
+  void reset() { pending_.clear(); }
+  size_t pending_bytes() const { return pending_.size(); }
+
+ private:
+  Tokenizer tokenizer_;
+  bool skip_special_;
+  std::string pending_;
+};
+
+struct ChatMessage {
+  std::string role, content;
+};
+
+// Qwen ChatML: "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then
+// "<|im_start|>assistant\n" when add_generation_prompt.
+std::string apply_chatml(const std::vector<ChatMessage>& msgs, bool add_generation_prompt);
+
+}  // namespace hypic
