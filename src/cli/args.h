@@ -1,0 +1,43 @@
+// Minimal command-line parsing for the hypic subcommands: --flag VALUE, --flag=VALUE,
+// boolean --switch, repeated flags, and generated --help text.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace hypic::cli {
+
+class Args {
+ public:
+  Args(std::string usage, std::string description)
+      : usage_(std::move(usage)), description_(std::move(description)) {}
+  // Declare options before parse(). `value_name` empty means a boolean switch.
+  Args& opt(const std::string& name, const std::string& value_name, const std::string& help,
+            const std::string& default_value = "");
+  Status parse(int argc, char** argv);  // argv[0] is the subcommand
+  std::string help() const;
+  bool help_requested() const { return help_; }
+
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+  bool flag(const std::string& name) const { return has(name); }
+  std::string str(const std::string& name) const;  // value or default
+  std::vector<std::string> all(const std::string& name) const;
+  Result<int64_t> integer(const std::string& name) const;
+  Result<double> number(const std::string& name) const;
+
+ private:
+  struct Opt {
+    std::string value_name, help, def;
+  };
+  std::string usage_, description_;
+  std::vector<std::string> order_;
+  std::map<std::string, Opt> opts_;
+  std::map<std::string, std::vector<std::string>> values_;
+  bool help_ = false;
+};
+
+}  // namespace hypic::cli

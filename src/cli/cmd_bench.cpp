@@ -1,0 +1,120 @@
+// hypic bench <what>: benchmarks that print one JSON object each.
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
+#include "model/synthetic.h"
+
+namespace hypic::cli {
+namespace {
+
+int bench_prefill(int argc, char** argv) {
+  Args a("hypic bench prefill --model DIR --tokens N [--json]",
+         "Prefill throughput of N random tokens, against a oneDNN matmul of the model's\n"
+         "dominant GEMM shape measured in the same run (ratio = achieved / peak).");
+  a.opt("model", "DIR", "model directory")
+      .opt("tokens", "N", "prompt length", "4096")
+      .opt("dtype", "bf16|f32", "matrix weight type", "bf16")
+      .opt("reps", "R", "timed repetitions after one warm-up (best is reported)", "1")
+      .opt("json", "", "print JSON (the default; kept for symmetry)");
+  if (Status s = a.parse(argc, argv); !s) return report_error("bench prefill", s);
+  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  auto n = a.integer("tokens");
+  auto reps = a.integer("reps");
+  auto dt = parse_dtype(a.str("dtype"));
+  if (!n || !reps || !dt || *n < 1 || *reps < 1 || !a.has("model"))
+    return report_error("bench prefill", invalid_argument("need --model DIR, --tokens N >= 1, --reps R >= 1, --dtype bf16|f32"));
+  LoadOptions lo;
+  lo.compute = *dt;
+  auto model = Model::load(a.str("model"), lo);
+  if (!model) return report_error("bench prefill", model.status());
+  const Model& m = **model;
+  const auto& c = m.config();
+  std::mt19937 rng(1);
+  std::vector<int32_t> toks(static_cast<size_t>(*n));
+  for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
+  std::vector<float> logits;
+  double best = 1e30;
+  for (int64_t r = 0; r <= *reps; ++r) {  // r == 0 is the warm-up
+    SeqState st = m.new_state(*n);
+    Timer t;
+    Status s = m.forward(st, toks, LogitsFor::kLast, &logits);
+    if (!s) return report_error("bench prefill", s);
+    if (r > 0) best = std::min(best, t.seconds());
+  }
+  const double flops = m.forward_flops(*n, 0);
+  // Dominant GEMM: routed experts' gate/up for MoE models (M = tokens per expert), the
+  // dense MLP's gate/up otherwise.
+  int64_t M = *n, K = c.hidden_size, N = 2 * c.intermediate_size;
+  if (c.num_experts > 0) {
+    M = std::max<int64_t>(1, *n * c.num_experts_per_tok / c.num_experts);
+    N = 2 * c.moe_intermediate_size;
+  }
+  const double peak = kernels::measure_matmul_gflops(M, K, N, *dt, 10);
+  const double achieved = flops / best * 1e-9;
+  nlohmann::json j = {{"tokens", *n},
+                      {"dtype", a.str("dtype")},
+                      {"threads", num_threads()},
+                      {"seconds", best},
+                      {"tokens_per_s", double(*n) / best},
+                      {"gflop", flops * 1e-9},
+                      {"achieved_gflops", achieved},
+                      {"gemm_peak_gflops", peak},
+                      {"gemm_peak_shape", {M, K, N}},
+                      {"ratio", achieved / peak}};
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+int bench_make_model(int argc, char** argv) {
+  std::string shapes;
+  for (const auto& s : synthetic_shapes()) shapes += " " + s;
+  Args a("hypic bench make-model --shape NAME --layers N --out DIR",
+         "Writes a random-weight checkpoint (bf16, HF format, sharded) with a real model's\n"
+         "widths and only N layers. Shapes:" + shapes);
+  a.opt("shape", "NAME", "model shape", "qwen3.5-35b-a3b")
+      .opt("layers", "N", "number of layers (pattern 3 linear : 1 full)", "4")
+      .opt("out", "DIR", "output directory")
+      .opt("seed", "S", "random seed", "1");
+  if (Status s = a.parse(argc, argv); !s) return report_error("bench make-model", s);
+  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  auto layers = a.integer("layers");
+  auto seed = a.integer("seed");
+  if (!layers || !seed || !a.has("out"))
+    return report_error("bench make-model", invalid_argument("need --out DIR and integer --layers/--seed"));
+  Timer t;
+  Status s = write_synthetic_checkpoint(a.str("shape"), int(*layers), a.str("out"), uint64_t(*seed));
+  if (!s) return report_error("bench make-model", s);
+  nlohmann::json j = {{"shape", a.str("shape")}, {"layers", *layers}, {"out", a.str("out")},
+                      {"seconds", t.seconds()}};
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  const char* usage =
+      "usage: hypic bench <what> [options]\n\n"
+      "  prefill      prefill throughput vs the oneDNN GEMM peak of the same shape\n"
+      "  make-model   write a random checkpoint with a real model's widths\n";
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::printf("%s", usage);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string what = argv[1];
+  if (what == "prefill") return bench_prefill(argc - 1, argv + 1);
+  if (what == "make-model") return bench_make_model(argc - 1, argv + 1);
+  std::fprintf(stderr, "hypic bench: unknown benchmark '%s'\n%s", what.c_str(), usage);
+  return 2;
+}
+
+}  // namespace hypic::cli

@@ -1,0 +1,122 @@
+// hypic run: one request from flags/files; prints the text, or a JSON report.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/generate.h"
+
+namespace hypic::cli {
+
+int report_error(const std::string& cmd, const Status& s) {
+  std::fprintf(stderr, "hypic %s: %s\n", cmd.c_str(), s.message().c_str());
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+Result<DType> parse_dtype(const std::string& s) {
+  if (s == "bf16") return DType::kBF16;
+  if (s == "f32" || s == "fp32") return DType::kF32;
+  return invalid_argument("--dtype must be bf16 or f32, got '" + s + "'");
+}
+
+namespace {
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return io_error("cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  Args a("hypic run --model DIR (--prompt TEXT | --prompt-file FILE) [options]",
+         "Runs one request through the engine and prints the generated text.");
+  a.opt("model", "DIR", "model directory (config.json, *.safetensors, tokenizer.json)")
+      .opt("prompt", "TEXT", "the prompt text")
+      .opt("prompt-file", "FILE", "read the prompt from FILE")
+      .opt("chat", "", "wrap the prompt as a user message in the ChatML template")
+      .opt("system", "TEXT", "system message (with --chat)")
+      .opt("max-tokens", "N", "maximum tokens to generate", "128")
+      .opt("temperature", "T", "sampling temperature; 0 = greedy", "0")
+      .opt("top-k", "K", "sample among the K most likely tokens; 0 = all", "0")
+      .opt("top-p", "P", "nucleus sampling mass", "1")
+      .opt("seed", "S", "sampling seed", "0")
+      .opt("stop", "STR", "stop string (repeatable)")
+      .opt("ignore-eos", "", "keep generating past end-of-sequence tokens")
+      .opt("dtype", "bf16|f32", "matrix weight type (f32 = exact reference path)", "bf16")
+      .opt("json", "", "print one JSON object with the text and timings instead");
+  if (Status s = a.parse(argc, argv); !s) return report_error("run", s);
+  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (!a.has("model")) return report_error("run", invalid_argument("--model is required; see --help"));
+  if (a.has("prompt") == a.has("prompt-file"))
+    return report_error("run", invalid_argument("give exactly one of --prompt and --prompt-file"));
+
+  std::string prompt = a.str("prompt");
+  if (a.has("prompt-file")) {
+    auto r = read_file(a.str("prompt-file"));
+    if (!r) return report_error("run", r.status());
+    prompt = r.value();
+  }
+  GenerateOptions go;
+  auto mt = a.integer("max-tokens");
+  auto temp = a.number("temperature");
+  auto tk = a.integer("top-k");
+  auto tp = a.number("top-p");
+  auto seed = a.integer("seed");
+  auto dt = parse_dtype(a.str("dtype"));
+  for (const Status* s : {&mt.status(), &temp.status(), &tk.status(), &tp.status(), &seed.status(), &dt.status()})
+    if (!s->is_ok()) return report_error("run", *s);
+  if (*mt < 0 || *temp < 0 || *tk < 0 || *tp <= 0 || *tp > 1)
+    return report_error("run", invalid_argument("need max-tokens >= 0, temperature >= 0, top-k >= 0, 0 < top-p <= 1"));
+  go.max_tokens = int(*mt);
+  go.sampling = {float(*temp), int(*tk), float(*tp), uint64_t(*seed)};
+  go.stop = a.all("stop");
+  go.stop_at_eos = !a.flag("ignore-eos");
+
+  auto tok = Tokenizer::load(a.str("model") + "/tokenizer.json");
+  if (!tok) return report_error("run", tok.status());
+  LoadOptions lo;
+  lo.compute = *dt;
+  auto model = Model::load(a.str("model"), lo);
+  if (!model) return report_error("run", model.status());
+
+  if (a.flag("chat")) {
+    std::vector<ChatMessage> msgs;
+    if (a.has("system")) msgs.push_back({"system", a.str("system")});
+    msgs.push_back({"user", prompt});
+    prompt = apply_chatml(msgs, true);
+  }
+  const std::vector<int32_t> ids = tok->encode(prompt, /*parse_special=*/true);
+  const bool json = a.flag("json");
+  TextCallback stream;
+  if (!json) stream = [](const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); std::fflush(stdout); return true; };
+  auto r = generate(**model, *tok, ids, go, stream);
+  if (!r) return report_error("run", r.status());
+  if (!json) {
+    std::printf("\n");
+    return 0;
+  }
+  const double n = double(r->tokens.size());
+  nlohmann::json j = {
+      {"text", r->text},
+      {"finish_reason", r->finish_reason},
+      {"prompt_tokens", r->prompt_tokens},
+      {"completion_tokens", r->tokens.size()},
+      {"ttft_ms", r->ttft_ms},
+      {"prefill_ms", r->prefill_ms},
+      {"decode_ms", r->decode_ms},
+      {"prefill_tokens_per_s", r->prefill_ms > 0 ? 1e3 * double(r->prompt_tokens) / r->prefill_ms : 0.0},
+      {"decode_tokens_per_s", (n > 1 && r->decode_ms > 0) ? 1e3 * (n - 1) / r->decode_ms : 0.0},
+      {"dtype", a.str("dtype")},
+  };
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+}  // namespace hypic::cli

@@ -1,0 +1,30 @@
+// Next-token sampling: greedy, temperature, top-k, top-p, seeded.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace hypic {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0: greedy (argmax)
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // 1: off
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
+  // logits: [V]. Deterministic for a given seed and sequence of calls.
+  int32_t sample(const float* logits, int64_t V);
+
+ private:
+  SamplingParams p_;
+  std::mt19937_64 rng_;
+};
+
+int32_t argmax(const float* x, int64_t n);
+
+}  // namespace hypic
