@@ -107,7 +107,7 @@ int cmd_bench(int argc, char** argv) {
       "  prefill      prefill throughput vs the oneDNN GEMM peak of the same shape\n"
       "  make-model   write a random checkpoint with a real model's widths\n";
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::printf("%s", usage);
+    std::fprintf(argc < 2 ? stderr : stdout, "%s", usage);  // no benchmark: a usage error
     return argc < 2 ? 2 : 0;
   }
   const std::string what = argv[1];

@@ -18,6 +18,8 @@ int cmd_inspect(int argc, char** argv) {
   if (Status s = a.parse(argc, argv); !s) return report_error("inspect", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   if (!a.has("model")) return report_error("inspect", invalid_argument("--model is required"));
+  auto dt = parse_dtype(a.str("dtype"));  // checked before anything is printed
+  if (!dt) return report_error("inspect", dt.status());
   auto cfg = ModelConfig::from_dir(a.str("model"));
   if (!cfg) return report_error("inspect", cfg.status());
   std::printf("%s\n", cfg->summary().c_str());
@@ -26,8 +28,6 @@ int cmd_inspect(int argc, char** argv) {
   std::printf("checkpoint: %zu tensors in %zu file(s), %.1f MiB\n", ck->num_tensors(),
               ck->files().size(), double(ck->total_bytes()) / (1 << 20));
   if (a.flag("load")) {
-    auto dt = parse_dtype(a.str("dtype"));
-    if (!dt) return report_error("inspect", dt.status());
     Timer t;
     LoadOptions lo;
     lo.compute = *dt;

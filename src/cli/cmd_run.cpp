@@ -1,5 +1,8 @@
 // hypic run: one request from flags/files; prints the text, or a JSON report.
+#include <climits>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -72,13 +75,25 @@ int cmd_run(int argc, char** argv) {
   auto dt = parse_dtype(a.str("dtype"));
   for (const Status* s : {&mt.status(), &temp.status(), &tk.status(), &tp.status(), &seed.status(), &dt.status()})
     if (!s->is_ok()) return report_error("run", *s);
-  if (*mt < 0 || *temp < 0 || *tk < 0 || *tp <= 0 || *tp > 1)
-    return report_error("run", invalid_argument("need max-tokens >= 0, temperature >= 0, top-k >= 0, 0 < top-p <= 1"));
+  // Range checks (NaN fails every comparison, so the conditions are written to reject it).
+  if (*mt < 0 || *mt > INT32_MAX)
+    return report_error("run", invalid_argument("--max-tokens must be in [0, 2147483647], got '" + a.str("max-tokens") + "'"));
+  if (!(*temp >= 0) || !std::isfinite(*temp))
+    return report_error("run", invalid_argument("--temperature must be a finite number >= 0 (0 = greedy), got '" + a.str("temperature") + "'"));
+  if (*tk < 0 || *tk > INT32_MAX)
+    return report_error("run", invalid_argument("--top-k must be in [0, 2147483647] (0 = off), got '" + a.str("top-k") + "'"));
+  if (!(*tp > 0 && *tp <= 1))
+    return report_error("run", invalid_argument("--top-p must be in (0, 1], got '" + a.str("top-p") + "'"));
   go.max_tokens = int(*mt);
   go.sampling = {float(*temp), int(*tk), float(*tp), uint64_t(*seed)};
   go.stop = a.all("stop");
   go.stop_at_eos = !a.flag("ignore-eos");
 
+  std::error_code ec;
+  if (!std::filesystem::is_directory(a.str("model"), ec))
+    return report_error("run", not_found("model directory '" + a.str("model") + "' does not exist; "
+                                         "--model takes a Hugging Face model directory (config.json, "
+                                         "*.safetensors, tokenizer.json)"));
   auto tok = Tokenizer::load(a.str("model") + "/tokenizer.json");
   if (!tok) return report_error("run", tok.status());
   LoadOptions lo;
@@ -115,7 +130,9 @@ int cmd_run(int argc, char** argv) {
       {"decode_tokens_per_s", (n > 1 && r->decode_ms > 0) ? 1e3 * (n - 1) / r->decode_ms : 0.0},
       {"dtype", a.str("dtype")},
   };
-  std::printf("%s\n", j.dump().c_str());
+  // A stop string may cut the text inside a UTF-8 character: replace invalid bytes (U+FFFD)
+  // instead of letting dump() throw.
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }
 

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   }
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") ||
       !std::strcmp(argv[1], "help")) {
-    std::printf("%s", kUsage);
+    std::fprintf(argc < 2 ? stderr : stdout, "%s", kUsage);  // no command: a usage error
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];

@@ -53,7 +53,8 @@ std::vector<int32_t> eos_ids(const ModelConfig& cfg, const Tokenizer& tok) {
 Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
                                 const std::vector<int32_t>& prompt, const GenerateOptions& opt,
                                 const TextCallback& on_text) {
-  if (prompt.empty()) return invalid_argument("the prompt is empty");
+  if (prompt.empty())
+    return invalid_argument("the prompt is empty; give a prompt of at least one token");
   if (opt.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
   const int64_t V = model.config().vocab_size;
   const int64_t ctx = model.config().max_position_embeddings;
@@ -65,7 +66,8 @@ Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
   GenerateResult r;
   r.prompt_tokens = int64_t(prompt.size());
   Timer t;
-  SeqState st = model.new_state(int64_t(prompt.size()) + opt.max_tokens + 1);
+  // KV room for the whole request, but never more than the context (max_tokens may be huge).
+  SeqState st = model.new_state(std::min(int64_t(prompt.size()) + opt.max_tokens + 1, ctx));
   std::vector<float> logits;
   HYPIC_RETURN_IF_ERROR(model.forward(st, prompt, LogitsFor::kLast, &logits));
   r.prefill_ms = t.ms();

@@ -8,60 +8,95 @@
 #include "core/parallel.h"
 #include "core/status.h"
 #include "kernels/elementwise.h"
+#include "kernels/small_gemm.h"
 
 namespace hypic::kernels {
 namespace {
 
-constexpr int kQBlock = 16;
-constexpr int kKBlock = 128;
+constexpr int kQBlock = 32;   // query positions per task
+constexpr int kKBlock = 256;  // keys per online-softmax step
 
-// One (head, query block): online softmax over key blocks up to the causal limit.
-void attend_block(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int64_t qpos0,
-                  const float* k, const float* v, int h, float scale, float* out,
-                  float* scratch) {
-  const int hd = d.hd, kvh = h / (d.nh / d.nkv);
+// One task: kv head `kvh`, query positions [i0, i1). The g = nh / nkv query heads that share
+// the kv head are stacked, so both products are GEMMs with g·(i1−i0) columns/rows:
+//   St [nk, rows] = K_blk · Qᵀ      (keys × queries; scale folded into Qᵀ)
+//   O  [rows, hd] += P · V_blk      (P = St transposed, as exp weights)
+// with a streaming softmax over key blocks: running max m and sum l per query row.
+struct Scratch {
+  std::vector<float> qt, st, o, m, l, corr, colmax;
+};
+
+void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int64_t qpos0,
+                 const float* k, const float* v, int kvh, float scale, float* out, Scratch& s) {
+  const int hd = d.hd, g = d.nh / d.nkv;
   const int64_t qs = int64_t(d.nh) * hd, ks = int64_t(d.nkv) * hd;
-  const int nq = int(i1 - i0);
-  float* acc = scratch;                   // [kQBlock, hd]
-  float* s = acc + kQBlock * hd;          // [kQBlock, kKBlock]
-  float m[kQBlock], l[kQBlock];
-  std::fill(acc, acc + nq * hd, 0.0f);
-  std::fill(m, m + nq, -std::numeric_limits<float>::infinity());
-  std::fill(l, l + nq, 0.0f);
-  const int64_t kend = qpos0 + i1;  // keys [0, kend) are visible to at least one query
-  for (int64_t j0 = 0; j0 < kend; j0 += kKBlock) {
-    const int64_t j1 = std::min(kend, j0 + kKBlock);
+  const int nq = int(i1 - i0), rows = g * nq;
+  s.qt.resize(size_t(hd) * rows);
+  s.st.resize(size_t(kKBlock) * rows);
+  s.o.assign(size_t(rows) * hd, 0.0f);
+  s.m.assign(size_t(rows), -std::numeric_limits<float>::infinity());
+  s.l.assign(size_t(rows), 0.0f);
+  s.corr.resize(size_t(rows));
+  s.colmax.resize(size_t(rows));
+  // Qᵀ [hd, rows], column j·nq + r = head (kvh·g + j), position i0 + r, times scale.
+  for (int j = 0; j < g; ++j)
     for (int r = 0; r < nq; ++r) {
-      const float* qr = q + (i0 + r) * qs + int64_t(h) * hd;
-      const int64_t lim = std::min(j1, qpos0 + i0 + r + 1);  // causal limit for this row
-      float* sr = s + r * kKBlock;
-      float bm = -std::numeric_limits<float>::infinity();
-      for (int64_t j = j0; j < lim; ++j) {
-        sr[j - j0] = dot(qr, k + j * ks + int64_t(kvh) * hd, hd) * scale;
-        bm = std::max(bm, sr[j - j0]);
-      }
-      if (lim <= j0) continue;
-      const float mn = std::max(m[r], bm);
-      const float corr = std::exp(m[r] - mn);
-      float* ar = acc + r * hd;
-      if (corr != 1.0f) {
-        for (int c = 0; c < hd; ++c) ar[c] *= corr;
-      }
-      float sum = 0;
-      for (int64_t j = j0; j < lim; ++j) {
-        const float p = std::exp(sr[j - j0] - mn);
-        sum += p;
-        axpy(p, v + j * ks + int64_t(kvh) * hd, ar, hd);
-      }
-      l[r] = l[r] * corr + sum;
-      m[r] = mn;
+      const float* qr = q + (i0 + r) * qs + int64_t(kvh * g + j) * hd;
+      for (int c = 0; c < hd; ++c) s.qt[size_t(c) * rows + size_t(j * nq + r)] = qr[c] * scale;
     }
+  const int64_t first_pos = qpos0 + i0;  // position of query row r is first_pos + r
+  const int64_t kend = qpos0 + i1;       // keys [0, kend) are visible to some row
+  float* st = s.st.data();
+  for (int64_t j0 = 0; j0 < kend; j0 += kKBlock) {
+    const int nk = int(std::min<int64_t>(kKBlock, kend - j0));
+    small_gemm(nk, rows, hd, 1.0f, k + j0 * ks + int64_t(kvh) * hd, ks, false, s.qt.data(), rows,
+               0.0f, st, rows);
+    // Causal mask: key j0 + jj is visible to row r iff j0 + jj <= first_pos + r.
+    const bool partial = j0 + nk - 1 > first_pos;
+    if (partial) {
+      for (int jj = 0; jj < nk; ++jj) {
+        const int64_t rmin = j0 + jj - first_pos;  // rows r < rmin cannot see this key
+        if (rmin <= 0) continue;
+        float* srow = st + size_t(jj) * rows;
+        for (int j = 0; j < g; ++j)
+          for (int r = 0; r < std::min<int64_t>(rmin, nq); ++r)
+            srow[j * nq + r] = -std::numeric_limits<float>::infinity();
+      }
+    }
+    std::fill(s.colmax.begin(), s.colmax.end(), -std::numeric_limits<float>::infinity());
+    for (int jj = 0; jj < nk; ++jj) {
+      const float* srow = st + size_t(jj) * rows;
+      for (int c = 0; c < rows; ++c) s.colmax[size_t(c)] = std::max(s.colmax[size_t(c)], srow[c]);
+    }
+    for (int c = 0; c < rows; ++c) {
+      const float mn = std::max(s.m[size_t(c)], s.colmax[size_t(c)]);
+      // A row with no visible key in this block keeps its max (its weights become 0).
+      s.corr[size_t(c)] = std::exp(s.m[size_t(c)] - mn);
+      s.m[size_t(c)] = mn;
+    }
+    for (int jj = 0; jj < nk; ++jj) {
+      float* srow = st + size_t(jj) * rows;
+      for (int c = 0; c < rows; ++c) srow[c] -= s.m[size_t(c)];
+      exp_inplace(srow, rows);  // exp(-inf) = 0 for masked entries
+    }
+    for (int c = 0; c < rows; ++c) {
+      float sum = 0;
+      for (int jj = 0; jj < nk; ++jj) sum += st[size_t(jj) * rows + size_t(c)];
+      s.l[size_t(c)] = s.l[size_t(c)] * s.corr[size_t(c)] + sum;
+      if (s.corr[size_t(c)] != 1.0f) {
+        float* orow = s.o.data() + size_t(c) * hd;
+        for (int e = 0; e < hd; ++e) orow[e] *= s.corr[size_t(c)];
+      }
+    }
+    small_gemm(rows, hd, nk, 1.0f, st, rows, /*trans_a=*/true, v + j0 * ks + int64_t(kvh) * hd,
+               ks, 1.0f, s.o.data(), hd);
   }
-  for (int r = 0; r < nq; ++r) {
-    float* o = out + (i0 + r) * qs + int64_t(h) * hd;
-    const float inv = 1.0f / l[r];
-    for (int c = 0; c < hd; ++c) o[c] = acc[r * hd + c] * inv;
-  }
+  for (int j = 0; j < g; ++j)
+    for (int r = 0; r < nq; ++r) {
+      const int c = j * nq + r;
+      float* o = out + (i0 + r) * qs + int64_t(kvh * g + j) * hd;
+      const float inv = 1.0f / s.l[size_t(c)];
+      for (int e = 0; e < hd; ++e) o[e] = s.o[size_t(c) * hd + size_t(e)] * inv;
+    }
 }
 
 }  // namespace
@@ -71,13 +106,11 @@ void attention_causal(const AttnDims& d, const float* q, int64_t Lq, int64_t qpo
   HYPIC_CHECK(d.nkv > 0 && d.nh % d.nkv == 0 && qpos0 + Lq <= Lk);
   const int64_t nblk = (Lq + kQBlock - 1) / kQBlock;
   // Later query blocks see more keys: hand them out first for balance.
-  parallel_for(nblk * d.nh, [&](int64_t task) {
-    thread_local std::vector<float> scratch;
-    scratch.resize(size_t(kQBlock) * (d.hd + kKBlock));
-    const int64_t b = nblk - 1 - task / d.nh;
-    const int h = int(task % d.nh);
-    attend_block(d, q, b * kQBlock, std::min(Lq, (b + 1) * kQBlock), qpos0, k, v, h, scale, out,
-                 scratch.data());
+  parallel_for(nblk * d.nkv, [&](int64_t task) {
+    thread_local Scratch scratch;
+    const int64_t b = nblk - 1 - task / d.nkv;
+    attend_task(d, q, b * kQBlock, std::min(Lq, (b + 1) * kQBlock), qpos0, k, v,
+                int(task % d.nkv), scale, out, scratch);
   });
 }
 

@@ -8,6 +8,35 @@
 
 namespace hypic::kernels {
 
+// Cephes expf: range reduction by ln 2 in two parts and a degree-6 polynomial, ≈1 ulp.
+// Arguments below ln(FLT_MIN) give 0 (no denormals reach the GEMMs); above 88 are clamped;
+// NaN propagates.
+namespace {
+constexpr float kExpLo = -87.33654475f, kExpHi = 88.0f;
+
+inline __m256 exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(kExpLo);
+  const __m256 xc = _mm256_min_ps(_mm256_set1_ps(kExpHi), _mm256_max_ps(lo, x));
+  const __m256 fx = _mm256_floor_ps(
+      _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), xc);
+  r = _mm256_fmadd_ps(fx, _mm256_set1_ps(2.12194440e-4f), r);
+  const __m256 z = _mm256_mul_ps(r, r);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_add_ps(_mm256_fmadd_ps(y, z, r), _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  const __m256 res = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), res);
+}
+}  // namespace
+
+
 float dot(const float* a, const float* b, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
@@ -46,13 +75,13 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, 
 
 void rmsnorm_gated(const float* x, const float* z, const float* w, float* y, int64_t rows,
                    int64_t n, float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, [&](int64_t r) {
     const float* xr = x + r * n;
     const float* zr = z + r * n;
     float* yr = y + r * n;
     const float inv = 1.0f / std::sqrt(dot(xr, xr, n) / float(n) + eps);
     for (int64_t i = 0; i < n; ++i) yr[i] = w[i] * (xr[i] * inv) * silu(zr[i]);
-  }
+  });
 }
 
 void l2norm(float* x, int64_t rows, int64_t n, float eps) {
@@ -63,12 +92,35 @@ void l2norm(float* x, int64_t rows, int64_t n, float eps) {
   }
 }
 
+namespace {
+inline __m256 silu8(__m256 x) {
+  const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+}  // namespace
+
 void silu_inplace(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = silu(x[i]);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, silu8(_mm256_loadu_ps(x + i)));
+  for (; i < n; ++i) x[i] = silu(x[i]);
 }
 
 void swiglu(const float* gate, const float* up, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = silu(gate[i]) * up[i];
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(silu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+  for (; i < n; ++i) y[i] = silu(gate[i]) * up[i];
+}
+
+void exp_inplace(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp8(_mm256_loadu_ps(x + i)));
+  if (i < n) {  // tail through the same vector code, so every element rounds alike
+    alignas(32) float buf[8] = {};
+    for (int64_t j = i; j < n; ++j) buf[j - i] = x[j];
+    _mm256_store_ps(buf, exp8(_mm256_load_ps(buf)));
+    for (int64_t j = i; j < n; ++j) x[j] = buf[j - i];
+  }
 }
 
 void softmax(float* x, int64_t n) {

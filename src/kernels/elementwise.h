@@ -26,6 +26,8 @@ void l2norm(float* x, int64_t rows, int64_t n, float eps);
 void silu_inplace(float* x, int64_t n);
 // y = silu(gate) * up, elementwise; gate, up, y: [n]. y may alias gate.
 void swiglu(const float* gate, const float* up, float* y, int64_t n);
+// x[i] = exp(x[i]) for i < n, vectorised (≈1 ulp; exp(-inf) = 0).
+void exp_inplace(float* x, int64_t n);
 // In-place softmax of one row.
 void softmax(float* x, int64_t n);
 

@@ -1,16 +1,22 @@
 // Gated DeltaNet kernels. See gated_delta.h for the math and the API.
 //
 // Layout of the work:
-//  * gdn_prefill: one task per value head (hypic::parallel_for, OpenMP dynamic schedule);
-//    a task runs its head's whole sequence chunk by chunk (run_head_chunks), so the head's
-//    state [dk, dv] and all chunk temporaries stay in the core's L1/L2 for the whole call.
+//  * gdn_prefill: one task per key head (its nv/nk value heads together, sharing K·Kᵀ and
+//    Q·Kᵀ) — or per value head when there are fewer key heads than threads — spread by
+//    hypic::parallel_for (OpenMP, dynamic schedule, one barrier per call). A task runs its
+//    heads' whole sequence chunk by chunk (run_group_chunks), so the states [dk, dv] and
+//    all chunk temporaries (~0.4 MiB) stay in the core's L2 for the whole call.
 //    Inside a chunk every product is a small GEMM on small_gemm: register-blocked
-//    microkernels (AVX-512: 6 rows × 64 columns, 24 zmm accumulators; baseline AVX2:
-//    6 × 16), operands read in place with their strides (no packing), triangular operands
-//    skipped block-wise.
-//    (Measured alternative: batching each chunk step across heads in oneDNN matmuls — see
-//    the report in the test file's PrintThroughput comment.)
-//  * gdn_step: one task per (sequence, value head); two streaming passes over the state.
+//    microkernels (AVX-512: 6 rows × 64 columns, 24 zmm accumulators, ≈110 GFLOP/s per
+//    core = peak on this machine; baseline AVX2: 6 × 16), operands read in place with their
+//    strides (no packing), triangular operands skipped block-wise.
+//    Measured alternative (nk=16, nv=32, dk=dv=128, L=4096, 2 cores): chunk-major, each
+//    S-dependent product batched across the 32 heads in one oneDNN matmul (brgemm
+//    avx512) — ~140 ms against ~107 ms here; its batched scan alone (~84 ms) costs more than
+//    the whole per-head scan here, and its 5 barriers per chunk make it fragile on a
+//    shared machine. So the per-head layout is the one kept.
+//  * gdn_step: one task per (sequence, value head); the state is swept in L1-sized column
+//    blocks (read Sᵀk, then update + read Sᵀq), so it streams through memory once.
 #include "kernels/gated_delta.h"
 
 #include <immintrin.h>
@@ -22,6 +28,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -631,7 +638,7 @@ void gdn_step(const GdnDims& d, int B, const float* q, const float* k, const flo
   check_dims(d);
   const int rep = d.nv / d.nk;
   const int dk = d.dk, dv = d.dv;
-  parallel_for(int64_t(B) * d.nv, [&](int64_t idx) {
+  auto one = [&](int64_t idx) {
     thread_local std::vector<float> tmp;
     if (int(tmp.size()) < dv) tmp.resize(size_t(dv));
     const int64_t b = idx / d.nv;
@@ -643,43 +650,62 @@ void gdn_step(const GdnDims& d, int B, const float* q, const float* k, const flo
     float* o = out + idx * dv;
     const float decay = std::exp(g[idx]), bt = beta[idx];
     float* delta = tmp.data();
-    // Sᵀk of the old state; the decayed state's read is e^g·(Sᵀk).
-    std::fill(delta, delta + dv, 0.0f);
-    for (int i = 0; i < dk; ++i) {
-      const float ki = kv[i];
-      const float* row = S + int64_t(i) * dv;
+    // Column blocks of the state small enough for L1 ([dk × 64] = 32 KiB at dk = 128), so
+    // the second pass over a block hits L1 and the state streams through memory once.
+    auto block = [&](int j0, auto width) {
+      const int w = width;  // compile-time 64 for full blocks: fixed-trip vector loops
+      float* dl = delta + j0;
+      float* ob = o + j0;
+      // Sᵀk of the old state; the decayed state's read is e^g·(Sᵀk).
+      std::fill(dl, dl + w, 0.0f);
+      for (int i = 0; i < dk; ++i) {
+        const float ki = kv[i];
+        const float* row = S + int64_t(i) * dv + j0;
 #pragma omp simd
-      for (int j = 0; j < dv; ++j) delta[j] += ki * row[j];
-    }
-#pragma omp simd
-    for (int j = 0; j < dv; ++j) delta[j] = bt * (vv[j] - decay * delta[j]);
-    // S ← e^g·S + k δᵀ, and o = S_newᵀ q in the same pass.
-    std::fill(o, o + dv, 0.0f);
-    for (int i = 0; i < dk; ++i) {
-      const float ki = kv[i], qi = qv[i];
-      float* row = S + int64_t(i) * dv;
-#pragma omp simd
-      for (int j = 0; j < dv; ++j) {
-        const float x = decay * row[j] + ki * delta[j];
-        row[j] = x;
-        o[j] += qi * x;
+        for (int j = 0; j < w; ++j) dl[j] += ki * row[j];
       }
-    }
-  });
+#pragma omp simd
+      for (int j = 0; j < w; ++j) dl[j] = bt * (vv[j0 + j] - decay * dl[j]);
+      // S ← e^g·S + k δᵀ, and o = S_newᵀ q in the same pass.
+      std::fill(ob, ob + w, 0.0f);
+      for (int i = 0; i < dk; ++i) {
+        const float ki = kv[i], qi = qv[i];
+        float* row = S + int64_t(i) * dv + j0;
+#pragma omp simd
+        for (int j = 0; j < w; ++j) {
+          const float x = decay * row[j] + ki * dl[j];
+          row[j] = x;
+          ob[j] += qi * x;
+        }
+      }
+    };
+    constexpr int kCols = 64;
+    int j0 = 0;
+    for (; j0 + kCols <= dv; j0 += kCols) block(j0, std::integral_constant<int, kCols>{});
+    if (j0 < dv) block(j0, dv - j0);
+  };
+  // A step is ~1 µs per 16 K state entries; below ~256 KiB of state in all a parallel region
+  // (and its barrier) costs more than it saves.
+  const int64_t tasks = int64_t(B) * d.nv;
+  if (tasks * dk * dv < (int64_t(1) << 16)) {
+    for (int64_t i = 0; i < tasks; ++i) one(i);
+  } else {
+    parallel_for(tasks, one);
+  }
 }
 
 double gdn_prefill_flops(const GdnDims& d, int L) {
   const double dk = d.dk, dv = d.dv;
-  double per_head = 0;
-  for (int t0 = 0; t0 < L; t0 += gdn_detail::kChunk) {
-    const double n = std::min(gdn_detail::kChunk, L - t0);
+  auto chunk = [&](int ni) {  // one chunk of ni tokens, one value head
+    const double n = ni;
     const double tri_strict = n * (n - 1) / 2, tri = n * (n + 1) / 2;
-    double inv = 0;
-    for (int j = 0; j + 1 < int(n); ++j) inv += 2.0 * (j + 1) * (n - 1 - j);  // Σ_i Σ_{j<i} 2(j+1)
-    per_head += tri_strict * 2 * dk + tri * 2 * dk + inv + tri * 2 * (dk + dv) +
-                3 * 2 * n * dk * dv + tri * 2 * dv;
-  }
-  return per_head * d.nv;
+    double inv = 0;  // Σ_i Σ_{j<i} 2(j+1)
+    for (int j = 0; j + 1 < ni; ++j) inv += 2.0 * (j + 1) * (n - 1 - j);
+    return tri_strict * 2 * dk + tri * 2 * dk + inv + tri * 2 * (dk + dv) + 3 * 2 * n * dk * dv +
+           tri * 2 * dv;
+  };
+  const int full = L / gdn_detail::kChunk, tail = L % gdn_detail::kChunk;
+  return (full * chunk(gdn_detail::kChunk) + (tail ? chunk(tail) : 0.0)) * d.nv;
 }
 
 }  // namespace hypic::kernels

@@ -23,7 +23,8 @@ struct GdnDims {
 //   q, k: [L, nk, dk]   v: [L, nv, dv]   g (log decay, <= 0), beta: [L, nv]
 //   state: [nv, dk, dv] in/out (the incoming state; zero for a fresh sequence)
 //   out: [L, nv, dv]
-// Chunked (WY/UT form, chunk 64; SPEC §2), parallel over value heads.
+// Chunked (WY/UT form, chunk 64; SPEC §2), parallel over heads. Any L >= 1 (a tail chunk
+// shorter than 64 is exactly the zero-padded chunk).
 void gdn_prefill(const GdnDims& d, int L, const float* q, const float* k, const float* v,
                  const float* g, const float* beta, float* state, float* out);
 
@@ -63,7 +64,8 @@ struct HeadSeq {
   float* out = nullptr;      int64_t out_ld = 0;   // [L, width]; written iff q != nullptr
 };
 
-// Per-thread scratch for run_head_chunks; grows on demand, reused across calls.
+// Per-thread scratch for run_head_chunks / run_group_chunks; grows on demand, reused
+// across calls (gdn_prefill keeps one per thread, thread_local).
 struct ChunkScratch {
   float* buf = nullptr;
   int64_t cap = 0;  // floats
@@ -93,8 +95,9 @@ void run_group_chunks(int dk, int width, int nh, const HeadSeq* seqs, float* con
 // Small row-major fp32 GEMM used by the chunk machinery:
 //   C[M×N] = alpha · op(A)·B + beta · C      (beta == 0: C is not read)
 // op(A) = A [M×K] (lda) or, when trans_a, A stored as [K×M] (lda).
-// tri = kALower: A is lower triangular incl. diagonal (row i reads k <= i only; entries
-//       above the diagonal within the row block must be finite, e.g. 0).
+// tri = kALower: A is lower triangular incl. diagonal; K-loops stop at the row block's
+//       last row, so A's entries above the diagonal inside a 6-row block are read and must
+//       be 0 (beyond that they are never read).
 // tri = kCLower: only C's lower triangle incl. diagonal (j <= i) is computed / written,
 //       (in 16-column granularity more may be written; never read what you did not ask).
 enum class Tri { kNone, kALower, kCLower };

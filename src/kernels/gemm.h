@@ -25,7 +25,7 @@ void batched_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, const fl
                         const float* B, bool tb, float* C, bool accumulate = false);
 
 // GFLOP/s of one oneDNN matmul [M,K]·[K,N] with weights of type `wt`, measured now (best of
-// `reps`); the yardstick benchmarks compare achieved throughput against.
+// at least `reps` and 0.5 s of runs); the yardstick benchmarks compare achieved throughput against.
 double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps = 5);
 
 // oneDNN implementation name picked for a shape (diagnostics, `hypic inspect`).

@@ -90,7 +90,9 @@ Status load_gdn(const Reader& rd, const ModelConfig& c, const std::string& p, Gd
     w.in_ba = concat_rows({b, a}, ct);
   }
   HYPIC_ASSIGN_OR_RETURN(Tensor conv, rd.vec(p + "conv1d.weight", {conv_dim, 1, K}));
-  w.conv_w = conv.reshape({conv_dim, K});
+  w.conv_w = Tensor::zeros_f32({K, conv_dim});  // transposed: [K, conv_dim]
+  for (int64_t c = 0; c < conv_dim; ++c)
+    for (int64_t j = 0; j < K; ++j) w.conv_w.f32()[j * conv_dim + c] = conv.f32()[c * K + j];
   HYPIC_ASSIGN_OR_RETURN(Tensor A_log, rd.vec(p + "A_log", {nv}));
   w.neg_A = A_log;
   for (int64_t i = 0; i < nv; ++i) w.neg_A.f32()[i] = -std::exp(A_log.f32()[i]);

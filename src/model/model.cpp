@@ -5,12 +5,14 @@
 
 #include "core/parallel.h"
 #include "core/profile.h"
+#include "core/workspace.h"
 #include "kernels/attention.h"
 #include "kernels/conv1d.h"
 #include "kernels/elementwise.h"
 #include "kernels/gated_delta.h"
 #include "kernels/gemm.h"
 #include "kernels/rope.h"
+#include "model/slots.h"
 
 namespace hypic {
 
@@ -63,23 +65,27 @@ void Model::gdn_layer(const LayerWeights& lw, LinearState& st, const float* x, i
   const int nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
   const int dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
   const int64_t kd = int64_t(nk) * dk, vd = int64_t(nv) * dv, conv_dim = 2 * kd + vd;
-  Tensor mixed = Tensor::zeros_f32({L, conv_dim});  // pre-conv q|k|v
-  Tensor conv = Tensor::zeros_f32({L, conv_dim});   // post-conv, SiLU
-  Tensor z = Tensor::zeros_f32({L, vd});
-  Tensor ba = Tensor::zeros_f32({L, 2 * nv});
+  Workspace& ws = Workspace::local();
+  Tensor mixed = ws.f32(slot::kGdnMixed, {L, conv_dim});  // pre-conv q|k|v
+  Tensor conv = ws.f32(slot::kGdnConv, {L, conv_dim});   // post-conv, SiLU
+  Tensor z = ws.f32(slot::kGdnZ, {L, vd});
+  Tensor ba = ws.f32(slot::kGdnBa, {L, 2 * nv});
   {
     HYPIC_PROFILE_SCOPE("gdn_in_proj");
     linear(x, L, w.in_qkv, mixed.f32());
     linear(x, L, w.in_z, z.f32());
     linear(x, L, w.in_ba, ba.f32());
   }
-  HYPIC_PROFILE_SCOPE("gdn_conv_rule_out");
-  kernels::causal_conv1d_silu(mixed.f32(), L, conv_dim, w.conv_w.f32(), c.linear_conv_kernel_dim,
-                              st.conv.f32(), conv.f32());
+  {
+    HYPIC_PROFILE_SCOPE("gdn_conv");
+    kernels::causal_conv1d_silu(mixed.f32(), L, conv_dim, w.conv_w.f32(),
+                                c.linear_conv_kernel_dim, st.conv.f32(), conv.f32());
+  }
+  HYPIC_PROFILE_SCOPE("gdn_prep");
   // q, k: [L, nk, dk] L2-normalised, q scaled by dk^-1/2; v: [L, nv, dv]; g, beta: [L, nv].
-  Tensor q = Tensor::zeros_f32({L, nk, dk}), k = Tensor::zeros_f32({L, nk, dk});
-  Tensor v = Tensor::zeros_f32({L, nv, dv});
-  Tensor g = Tensor::zeros_f32({L, nv}), beta = Tensor::zeros_f32({L, nv});
+  Tensor q = ws.f32(slot::kGdnQ, {L, nk, dk}), k = ws.f32(slot::kGdnK, {L, nk, dk});
+  Tensor v = ws.f32(slot::kGdnV, {L, nv, dv});
+  Tensor g = ws.f32(slot::kGdnG, {L, nv}), beta = ws.f32(slot::kGdnBeta, {L, nv});
   const float qscale = 1.0f / std::sqrt(float(dk));
   parallel_for(L, [&](int64_t t) {
     const float* row = conv.f32() + t * conv_dim;
@@ -98,15 +104,19 @@ void Model::gdn_layer(const LayerWeights& lw, LinearState& st, const float* x, i
           w.neg_A.f32()[hh] * kernels::softplus(bt[nv + hh] + w.dt_bias.f32()[hh]);
     }
   });
-  Tensor o = Tensor::zeros_f32({L, nv, dv});
+  Tensor o = ws.f32(slot::kGdnOut, {L, nv, dv});
   const kernels::GdnDims dims{nk, nv, dk, dv};
-  if (L == 1) {
-    float* s = st.ssm.f32();
-    kernels::gdn_step(dims, 1, q.f32(), k.f32(), v.f32(), g.f32(), beta.f32(), &s, o.f32());
-  } else {
-    kernels::gdn_prefill(dims, int(L), q.f32(), k.f32(), v.f32(), g.f32(), beta.f32(),
-                         st.ssm.f32(), o.f32());
+  {
+    HYPIC_PROFILE_SCOPE("gdn_rule");
+    if (L == 1) {
+      float* s = st.ssm.f32();
+      kernels::gdn_step(dims, 1, q.f32(), k.f32(), v.f32(), g.f32(), beta.f32(), &s, o.f32());
+    } else {
+      kernels::gdn_prefill(dims, int(L), q.f32(), k.f32(), v.f32(), g.f32(), beta.f32(),
+                           st.ssm.f32(), o.f32());
+    }
   }
+  HYPIC_PROFILE_SCOPE("gdn_norm_out");
   kernels::rmsnorm_gated(o.f32(), z.f32(), w.norm_w.f32(), o.f32(), L * nv, dv, c.rms_norm_eps);
   linear(o.f32(), L, w.out_proj, h, /*accumulate=*/true);
 }
@@ -119,9 +129,10 @@ void Model::attn_layer(const LayerWeights& lw, KvCache& kv, int64_t pos, const f
   const AttnWeights& w = lw.attn;
   const int nh = c.num_attention_heads, nkv = c.num_key_value_heads, hd = c.head_dim;
   const int64_t qw = int64_t(nh) * 2 * hd, kw = int64_t(nkv) * hd, width = qw + 2 * kw;
-  Tensor proj = Tensor::zeros_f32({L, width});
+  Workspace& ws = Workspace::local();
+  Tensor proj = ws.f32(slot::kAttnProj, {L, width});
   linear(x, L, w.qkv, proj.f32());
-  Tensor q = Tensor::zeros_f32({L, nh, hd}), gate = Tensor::zeros_f32({L, nh, hd});
+  Tensor q = ws.f32(slot::kAttnQ, {L, nh, hd}), gate = ws.f32(slot::kAttnGate, {L, nh, hd});
   float* kc = kv.k.f32() + pos * kw;  // new keys/values go straight into the cache
   float* vc = kv.v.f32() + pos * kw;
   parallel_for(L, [&](int64_t t) {
@@ -139,7 +150,7 @@ void Model::attn_layer(const LayerWeights& lw, KvCache& kv, int64_t pos, const f
   const auto& rope = rope_of(rope_);
   rope.apply(q.f32(), L, nh, hd, pos);
   rope.apply(kc, L, nkv, hd, pos);
-  Tensor o = Tensor::zeros_f32({L, nh, hd});
+  Tensor o = ws.f32(slot::kAttnOut, {L, nh, hd});
   HYPIC_PROFILE_SCOPE("attn_core");
   kernels::attention_causal({nh, nkv, hd}, q.f32(), L, pos, kv.k.f32(), kv.v.f32(), pos + L,
                             1.0f / std::sqrt(float(hd)), o.f32());
@@ -152,9 +163,10 @@ void Model::attn_layer(const LayerWeights& lw, KvCache& kv, int64_t pos, const f
 void Model::mlp_layer(const MlpWeights& w, const float* x, int64_t L, float* h) const {
   HYPIC_PROFILE_SCOPE("mlp");
   const int64_t I = w.down.dim(1);
-  Tensor gu = Tensor::zeros_f32({L, 2 * I});
+  Workspace& ws = Workspace::local();
+  Tensor gu = ws.f32(slot::kMlpGateUp, {L, 2 * I});
   linear(x, L, w.gate_up, gu.f32());
-  Tensor act = Tensor::zeros_f32({L, I});
+  Tensor act = ws.f32(slot::kMlpAct, {L, I});
   parallel_for(L, [&](int64_t t) {
     kernels::swiglu(gu.f32() + t * 2 * I, gu.f32() + t * 2 * I + I, act.f32() + t * I, I);
   });
@@ -176,12 +188,13 @@ Status Model::forward(SeqState& st, const std::vector<int32_t>& tokens, LogitsFo
                         std::to_string(c.max_position_embeddings) + " tokens; shorten the prompt");
   grow_kv(st, st.pos + L);
 
-  Tensor h = Tensor::zeros_f32({L, H});
+  Workspace& ws = Workspace::local();
+  Tensor h = ws.f32(slot::kHidden, {L, H});
   const size_t esz = dtype_size(w_.embed.dtype());
   for (int64_t t = 0; t < L; ++t)
     to_f32(w_.embed.dtype(), static_cast<const char*>(w_.embed.raw()) + size_t(tokens[size_t(t)]) * H * esz,
            h.f32() + t * H, size_t(H));
-  Tensor x = Tensor::zeros_f32({L, H});
+  Tensor x = ws.f32(slot::kNormed, {L, H});
   size_t li = 0, ai = 0;
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const LayerWeights& lw = w_.layers[size_t(i)];

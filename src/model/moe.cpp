@@ -5,9 +5,11 @@
 
 #include "core/parallel.h"
 #include "core/profile.h"
+#include "core/workspace.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "model/model.h"
+#include "model/slots.h"
 
 namespace hypic {
 
@@ -16,12 +18,14 @@ void Model::moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) 
   const int64_t H = cfg_.hidden_size, E = w.router.dim(0);
   const int k = cfg_.num_experts_per_tok;
   // Routing: probs [L, E] -> top-k experts and weights per token.
-  std::vector<float> probs(static_cast<size_t>(L * E));
-  kernels::linear(x, L, w.router, probs.data());
+  Workspace& ws = Workspace::local();
+  Tensor probs_t = ws.f32(slot::kMoeProbs, {L, E});
+  float* probs = probs_t.f32();
+  kernels::linear(x, L, w.router, probs);
   std::vector<int> top(static_cast<size_t>(L * k));
   std::vector<float> topw(static_cast<size_t>(L * k));
   parallel_for(L, [&](int64_t t) {
-    float* p = probs.data() + t * E;
+    float* p = probs + t * E;
     kernels::softmax(p, E);
     std::vector<int> idx(static_cast<size_t>(E));
     std::iota(idx.begin(), idx.end(), 0);
@@ -41,23 +45,47 @@ void Model::moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) 
     for (int j = 0; j < k; ++j)
       by_expert[size_t(top[size_t(t * k + j)])].push_back({t, topw[size_t(t * k + j)]});
 
-  Tensor out = Tensor::zeros_f32({L, H});  // routed sum, added to h at the end
-  Tensor xe, ye;
-  for (int64_t e = 0; e < E; ++e) {
+  // Experts run concurrently, one per thread (their GEMMs single-threaded inside the
+  // parallel region), largest first. Each writes its weighted rows to Y[t·k + j]; the sum
+  // over j then runs in a fixed order, so results do not depend on the schedule.
+  std::vector<int64_t> order;
+  for (int64_t e = 0; e < E; ++e)
+    if (!by_expert[size_t(e)].empty()) order.push_back(e);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return by_expert[size_t(a)].size() > by_expert[size_t(b)].size();
+  });
+  Tensor Y = ws.f32(slot::kMoeY, {L * k, H});
+  parallel_for(int64_t(order.size()), [&](int64_t oi) {
+    const int64_t e = order[size_t(oi)];
     const auto& rows = by_expert[size_t(e)];
-    if (rows.empty()) continue;
     const int64_t n = int64_t(rows.size());
-    xe = Tensor::zeros_f32({n, H});
-    ye = Tensor::zeros_f32({n, H});
+    Workspace& tws = Workspace::local();
+    Tensor xe = tws.f32(slot::kMoeX, {n, H});
+    Tensor ye = tws.f32(slot::kMoeExpertOut, {n, H});
+    std::fill(ye.f32(), ye.f32() + n * H, 0.0f);  // mlp_layer accumulates
     for (int64_t r = 0; r < n; ++r)
       std::copy(x + rows[size_t(r)].first * H, x + (rows[size_t(r)].first + 1) * H,
                 xe.f32() + r * H);
     mlp_layer(w.experts[size_t(e)], xe.f32(), n, ye.f32());
-    for (int64_t r = 0; r < n; ++r)
-      kernels::axpy(rows[size_t(r)].second, ye.f32() + r * H, out.f32() + rows[size_t(r)].first * H, H);
-  }
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t t = rows[size_t(r)].first;
+      int j = 0;
+      while (top[size_t(t * k + j)] != int(e)) ++j;
+      float* dst = Y.f32() + (t * k + j) * H;
+      const float wgt = rows[size_t(r)].second;
+      const float* src = ye.f32() + r * H;
+      for (int64_t c = 0; c < H; ++c) dst[c] = wgt * src[c];
+    }
+  });
+  Tensor out = ws.f32(slot::kMoeOut, {L, H});  // routed sum, added to h at the end
+  parallel_for(L, [&](int64_t t) {
+    float* o = out.f32() + t * H;
+    std::copy(Y.f32() + t * k * H, Y.f32() + (t * k + 1) * H, o);
+    for (int j = 1; j < k; ++j) kernels::axpy(1.0f, Y.f32() + (t * k + j) * H, o, H);
+  });
   if (w.has_shared) {
-    Tensor sh = Tensor::zeros_f32({L, H});
+    Tensor sh = ws.f32(slot::kMoeShared, {L, H});
+    std::fill(sh.f32(), sh.f32() + L * H, 0.0f);
     mlp_layer(w.shared, x, L, sh.f32());
     std::vector<float> gate(static_cast<size_t>(L));
     kernels::linear(x, L, w.shared_gate, gate.data());

@@ -15,7 +15,7 @@ struct GdnWeights {
   Tensor in_qkv;   // [2·nk·dk + nv·dv, H]: rows [q heads | k heads | v heads]
   Tensor in_z;     // [nv·dv, H]
   Tensor in_ba;    // [2·nv, H]: rows [b heads | a heads]
-  Tensor conv_w;   // [conv_dim, K] F32, conv_dim = 2·nk·dk + nv·dv
+  Tensor conv_w;   // [K, conv_dim] F32 (transposed torch weight), conv_dim = 2·nk·dk + nv·dv
   Tensor neg_A;    // [nv] F32: −exp(A_log)
   Tensor dt_bias;  // [nv] F32
   Tensor norm_w;   // [dv] F32, used as is (not 1 + w)
