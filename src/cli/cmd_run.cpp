@@ -25,17 +25,6 @@ Result<DType> parse_dtype(const std::string& s) {
   return invalid_argument("--dtype must be bf16 or f32, got '" + s + "'");
 }
 
-namespace {
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return io_error("cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 int cmd_run(int argc, char** argv) {
   Args a("hypic run --model DIR (--prompt TEXT | --prompt-file FILE) [options]",
@@ -53,16 +42,28 @@ int cmd_run(int argc, char** argv) {
       .opt("stop", "STR", "stop string (repeatable)")
       .opt("ignore-eos", "", "keep generating past end-of-sequence tokens")
       .opt("dtype", "bf16|f32", "matrix weight type (f32 = exact reference path)", "bf16")
-      .opt("json", "", "print one JSON object with the text and timings instead");
+      .opt("json", "", "print one JSON object with the text and timings instead")
+      .opt("segment", "FILE", "a document segment (repeatable); with --query: a PIC request")
+      .opt("query", "TEXT", "the question after the segments")
+      .opt("mode", "M", "full | prefix | hypic | naive (requests with segments)", "hypic")
+      .opt("seam", "W", "seam window: tokens recomputed at each segment start", "8")
+      .opt("salt", "S", "tenant cache salt (part of every segment key)")
+      .opt("cache-mem", "MiB", "memory budget of the segment / prefix caches", "4096")
+      .opt("cache-dir", "DIR", "disk tier for segment entries evicted from memory")
+      .opt("repeat", "N", "run the request N times in one process (first cold, then warm)", "1")
+      .opt("shuffle", "", "permute the segments between repeats");
   if (Status s = a.parse(argc, argv); !s) return report_error("run", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   if (!a.has("model")) return report_error("run", invalid_argument("--model is required; see --help"));
-  if (a.has("prompt") == a.has("prompt-file"))
+  const bool parts_mode = a.has("segment") || a.has("query");
+  if (!parts_mode && a.has("prompt") == a.has("prompt-file"))
     return report_error("run", invalid_argument("give exactly one of --prompt and --prompt-file"));
+  if (parts_mode && (a.has("prompt") || a.has("prompt-file")))
+    return report_error("run", invalid_argument("--prompt/--prompt-file and --segment/--query exclude each other"));
 
   std::string prompt = a.str("prompt");
   if (a.has("prompt-file")) {
-    auto r = read_file(a.str("prompt-file"));
+    auto r = read_text_file(a.str("prompt-file"));
     if (!r) return report_error("run", r.status());
     prompt = r.value();
   }
@@ -101,6 +102,7 @@ int cmd_run(int argc, char** argv) {
   auto model = Model::load(a.str("model"), lo);
   if (!model) return report_error("run", model.status());
 
+  if (parts_mode) return run_parts(a, **model, *tok, go);
   if (a.flag("chat")) {
     std::vector<ChatMessage> msgs;
     if (a.has("system")) msgs.push_back({"system", a.str("system")});

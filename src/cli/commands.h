@@ -12,6 +12,21 @@ namespace hypic::cli {
 int cmd_run(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+// hypic bench compose (cmd_bench_compose.cpp), dispatched by cmd_bench.
+int bench_compose(int argc, char** argv);
+int bench_ttft(int argc, char** argv);
+
+class Args;
+}  // namespace hypic::cli
+namespace hypic {
+class Model;
+class Tokenizer;
+struct GenerateOptions;
+}  // namespace hypic
+namespace hypic::cli {
+// hypic run with --segment/--query (cmd_run_parts.cpp).
+int run_parts(const Args& a, const Model& model, const Tokenizer& tok, const GenerateOptions& go);
+Result<std::string> read_text_file(const std::string& path);
 
 // Prints "hypic <cmd>: <message>" to stderr and returns the exit code for the status.
 int report_error(const std::string& cmd, const Status& s);

@@ -62,7 +62,6 @@ Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
     return out_of_range("prompt of " + std::to_string(prompt.size()) +
                         " tokens does not fit the model's context of " + std::to_string(ctx) +
                         " tokens (one position must remain for the answer); shorten it");
-  const auto eos = eos_ids(model.config(), tok);
   GenerateResult r;
   r.prompt_tokens = int64_t(prompt.size());
   Timer t;
@@ -71,6 +70,17 @@ Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
   std::vector<float> logits;
   HYPIC_RETURN_IF_ERROR(model.forward(st, prompt, LogitsFor::kLast, &logits));
   r.prefill_ms = t.ms();
+  HYPIC_RETURN_IF_ERROR(decode(model, tok, st, std::move(logits), opt, on_text, t, &r));
+  return r;
+}
+
+Status decode(const Model& model, const Tokenizer& tok, SeqState& st, std::vector<float> logits,
+              const GenerateOptions& opt, const TextCallback& on_text, const Timer& start,
+              GenerateResult* out) {
+  GenerateResult& r = *out;
+  const int64_t V = model.config().vocab_size;
+  const int64_t ctx = model.config().max_position_embeddings;
+  const auto eos = eos_ids(model.config(), tok);
   Sampler sampler(opt.sampling);
   StopMatcher stop(opt.stop);
   IncrementalDecoder dec(tok);
@@ -80,7 +90,7 @@ Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
   for (int i = 0; i < opt.max_tokens; ++i) {
     const int32_t id = sampler.sample(logits.data(), V);
     if (i == 0) {
-      r.ttft_ms = t.ms();
+      r.ttft_ms = start.ms();
       td.reset();
     }
     r.tokens.push_back(id);
@@ -105,7 +115,7 @@ Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
   }
   r.decode_ms = r.tokens.empty() ? 0 : td.ms();
   if (cancelled) return Status(StatusCode::kCancelled, "generation cancelled by the caller");
-  return r;
+  return Status::ok();
 }
 
 }  // namespace hypic

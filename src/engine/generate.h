@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/timer.h"
 #include "engine/sampler.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -50,6 +51,12 @@ class StopMatcher {
 };
 
 std::vector<int32_t> eos_ids(const ModelConfig& cfg, const Tokenizer& tok);
+
+// The decode loop from a prefilled state: `logits` are those of the prompt's last token;
+// TTFT is measured from `start` (the request's arrival). Fills out's generation fields.
+Status decode(const Model& model, const Tokenizer& tok, SeqState& state,
+              std::vector<float> logits, const GenerateOptions& opt, const TextCallback& on_text,
+              const Timer& start, GenerateResult* out);
 
 Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
                                 const std::vector<int32_t>& prompt, const GenerateOptions& opt,

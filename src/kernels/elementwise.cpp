@@ -112,16 +112,18 @@ void swiglu(const float* gate, const float* up, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = silu(gate[i]) * up[i];
 }
 
-void exp_inplace(float* x, int64_t n) {
+void exp_array(const float* x, float* y, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp8(_mm256_loadu_ps(x + i)));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
   if (i < n) {  // tail through the same vector code, so every element rounds alike
     alignas(32) float buf[8] = {};
     for (int64_t j = i; j < n; ++j) buf[j - i] = x[j];
     _mm256_store_ps(buf, exp8(_mm256_load_ps(buf)));
-    for (int64_t j = i; j < n; ++j) x[j] = buf[j - i];
+    for (int64_t j = i; j < n; ++j) y[j] = buf[j - i];
   }
 }
+
+void exp_inplace(float* x, int64_t n) { exp_array(x, x, n); }
 
 void softmax(float* x, int64_t n) {
   const float m = *std::max_element(x, x + n);

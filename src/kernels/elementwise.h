@@ -26,8 +26,11 @@ void l2norm(float* x, int64_t rows, int64_t n, float eps);
 void silu_inplace(float* x, int64_t n);
 // y = silu(gate) * up, elementwise; gate, up, y: [n]. y may alias gate.
 void swiglu(const float* gate, const float* up, float* y, int64_t n);
-// x[i] = exp(x[i]) for i < n, vectorised (≈1 ulp; exp(-inf) = 0).
+// x[i] = exp(x[i]) for i < n, vectorised (Cephes, ≈1 ulp; arguments below ln(FLT_MIN),
+// −inf included, give 0: no denormals; NaN propagates; every element rounds alike).
 void exp_inplace(float* x, int64_t n);
+// y[i] = exp(x[i]), the same function out of place (y may alias x).
+void exp_array(const float* x, float* y, int64_t n);
 // In-place softmax of one row.
 void softmax(float* x, int64_t n);
 

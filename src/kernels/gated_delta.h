@@ -21,15 +21,16 @@ struct GdnDims {
 
 // One sequence, L >= 1 tokens, fp32, row-major:
 //   q, k: [L, nk, dk]   v: [L, nv, dv]   g (log decay, <= 0), beta: [L, nv]
+//   (g == nullptr: no decay, g = 0 — plain DeltaNet)
 //   state: [nv, dk, dv] in/out (the incoming state; zero for a fresh sequence)
 //   out: [L, nv, dv]
-// Chunked (WY/UT form, chunk 64; SPEC §2), parallel over heads. Any L >= 1 (a tail chunk
-// shorter than 64 is exactly the zero-padded chunk).
+// Chunked (WY/UT form, chunk 64; SPEC §2; the engine is delta_chunk.h), parallel over heads.
+// Any L >= 1 (a tail chunk shorter than 64 is exactly the zero-padded chunk).
 void gdn_prefill(const GdnDims& d, int L, const float* q, const float* k, const float* v,
                  const float* g, const float* beta, float* state, float* out);
 
 // Single decode step for a batch of B independent sequences (continuous batching):
-//   q, k: [B, nk, dk]   v: [B, nv, dv]   g, beta: [B, nv]   states[b]: [nv, dk, dv] in/out
+//   q, k: [B, nk, dk]   v: [B, nv, dv]   g (or null), beta: [B, nv]   states[b]: [nv, dk, dv]
 //   out: [B, nv, dv]
 void gdn_step(const GdnDims& d, int B, const float* q, const float* k, const float* v,
               const float* g, const float* beta, float* const* states, float* out);
@@ -45,71 +46,16 @@ void gdn_step(const GdnDims& d, int B, const float* q, const float* k, const flo
 //   A_qk·V_new lower      n(n+1)/2·2dv
 double gdn_prefill_flops(const GdnDims& d, int L);
 
-// ---------------------------------------------------------------------------------------
-// Internal chunk machinery, exposed for the other delta-rule families and for tests.
-// Not a stable API.
-namespace gdn_detail {
+// The transition build of SPEC §2 for an L-token segment (L >= 0), one augmented chunked
+// pass (delta_chunk.h) over the state [S | T] from [0 | I]:
+//   T: [nv, dk, dk] (T[h][i][j] row-major; per value head), s0: [nv, dk, dv] = S(C|0), with
+//   S(C|S₀) = T·S₀ + S(C|0) for every incoming state S₀.
+// With q and out non-null the same pass also writes the outputs of a prefill of the segment
+// from zero state (out: [L, nv, dv]): a cold segment needs both, and sharing the pass
+// costs a fraction of a prefill (the T columns of steps 4 and 6) instead of a whole second
+// one. q may be null (then out is ignored).
+void gdn_build_transition(const GdnDims& d, int L, const float* q, const float* k,
+                          const float* v, const float* g, const float* beta, float* T,
+                          float* s0, float* out = nullptr);
 
-constexpr int kChunk = 64;
-
-// One head's token sequence, as strided rows (row t of X at X + t * X_ld).
-struct HeadSeq {
-  int L = 0;
-  const float* q = nullptr;  int64_t q_ld = 0;     // [L, dk]; nullptr: no outputs
-  const float* k = nullptr;  int64_t k_ld = 0;     // [L, dk]
-  const float* v = nullptr;  int64_t v_ld = 0;     // [L, v_cols]; value columns
-  int v_cols = 0;                                  //   [v_cols, width) are zero
-  const float* g = nullptr;  int64_t g_ld = 0;     // [L] scalar log decay per token
-  const float* beta = nullptr; int64_t beta_ld = 0;  // [L]
-  float* out = nullptr;      int64_t out_ld = 0;   // [L, width]; written iff q != nullptr
-};
-
-// Per-thread scratch for run_head_chunks / run_group_chunks; grows on demand, reused
-// across calls (gdn_prefill keeps one per thread, thread_local).
-struct ChunkScratch {
-  float* buf = nullptr;
-  int64_t cap = 0;  // floats
-  ~ChunkScratch();
-  void ensure(int dk, int width);
-  static int64_t floats_needed(int dk, int width);
-};
-
-// Processes one head's whole sequence chunk by chunk (SPEC §2 steps 1–6), updating
-// state [dk, width] (row-major, ld = width) in place; values are `width` wide with only the
-// first v_cols columns stored. This is the reusable core:
-//   * GDN prefill: width = dv = v_cols.
-//   * The augmented pass (T_C and S(C|0) together): width = dv + dk, state initialised to
-//     [0 | I], v_cols = dv, q = nullptr. Since S_t = A_t·S_{t−1} + β_t k_t v_tᵀ with
-//     A_t = e^{g_t}(I − β_t k_t k_tᵀ) acting on the rows, the result is [S(C|0) | T_C]
-//     (row = key index), and S(C|S₀) = T_C·S₀ + S(C|0).
-//   * KDA (per-channel gates) needs G per channel in the two pairwise-decay products and in
-//     the row scalings; those are isolated in the gate stage of the implementation.
-void run_head_chunks(int dk, int width, const HeadSeq& s, float* state, ChunkScratch& ws);
-
-// The same for nh heads that share q and k (the value heads of one key head, GQA-style):
-// K·Kᵀ and Q·Kᵀ are computed once per chunk for the group. seqs[i] must have identical
-// L, q, q_ld, k, k_ld; states[i] is head i's [dk, width] state.
-void run_group_chunks(int dk, int width, int nh, const HeadSeq* seqs, float* const* states,
-                      ChunkScratch& ws);
-
-// Small row-major fp32 GEMM used by the chunk machinery:
-//   C[M×N] = alpha · op(A)·B + beta · C      (beta == 0: C is not read)
-// op(A) = A [M×K] (lda) or, when trans_a, A stored as [K×M] (lda).
-// tri = kALower: A is lower triangular incl. diagonal; K-loops stop at the row block's
-//       last row, so A's entries above the diagonal inside a 6-row block are read and must
-//       be 0 (beyond that they are never read).
-// tri = kCLower: only C's lower triangle incl. diagonal (j <= i) is computed / written,
-//       (in 16-column granularity more may be written; never read what you did not ask).
-enum class Tri { kNone, kALower, kCLower };
-void small_gemm(int M, int N, int K, float alpha, const float* A, int64_t lda, bool trans_a,
-                const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                Tri tri = Tri::kNone);
-
-// Which code path small_gemm / the kernels use. kAuto picks AVX-512 when the CPU has it.
-// Tests force kGeneric to cover the baseline (AVX2 / scalar) path.
-enum class Isa { kAuto, kGeneric, kAvx512 };
-void set_isa(Isa isa);
-Isa active_isa();  // kGeneric or kAvx512
-
-}  // namespace gdn_detail
 }  // namespace hypic::kernels

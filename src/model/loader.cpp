@@ -2,7 +2,11 @@
 #include <cmath>
 #include <cstring>
 
+#include <fstream>
+#include <sstream>
+
 #include "core/log.h"
+#include "core/sha256.h"
 #include "core/timer.h"
 #include "kernels/rope.h"
 #include "model/checkpoint.h"
@@ -151,6 +155,29 @@ Status load_moe(const Reader& rd, const ModelConfig& c, const std::string& p, Mo
   return Status::ok();
 }
 
+// Identity of the weights for segment keys, without hashing gigabytes at every start:
+// SHA-256 over config.json, every tensor's name, dtype, shape and byte range, and the first
+// and last 64 KiB of every tensor's data. Two checkpoints that differ only in the interior
+// of a tensor collide; retrained or re-quantised weights change the sampled bytes.
+std::string checkpoint_fingerprint(const std::string& dir, const Checkpoint& ck) {
+  Sha256 h;
+  std::ifstream f(dir + "/config.json", std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  h.update(ss.str());
+  for (const std::string& name : ck.names()) {
+    const SafetensorsEntry* e = ck.entry(name);
+    h.update(name + "|" + e->dtype + "|" + shape_str(e->shape) + "|" + std::to_string(e->nbytes()) + "\n");
+    auto raw = ck.get_raw(name);
+    if (!raw) continue;
+    const auto& b = raw->bytes;
+    const size_t k = std::min<size_t>(b.size(), 64 << 10);
+    h.update(b.data(), k);
+    if (b.size() > k) h.update(b.data() + b.size() - k, k);
+  }
+  return h.final_hex();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOptions& opt) {
@@ -213,6 +240,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     w.lm_head = t.value();
   }
   m->rope_ = std::make_shared<kernels::Rope>(int(cfg.rotary_dim()), float(cfg.rope_theta));
+  m->fingerprint_ = checkpoint_fingerprint(dir, ck);
   if (loud) HYPIC_LOG_INFO("loaded %s in %.1f s", dir.c_str(), timer.seconds());
   return m;
 }

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "model/config.h"
+#include "model/segment_entry.h"
 #include "model/state.h"
 #include "model/weights.h"
 
@@ -23,6 +24,26 @@ struct LoadOptions {
 };
 
 enum class LogitsFor { kLast, kAll, kNone };
+
+// How a cached segment body enters a linear layer's state (SPEC §4 modes).
+enum class ComposeRule {
+  kTransition,  // S ← T_body·S + S_body   (hypic)
+  kNaive,       // S ← S + S_body          (the strawman, to show why T is needed)
+};
+
+// A forward pass over a prompt laid out in pieces, in prompt order (SPEC §4 "Forward"):
+// computed pieces take the next `rows` of `tokens`; a cached piece composes a segment body
+// from its entry (its seam tokens are a computed piece just before it). Positions run on
+// from the state's position over both kinds.
+struct ForwardPiece {
+  int64_t rows = 0;                     // tokens computed (0 for a cached body)
+  const SegmentEntry* entry = nullptr;  // set: compose this cached body
+};
+struct ForwardPlan {
+  std::vector<int32_t> tokens;  // all computed tokens, concatenated in prompt order
+  std::vector<ForwardPiece> pieces;
+  ComposeRule rule = ComposeRule::kTransition;
+};
 
 class Model {
  public:
@@ -40,6 +61,19 @@ class Model {
   // Errors: token id out of range, position beyond max_position_embeddings.
   Status forward(SeqState& state, const std::vector<int32_t>& tokens, LogitsFor which,
                  std::vector<float>* logits) const;
+  // The same over a plan; logits refer to computed rows (kLast: the last computed token).
+  Status forward_plan(SeqState& state, const ForwardPlan& plan, LogitsFor which,
+                      std::vector<float>* logits) const;
+
+  // Segment entries (SPEC §4): a standalone prefill of `tokens` from zero state at positions
+  // 0 … L−1 that keeps, per layer, what composing the body [seam, L) needs. Errors when the
+  // segment is too short to have a body (see min_segment_tokens()).
+  Result<SegmentEntry> build_entry(const std::vector<int32_t>& tokens, int seam) const;
+  // Shortest segment that gets an entry for a seam width: the body must extend past both
+  // the seam and the conv history (K − 1 tokens). Shorter segments are simply recomputed.
+  int64_t min_segment_tokens(int seam) const;
+  // Identifies the weights (config + checkpoint tensor table) for segment keys.
+  const std::string& fingerprint() const { return fingerprint_; }
 
   // Floating-point operations of a forward over L new tokens after `past` tokens, counting
   // matrix products (2 per multiply-add; MoE counts the routed top-k + shared experts),
@@ -50,10 +84,13 @@ class Model {
 
  private:
   Model() = default;
-  void gdn_layer(const LayerWeights& lw, LinearState& st, const float* x, int64_t L,
-                 float* h) const;
-  void attn_layer(const LayerWeights& lw, KvCache& kv, int64_t pos, const float* x, int64_t L,
-                  float* h) const;
+  struct Pass;  // one forward pass's pieces, compose rule and optional entry capture
+  Status run_pass(SeqState& st, const std::vector<int32_t>& tokens, Pass& pass,
+                  LogitsFor which, std::vector<float>* logits) const;
+  void gdn_layer(const LayerWeights& lw, LinearState& st, const float* x, int64_t R, float* h,
+                 Pass& pass, size_t linear_index) const;
+  void attn_layer(const LayerWeights& lw, KvCache& kv, const float* x, int64_t R, float* h,
+                  Pass& pass, size_t attn_index) const;
   void mlp_layer(const MlpWeights& w, const float* x, int64_t L, float* h) const;
   void moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) const;
   void grow_kv(SeqState& s, int64_t need) const;
@@ -63,6 +100,7 @@ class Model {
   std::string dir_;
   ModelWeights w_;
   std::shared_ptr<void> rope_;  // kernels::Rope
+  std::string fingerprint_;
 };
 
 }  // namespace hypic

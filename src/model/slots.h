@@ -7,7 +7,7 @@ namespace hypic::slot {
 enum : int {
   kHidden, kNormed,                                        // residual stream, normed input
   kGdnMixed, kGdnConv, kGdnZ, kGdnBa, kGdnQ, kGdnK, kGdnV, kGdnG, kGdnBeta, kGdnOut,
-  kAttnProj, kAttnQ, kAttnGate, kAttnOut,
+  kAttnProj, kAttnQ, kAttnGate, kAttnK, kAttnV, kAttnOut,
   kMlpGateUp, kMlpAct,
   kMoeProbs, kMoeOut, kMoeX, kMoeY, kMoeExpertOut, kMoeShared, kMoeGate,
 };

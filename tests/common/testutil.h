@@ -29,6 +29,19 @@ inline double rel_err(const std::vector<float>& a, const std::vector<float>& b) 
   return rel_err(a.data(), b.data(), b.size());
 }
 
+// ‖a − b‖ / ‖b‖ against a double-precision reference.
+inline double rel_err_d(const float* a, const double* b, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += b[i] * b[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+inline double rel_err_d(const std::vector<float>& a, const std::vector<double>& b) {
+  return rel_err_d(a.data(), b.data(), b.size());
+}
+
 // Tolerance for fp32 results accumulated over n terms: relative rounding of a dot product
 // grows like sqrt(n)·ε for random-signed terms (ε = 2^-24); `c` covers the few chained ops
 // of a kernel (products, exp, division).

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/reference_la.h"
+
 namespace hypic::test {
 
 // q, k: [L, nk, dk]  v: [L, nv, dv]  g, beta: [L, nv]  state: [nv, dk, dv] in/out
@@ -48,52 +50,12 @@ inline void gated_delta_reference(int nk, int nv, int dk, int dv, int L, const f
   }
 }
 
-// The largest ∞-norm condition number κ(I + M) = ‖I+M‖∞·‖(I+M)⁻¹‖∞ over all heads and
-// 64-token chunks, M_ij = β_i (k_i·k_j) e^{G_i−G_j} (i > j) — the unit lower triangular
-// system the chunked kernel solves. Rounding in that solve is amplified by up to κ.
+// The largest ∞-norm condition number of the chunked solve for scalar gates (GDN), see
+// delta_chunk_condition() in reference_la.h.
 inline double chunk_solve_condition(int nk, int nv, int dk, int L, const float* k,
                                     const float* g, const float* beta, int chunk = 64) {
-  const int rep = nv / nk;
-  double worst = 1.0;
-  for (int h = 0; h < nv; ++h) {
-    const int hk = h / rep;
-    for (int t0 = 0; t0 < L; t0 += chunk) {
-      const int n = std::min(chunk, L - t0);
-      std::vector<double> G(static_cast<size_t>(n)), A(size_t(n) * n, 0.0), T(size_t(n) * n, 0.0);
-      double acc = 0;
-      for (int i = 0; i < n; ++i) G[size_t(i)] = acc += g[size_t(t0 + i) * nv + h];
-      for (int i = 0; i < n; ++i) {
-        A[size_t(i) * n + i] = 1.0;
-        for (int j = 0; j < i; ++j) {
-          double dot = 0;
-          for (int d = 0; d < dk; ++d)
-            dot += double(k[(size_t(t0 + i) * nk + hk) * dk + d]) *
-                   k[(size_t(t0 + j) * nk + hk) * dk + d];
-          A[size_t(i) * n + j] =
-              beta[size_t(t0 + i) * nv + h] * dot * std::exp(G[size_t(i)] - G[size_t(j)]);
-        }
-      }
-      // T = A⁻¹ by forward substitution, column by column.
-      for (int c = 0; c < n; ++c)
-        for (int i = c; i < n; ++i) {
-          double s = (i == c) ? 1.0 : 0.0;
-          for (int j = c; j < i; ++j) s -= A[size_t(i) * n + j] * T[size_t(j) * n + c];
-          T[size_t(i) * n + c] = s;
-        }
-      double na = 0, nt = 0;
-      for (int i = 0; i < n; ++i) {
-        double ra = 0, rt = 0;
-        for (int j = 0; j < n; ++j) {
-          ra += std::fabs(A[size_t(i) * n + j]);
-          rt += std::fabs(T[size_t(i) * n + j]);
-        }
-        na = std::max(na, ra);
-        nt = std::max(nt, rt);
-      }
-      worst = std::max(worst, na * nt);
-    }
-  }
-  return worst;
+  return delta_chunk_condition(nk, nv, dk, L, k, g ? RefGate::kScalar : RefGate::kNone, g, beta,
+                               chunk);
 }
 
 }  // namespace hypic::test

@@ -27,11 +27,14 @@
 #include "common/testutil.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "kernels/delta_chunk.h"
 #include "kernels/gated_delta.h"
 #include "kernels/reference_delta.h"
+#include "kernels/small_gemm.h"
 
 namespace hypic::kernels {
 namespace {
+using test::rel_err_d;
 
 constexpr double kEps = 5.9604644775390625e-08;  // 2^-24
 
@@ -84,14 +87,6 @@ std::vector<float> random_state(const GdnDims& d, uint32_t seed) {
   return test::randn(size_t(d.nv) * d.dk * d.dv, seed, 0.5f);
 }
 
-double rel_err_d(const float* a, const double* b, size_t n) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += b[i] * b[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
 
 double tolerance(const Inputs& in) {
   const int chunks = (in.L + 63) / 64;
@@ -102,28 +97,27 @@ double tolerance(const Inputs& in) {
 }
 
 struct IsaCase {
-  gdn_detail::Isa isa;
+  Isa isa;
   const char* name;
 };
 std::vector<IsaCase> isas() {
-  std::vector<IsaCase> r{{gdn_detail::Isa::kGeneric, "generic"}};
-  gdn_detail::set_isa(gdn_detail::Isa::kAuto);
-  if (gdn_detail::active_isa() == gdn_detail::Isa::kAvx512)
-    r.push_back({gdn_detail::Isa::kAvx512, "avx512"});
+  std::vector<IsaCase> r{{Isa::kGeneric, "generic"}};
+  set_isa(Isa::kAuto);
+  if (active_isa() == Isa::kAvx512)
+    r.push_back({Isa::kAvx512, "avx512"});
   return r;
 }
 
 struct IsaGuard {
-  ~IsaGuard() { gdn_detail::set_isa(gdn_detail::Isa::kAuto); }
+  ~IsaGuard() { set_isa(Isa::kAuto); }
 };
 
 }  // namespace
 
-TEST(GatedDelta, SmallGemmMatchesNaive) {
-  using gdn_detail::Tri;
+TEST(SmallGemm, MatchesNaive) {
   IsaGuard guard;
   for (const auto& isa : isas()) {
-    gdn_detail::set_isa(isa.isa);
+    set_isa(isa.isa);
     for (auto [M, N, K] : {std::tuple{1, 1, 1}, {5, 17, 3}, {64, 64, 128}, {64, 128, 64},
                            {13, 130, 37}, {128, 48, 64}, {7, 200, 0}}) {
       for (bool ta : {false, true})
@@ -141,7 +135,7 @@ TEST(GatedDelta, SmallGemmMatchesNaive) {
             std::vector<float> C = C0;
             if (beta == 0.0f)  // C must not be read when beta == 0
               for (auto& c : C) c = std::nanf("");
-            gdn_detail::small_gemm(M, N, K, -1.5f, A.data(), lda, ta, B.data(), ldb, beta,
+            small_gemm(M, N, K, -1.5f, A.data(), lda, ta, B.data(), ldb, beta,
                                    C.data(), ldc, tri);
             // Error relative to the magnitude of the summed terms, |α|·Σ|a·b| + |β·c|
             // (the result itself may cancel).
@@ -177,7 +171,7 @@ TEST(GatedDelta, PrefillMatchesRecurrence) {
   const GdnDims dims[] = {{1, 1, 16, 16}, {2, 4, 32, 48}, {1, 3, 20, 36}, {4, 8, 64, 32}, {1, 2, 128, 128}};
   double worst_ratio = 0;
   for (const auto& isa : isas()) {
-    gdn_detail::set_isa(isa.isa);
+    set_isa(isa.isa);
     uint32_t seed = 100;
     for (const GdnDims& d : dims)
       for (int L : {1, 5, 63, 64, 65, 200, 257})
@@ -290,12 +284,12 @@ TEST(GatedDelta, AugmentedPassGivesTransitionOperator) {
   const Inputs in = make_inputs(d, L, 31);
   const auto s0 = random_state(d, 32);
   const int W = d.dv + d.dk;
-  gdn_detail::ChunkScratch ws;
+  delta_chunk::ChunkScratch ws;
   for (int h = 0; h < d.nv; ++h) {
     std::vector<float> aug(size_t(d.dk) * W, 0.0f);
     for (int i = 0; i < d.dk; ++i) aug[size_t(i) * W + d.dv + i] = 1.0f;
     const int hk = h / (d.nv / d.nk);
-    gdn_detail::HeadSeq s;
+    delta_chunk::HeadSeq s;
     s.L = L;
     s.k = in.k.data() + hk * d.dk;
     s.k_ld = d.nk * d.dk;
@@ -306,7 +300,7 @@ TEST(GatedDelta, AugmentedPassGivesTransitionOperator) {
     s.g_ld = d.nv;
     s.beta = in.beta.data() + h;
     s.beta_ld = d.nv;
-    gdn_detail::run_head_chunks(d.dk, W, s, aug.data(), ws);
+    delta_chunk::run_head_chunks(d.dk, W, s, aug.data(), ws);
     // composed = T_C·S₀ + S(C|0)
     std::vector<float> composed(size_t(d.dk) * d.dv);
     const float* S0 = s0.data() + size_t(h) * d.dk * d.dv;
@@ -336,7 +330,7 @@ TEST(GatedDelta, GroupOfHeadsEqualsSingleHeads) {
   std::vector<float> st_group = s0, st_single = s0;
   std::vector<float> out_group(size_t(L) * d.nv * d.dv), out_single(out_group.size());
   auto seq = [&](int h, std::vector<float>& out) {
-    gdn_detail::HeadSeq s;
+    delta_chunk::HeadSeq s;
     s.L = L;
     s.q = in.q.data();
     s.q_ld = d.nk * d.dk;
@@ -353,16 +347,16 @@ TEST(GatedDelta, GroupOfHeadsEqualsSingleHeads) {
     s.out_ld = d.nv * d.dv;
     return s;
   };
-  gdn_detail::ChunkScratch ws;
-  std::vector<gdn_detail::HeadSeq> seqs;
+  delta_chunk::ChunkScratch ws;
+  std::vector<delta_chunk::HeadSeq> seqs;
   std::vector<float*> states;
   for (int h = 0; h < d.nv; ++h) {
     seqs.push_back(seq(h, out_group));
     states.push_back(st_group.data() + size_t(h) * d.dk * d.dv);
   }
-  gdn_detail::run_group_chunks(d.dk, d.dv, d.nv, seqs.data(), states.data(), ws);
+  delta_chunk::run_group_chunks(d.dk, d.dv, d.nv, seqs.data(), states.data(), ws);
   for (int h = 0; h < d.nv; ++h)
-    gdn_detail::run_head_chunks(d.dk, d.dv, seq(h, out_single), st_single.data() + size_t(h) * d.dk * d.dv, ws);
+    delta_chunk::run_head_chunks(d.dk, d.dv, seq(h, out_single), st_single.data() + size_t(h) * d.dk * d.dv, ws);
   EXPECT_EQ(0, std::memcmp(out_group.data(), out_single.data(), out_group.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(st_group.data(), st_single.data(), st_group.size() * sizeof(float)));
 }
@@ -389,7 +383,7 @@ TEST(GatedDelta, PrintThroughput) {
   const double flops = gdn_prefill_flops(d, L);
   std::printf("[gdn] prefill nk=16 nv=32 dk=dv=128 L=%d threads=%d isa=%s: %.1f ms, %.0f tokens/s, "
               "%.1f GFLOP/s (%.2f GFLOP)\n",
-              L, num_threads(), gdn_detail::active_isa() == gdn_detail::Isa::kAvx512 ? "avx512" : "generic",
+              L, num_threads(), active_isa() == Isa::kAvx512 ? "avx512" : "generic",
               best * 1e3, L / best, flops / best * 1e-9, flops * 1e-9);
 
   // Decode: one step for a batch of 8 sequences (state-bandwidth bound: 2 MiB of state each).

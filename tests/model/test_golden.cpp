@@ -93,7 +93,9 @@ TEST_P(GoldenTest, GreedyDecodeMatchesTransformers) {
     std::printf("[%s %s] decode logits: worst rel err %.3g\n", GetParam().c_str(),
                 dtype_name(dt), worst);
     EXPECT_EQ(out, g.greedy) << dtype_name(dt);
-    if (dt == DType::kF32) EXPECT_LT(worst, kLogitTol);
+    if (dt == DType::kF32) {
+      EXPECT_LT(worst, kLogitTol);
+    }
   }
 }
 

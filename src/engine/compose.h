@@ -1,0 +1,82 @@
+// Requests made of parts (SPEC §4): a prefix, independent segments, a suffix. The composer
+// turns them into a forward plan for the chosen mode, building and caching segment entries
+// on the way, and runs the prefill; generation then continues from the returned state.
+//
+// Modes share one code path (Model::forward_plan):
+//   full    every token computed in prompt order (the exact reference)
+//   prefix  a radix tree over the parts' token ids keeps KV and linear-state checkpoints at
+//           part boundaries (what SGLang / vLLM do for hybrid models): only an exact prefix
+//           of parts is reused
+//   hypic   each segment's entry (built standalone, cached in the SegmentStore) is composed:
+//           seam tokens recomputed in context, then S ← T_body·S + S_body, cached K/V placed
+//   naive   like hypic with S ← S + S_body (no T)
+// Invariant: the cold path builds exactly the entries the warm path reads, so a request's
+// output never depends on what was cached.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/prefix_cache.h"
+#include "cache/segment_store.h"
+#include "core/status.h"
+#include "model/model.h"
+
+namespace hypic {
+
+enum class PicMode { kFull, kPrefix, kHypic, kNaive };
+const char* pic_mode_name(PicMode m);
+bool parse_pic_mode(const std::string& s, PicMode* m);
+
+// Token ids of each part, each tokenised on its own.
+struct PromptParts {
+  std::vector<int32_t> prefix;
+  std::vector<std::vector<int32_t>> segments;
+  std::vector<int32_t> suffix;
+  int64_t total_tokens() const;
+  std::vector<int32_t> concatenated() const;
+};
+
+struct ComposeOptions {
+  PicMode mode = PicMode::kHypic;
+  int seam = 8;
+  std::string salt;  // tenant isolation: part of every segment key
+};
+
+struct ComposeStats {
+  int segments_hit = 0, segments_missed = 0;
+  int64_t prompt_tokens = 0;
+  int64_t reused_tokens = 0;      // tokens whose work came from a cache
+  int64_t recomputed_tokens = 0;  // tokens run through the model for this request
+  int64_t seam_tokens = 0;        // of which seam windows
+  double build_ms = 0;            // standalone builds of missed segments
+  double prefill_ms = 0;          // the composition forward (or full / prefix prefill)
+};
+
+class Composer {
+ public:
+  // `store` (hypic / naive) and `prefix_cache` (prefix mode) may be shared across requests
+  // and threads; both are internally synchronised.
+  Composer(const Model& model, std::shared_ptr<SegmentStore> store,
+           std::shared_ptr<PrefixCache> prefix_cache);
+
+  // Prefills the prompt into `state` (fresh from model.new_state()) and returns the logits of
+  // its last token: [V].
+  Status prefill(const PromptParts& parts, const ComposeOptions& opt, SeqState* state,
+                 std::vector<float>* logits, ComposeStats* stats) const;
+
+  // The cached entry for a segment under `opt` (built and inserted on a miss). For
+  // pre-registration (/v1/segments) and tests. `hit` tells whether it was cached.
+  Result<SegmentStore::Pin> entry_for(const std::vector<int32_t>& segment,
+                                      const ComposeOptions& opt, bool* hit) const;
+
+ private:
+  Status prefill_prefix_mode(const PromptParts& parts, SeqState* st, std::vector<float>* logits,
+                             ComposeStats* stats) const;
+  const Model& model_;
+  std::shared_ptr<SegmentStore> store_;
+  std::shared_ptr<PrefixCache> prefix_;
+};
+
+}  // namespace hypic

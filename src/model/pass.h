@@ -1,0 +1,25 @@
+// Model-internal: the resolved pieces of one forward pass (see ForwardPlan in model.h).
+#pragma once
+
+#include <vector>
+
+#include "model/model.h"
+
+namespace hypic {
+
+struct Model::Pass {
+  struct Piece {
+    int64_t row0 = 0;  // first computed row (rows of the pass's token matrix)
+    int64_t rows = 0;  // computed rows; 0 for a cached body
+    int64_t pos0 = 0;  // absolute position of the first token (computed or cached)
+    const SegmentEntry* entry = nullptr;
+    int64_t tokens() const { return entry ? entry->body_tokens() : rows; }
+  };
+  std::vector<Piece> pieces;
+  ComposeRule rule = ComposeRule::kTransition;
+  // build_entry: per layer, what the body rows [seam, R) leave behind is stored here.
+  SegmentEntry* capture = nullptr;
+  int seam = 0;
+};
+
+}  // namespace hypic

@@ -1,0 +1,175 @@
+// Synthetic segment entries for the cache tests, a bitwise comparison, and a temp dir.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/segment_entry.h"
+
+namespace hypic::test {
+
+// Random bit patterns (NaN payloads, −0, infinities, subnormals all included).
+inline Tensor random_bits(DType t, Shape shape, std::mt19937& g) {
+  Tensor x = Tensor::zeros(t, std::move(shape));
+  auto* p = static_cast<uint8_t*>(x.raw());
+  for (size_t i = 0; i < x.nbytes(); ++i) p[i] = uint8_t(g());
+  return x;
+}
+
+inline std::vector<float> random_floats_bits(size_t n, std::mt19937& g) {
+  std::vector<float> v(n);
+  for (float& f : v) {
+    const uint32_t u = g();
+    std::memcpy(&f, &u, 4);
+  }
+  return v;
+}
+
+// An entry with one linear layer of every transition form (warm-up data on some, no conv
+// on one), and attention layers in F32 and BF16. L = 12, seam = 2.
+inline SegmentEntry make_entry(uint32_t seed, int seam = 2) {
+  std::mt19937 g(seed);
+  const int nv = 2, dk = 4, dv = 3, conv_dim = 10, Km1 = 3, nkv = 2, hd = 4;
+  SegmentEntry e;
+  e.length = 12;
+  e.seam = seam;
+  for (int i = 0; i < e.length; ++i) e.tokens.push_back(int32_t(g()));
+  const kernels::TransitionForm forms[] = {
+      kernels::TransitionForm::kIdentity, kernels::TransitionForm::kLogScalar,
+      kernels::TransitionForm::kLogVector, kernels::TransitionForm::kDense};
+  for (int i = 0; i < 4; ++i) {
+    SegmentEntry::Linear l;
+    l.T = kernels::Transition::identity(forms[i], nv, dk);
+    l.T.data = random_floats_bits(l.T.data.size(), g);
+    l.s0 = random_bits(DType::kF32, {nv, dk, dv}, g);
+    if (i != 1) l.conv_tail = random_bits(DType::kF32, {Km1, conv_dim}, g);
+    if (i >= 2) {
+      const int P = 2;
+      l.warm_mixed = random_bits(DType::kF32, {P, conv_dim}, g);
+      l.warm_g = random_bits(DType::kF32, {P, nv}, g);
+      l.warm_beta = random_bits(DType::kF32, {P, nv}, g);
+    }
+    e.linear.push_back(std::move(l));
+  }
+  const int64_t Lb = e.length - e.seam;
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    SegmentEntry::Attn a;
+    a.k = random_bits(t, {Lb, nkv, hd}, g);
+    a.v = random_bits(t, {Lb, nkv, hd}, g);
+    e.attn.push_back(std::move(a));
+  }
+  e.key = segment_key("test-model", DType::kF32, e.seam, "", e.tokens);
+  return e;
+}
+
+// An entry of exactly `bytes` bytes (a multiple of 4; of 1024 above 256 KiB) whose contents
+// identify `tag`.
+inline std::string sized_key(int tag) {
+  return segment_key("store-test", DType::kF32, 0, "", {int32_t(tag)});
+}
+inline SegmentEntry make_sized(int tag, size_t bytes) {
+  SegmentEntry e;
+  e.length = 1;
+  e.tokens = {int32_t(tag)};
+  SegmentEntry::Linear l;
+  const size_t n = bytes / 4;
+  if (n <= (size_t(1) << 16)) {  // nv scalars
+    l.T.form = kernels::TransitionForm::kLogScalar;
+    l.T.nv = int(n);
+    l.T.dk = 1;
+  } else {  // nv × 256 per-channel logs (big entries)
+    l.T.form = kernels::TransitionForm::kLogVector;
+    l.T.nv = int(n / 256);
+    l.T.dk = 256;
+  }
+  l.T.data.resize(size_t(l.T.nv) * (l.T.form == kernels::TransitionForm::kLogScalar ? 1 : 256));
+  for (size_t i = 0; i < l.T.data.size(); ++i) l.T.data[i] = float(tag) * 1000.0f + float(i % 997);
+  e.linear.push_back(std::move(l));
+  e.key = sized_key(tag);
+  return e;
+}
+// True if `e` is make_sized(tag, bytes) (spot checks for big ones).
+inline bool is_sized(const SegmentEntry& e, int tag, size_t bytes) {
+  if (e.key != sized_key(tag) || e.tokens != std::vector<int32_t>{tag} || e.bytes() != bytes ||
+      e.linear.size() != 1)
+    return false;
+  const std::vector<float>& d = e.linear[0].T.data;
+  for (size_t i = 0; i < d.size(); i += 1 + d.size() / 64)
+    if (d[i] != float(tag) * 1000.0f + float(i % 997)) return false;
+  return d.empty() || d.back() == float(tag) * 1000.0f + float((d.size() - 1) % 997);
+}
+
+inline bool same_tensor(const Tensor& a, const Tensor& b) {
+  if (a.empty() || b.empty()) return a.empty() == b.empty();
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// Bitwise equality of everything an entry holds.
+inline void expect_same_entry(const SegmentEntry& a, const SegmentEntry& b) {
+  EXPECT_EQ(a.key, b.key);
+  EXPECT_EQ(a.length, b.length);
+  EXPECT_EQ(a.seam, b.seam);
+  EXPECT_EQ(a.tokens, b.tokens);
+  ASSERT_EQ(a.linear.size(), b.linear.size());
+  ASSERT_EQ(a.attn.size(), b.attn.size());
+  for (size_t i = 0; i < a.linear.size(); ++i) {
+    const auto &x = a.linear[i], &y = b.linear[i];
+    EXPECT_EQ(x.T.form, y.T.form) << i;
+    EXPECT_EQ(x.T.nv, y.T.nv) << i;
+    EXPECT_EQ(x.T.dk, y.T.dk) << i;
+    ASSERT_EQ(x.T.data.size(), y.T.data.size()) << i;
+    EXPECT_TRUE(x.T.data.empty() ||
+                std::memcmp(x.T.data.data(), y.T.data.data(), x.T.bytes()) == 0) << i;
+    EXPECT_TRUE(same_tensor(x.s0, y.s0)) << i;
+    EXPECT_TRUE(same_tensor(x.conv_tail, y.conv_tail)) << i;
+    EXPECT_TRUE(same_tensor(x.warm_mixed, y.warm_mixed)) << i;
+    EXPECT_TRUE(same_tensor(x.warm_g, y.warm_g)) << i;
+    EXPECT_TRUE(same_tensor(x.warm_beta, y.warm_beta)) << i;
+  }
+  for (size_t j = 0; j < a.attn.size(); ++j) {
+    EXPECT_TRUE(same_tensor(a.attn[j].k, b.attn[j].k)) << j;
+    EXPECT_TRUE(same_tensor(a.attn[j].v, b.attn[j].v)) << j;
+  }
+  EXPECT_EQ(a.bytes(), b.bytes());
+}
+
+inline std::string read_file(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+// Replaces the file (unlinked first: ext4 flushes a file that is truncated and rewritten,
+// which makes the byte-flip loops slow).
+inline void write_file(const std::string& p, const std::string& s) {
+  std::error_code ec;
+  std::filesystem::remove(p, ec);
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(s.data(), std::streamsize(s.size()));
+}
+
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl =
+        (std::filesystem::path(::testing::TempDir()) / "hypic_cache_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& name) const {
+    return (std::filesystem::path(dir_) / name).string();
+  }
+  std::string dir_;
+};
+
+}  // namespace hypic::test

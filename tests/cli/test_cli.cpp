@@ -1,0 +1,386 @@
+// The hypic binary end to end: help texts, run (text and --json) on the tiny dense Qwen3.5
+// checkpoint against the transformers goldens, inspect, bench, and bad invocations (non-zero
+// exit code, a message on stderr, nothing on stdout). HYPIC_BIN is the built binary
+// ($<TARGET_FILE:hypic>, see tests/CMakeLists.txt).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#ifndef HYPIC_BIN
+#error "HYPIC_BIN (path of the hypic binary) must be defined by the build"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Proc {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::path(::testing::TempDir()) / "hypic_cli_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    tmp_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+
+  // Runs hypic with `args`; stdout through the pipe, stderr into a file.
+  Proc hypic(const std::vector<std::string>& args) const {
+    const fs::path err = tmp_ / "stderr.txt";
+    std::string cmd = quote(HYPIC_BIN);
+    for (const auto& a : args) {
+      cmd += ' ';
+      cmd += quote(a);
+    }
+    cmd += " 2>";
+    cmd += quote(err.string());
+    cmd += " </dev/null";
+    Proc r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int st = ::pclose(p);
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    r.err = read_file(err);
+    return r;
+  }
+
+  // A usage or runtime error: non-zero exit, "hypic ..." message on stderr containing
+  // `needle`, nothing on stdout.
+  void expect_error(const std::vector<std::string>& args, const std::string& needle, int rc = -1) {
+    const Proc r = hypic(args);
+    std::string all;
+    for (const auto& a : args) all += a + " ";
+    EXPECT_NE(r.rc, 0) << all;
+    if (rc >= 0) {
+      EXPECT_EQ(r.rc, rc) << all << "\n" << r.err;
+    }
+    EXPECT_LT(r.rc, 128) << "crashed: " << all << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << all;
+    EXPECT_NE(r.err.find("hypic"), std::string::npos) << all << "\n" << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << all << "\nstderr: " << r.err;
+  }
+
+  fs::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(tmp_ / name, std::ios::binary) << text;
+    return tmp_ / name;
+  }
+
+  static std::string model(const std::string& name = "qwen3_5_dense") {
+    return std::string(HYPIC_SOURCE_DIR) + "/tests/models/" + name;
+  }
+  static nlohmann::json golden() {
+    return nlohmann::json::parse(read_file(model() + "/golden.json"));
+  }
+
+  fs::path tmp_;
+};
+
+// ---------------------------------------------------------------------------------------
+// help
+
+void expect_help(const Proc& r, const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.err, "");
+  for (const auto& n : needles) EXPECT_NE(r.out.find(n), std::string::npos) << n << "\n" << r.out;
+}
+
+TEST_F(CliTest, Help) {
+  for (const char* h : {"--help", "-h", "help"})
+    expect_help(hypic({h}), {"usage: hypic", "run", "inspect", "bench"});
+}
+
+TEST_F(CliTest, RunHelp) {
+  expect_help(hypic({"run", "--help"}),
+              {"usage: hypic run", "--model", "--prompt", "--prompt-file", "--chat", "--max-tokens",
+               "--temperature", "--top-k", "--top-p", "--seed", "--stop", "--ignore-eos", "--dtype",
+               "--json"});
+  // --help wins over everything else, even a bad value or a missing model
+  expect_help(hypic({"run", "--temperature", "x", "--help"}), {"usage: hypic run"});
+}
+
+TEST_F(CliTest, InspectHelp) { expect_help(hypic({"inspect", "--help"}), {"usage: hypic inspect", "--model", "--load"}); }
+
+TEST_F(CliTest, BenchHelp) {
+  expect_help(hypic({"bench", "--help"}), {"prefill", "make-model"});
+  expect_help(hypic({"bench", "prefill", "--help"}), {"--model", "--tokens", "--dtype", "--reps"});
+  expect_help(hypic({"bench", "make-model", "--help"}),
+              {"--shape", "--layers", "--out", "qwen3.5-35b-a3b", "qwen3-next-80b-a3b"});
+}
+
+TEST_F(CliTest, NoCommandIsAUsageError) {
+  const Proc r = hypic({});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("usage: hypic"), std::string::npos);
+  const Proc b = hypic({"bench"});
+  EXPECT_EQ(b.rc, 2);
+  EXPECT_EQ(b.out, "");
+  EXPECT_NE(b.err.find("make-model"), std::string::npos);
+}
+
+TEST_F(CliTest, UnknownCommand) {
+  expect_error({"frobnicate"}, "unknown command 'frobnicate'", 2);
+  expect_error({"bench", "frobnicate"}, "unknown benchmark 'frobnicate'", 2);
+}
+
+// ---------------------------------------------------------------------------------------
+// run
+
+TEST_F(CliTest, RunJsonReproducesTheGoldenGreedyText) {
+  const auto g = golden();
+  const fs::path prompt = write("prompt.txt", g.at("prompt_text").get<std::string>());
+  const Proc r = hypic({"run", "--model", model(), "--prompt-file", prompt.string(), "--dtype", "f32",
+                       "--max-tokens", "16", "--ignore-eos", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // exactly one line, one JSON object
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.is_object());
+  for (const char* k : {"text", "finish_reason", "prompt_tokens", "completion_tokens", "ttft_ms",
+                        "prefill_ms", "decode_ms", "prefill_tokens_per_s", "decode_tokens_per_s",
+                        "dtype"})
+    EXPECT_TRUE(j.contains(k)) << k << " missing in " << r.out;
+  EXPECT_EQ(j["text"], g["greedy_text"]);
+  EXPECT_EQ(j["prompt_tokens"], g["prompt_ids"].size());
+  EXPECT_EQ(j["completion_tokens"], 16);
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_EQ(j["dtype"], "f32");
+  for (const char* k : {"ttft_ms", "prefill_tokens_per_s", "decode_tokens_per_s"}) {
+    ASSERT_TRUE(j[k].is_number()) << k;
+    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  }
+}
+
+TEST_F(CliTest, RunTextStreamsTheSameText) {
+  const auto g = golden();
+  const fs::path prompt = write("prompt.txt", g.at("prompt_text").get<std::string>());
+  const Proc r = hypic({"run", "--model", model(), "--prompt-file", prompt.string(), "--dtype=f32",
+                       "--max-tokens=16", "--ignore-eos"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, g["greedy_text"].get<std::string>() + "\n");
+}
+
+TEST_F(CliTest, RunStopString) {
+  const auto g = golden();
+  const std::string full = g["greedy_text"];
+  const fs::path prompt = write("prompt.txt", g.at("prompt_text").get<std::string>());
+  const Proc r = hypic({"run", "--model", model(), "--prompt-file", prompt.string(), "--dtype", "f32",
+                       "--max-tokens", "16", "--ignore-eos", "--json", "--stop", "zzz", "--stop", " again"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["text"], full.substr(0, full.find(" again")));
+  EXPECT_EQ(j["finish_reason"], "stop");
+  EXPECT_LT(j["completion_tokens"].get<int>(), 16);
+}
+
+TEST_F(CliTest, RunJsonWithAStopThatSplitsACharacterStillPrintsValidJson) {
+  // The greedy text contains U+FFFD (EF BF BD); a stop string "\xBF\xBD" cuts after EF.
+  const auto g = golden();
+  const fs::path prompt = write("prompt.txt", g.at("prompt_text").get<std::string>());
+  const Proc r = hypic({"run", "--model", model(), "--prompt-file", prompt.string(), "--dtype", "f32",
+                       "--max-tokens", "16", "--ignore-eos", "--json", "--stop", "\xBF\xBD"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["finish_reason"], "stop");
+  EXPECT_EQ(j["text"], "ouriz\xEF\xBF\xBD");  // the dangling EF byte became U+FFFD
+}
+
+TEST_F(CliTest, RunDefaultsAndSampling) {
+  // bf16 default, greedy default: deterministic
+  const Proc a = hypic({"run", "--model", model(), "--prompt", "The old clock", "--max-tokens", "8", "--json"});
+  ASSERT_EQ(a.rc, 0) << a.err;
+  const auto ja = nlohmann::json::parse(a.out);
+  EXPECT_EQ(ja["dtype"], "bf16");
+  EXPECT_GT(ja["prompt_tokens"].get<int>(), 0);
+  EXPECT_LE(ja["completion_tokens"].get<int>(), 8);
+  // seeded sampling is reproducible
+  std::vector<std::string> args = {"run", "--model", model(), "--prompt", "The old clock", "--max-tokens",
+                                   "8", "--temperature", "0.8", "--top-k", "50", "--top-p", "0.9",
+                                   "--seed", "7", "--ignore-eos", "--json"};
+  const Proc s1 = hypic(args), s2 = hypic(args);
+  ASSERT_EQ(s1.rc, 0) << s1.err;
+  EXPECT_EQ(nlohmann::json::parse(s1.out)["text"], nlohmann::json::parse(s2.out)["text"]);
+  EXPECT_EQ(nlohmann::json::parse(s1.out)["completion_tokens"], 8);
+}
+
+TEST_F(CliTest, RunMaxTokensZero) {
+  const Proc r = hypic({"run", "--model", model(), "--prompt", "hello", "--max-tokens", "0", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["text"], "");
+  EXPECT_EQ(j["completion_tokens"], 0);
+}
+
+TEST_F(CliTest, RunHugeMaxTokensStopsAtTheContext) {
+  // A copy of the model with a 40-position context: --max-tokens far beyond it must neither
+  // reserve memory for it nor fail; generation ends with "length" when the context is full.
+  const fs::path dir = tmp_ / "ctx40";
+  fs::create_directory(dir);
+  for (const char* f : {"model.safetensors", "tokenizer.json"}) fs::copy_file(fs::path(model()) / f, dir / f);
+  auto cfg = nlohmann::json::parse(read_file(fs::path(model()) / "config.json"));
+  cfg["text_config"]["max_position_embeddings"] = 40;
+  write("ctx40/config.json", cfg.dump());
+  const Proc r = hypic({"run", "--model", dir.string(), "--prompt", "The old clock", "--max-tokens",
+                        "2000000000", "--ignore-eos", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_EQ(j["completion_tokens"].get<int>(), 40 - j["prompt_tokens"].get<int>() + 1);
+}
+
+TEST_F(CliTest, RunChat) {
+  const std::vector<std::string> base = {"run", "--model", model(), "--prompt", "Hello there",
+                                         "--max-tokens", "4", "--json"};
+  const Proc plain = hypic(base);
+  auto chat_args = base;
+  chat_args.push_back("--chat");
+  const Proc chat = hypic(chat_args);
+  chat_args.insert(chat_args.end(), {"--system", "Be brief."});
+  const Proc sys = hypic(chat_args);
+  for (const Proc* r : {&plain, &chat, &sys}) ASSERT_EQ(r->rc, 0) << r->err;
+  const int np = nlohmann::json::parse(plain.out)["prompt_tokens"];
+  const int nc = nlohmann::json::parse(chat.out)["prompt_tokens"];
+  const int ns = nlohmann::json::parse(sys.out)["prompt_tokens"];
+  // "<|im_start|>user\n" + prompt + "<|im_end|>\n<|im_start|>assistant\n": the prompt plus
+  // 3 special tokens and the role words / newlines
+  EXPECT_GE(nc, np + 5);
+  EXPECT_GT(ns, nc + 3);
+  // text mode too
+  auto text_args = std::vector<std::string>(base.begin(), base.end() - 1);
+  text_args.push_back("--chat");
+  const Proc t = hypic(text_args);
+  EXPECT_EQ(t.rc, 0) << t.err;
+  EXPECT_FALSE(t.out.empty());
+}
+
+TEST_F(CliTest, RunOtherArchitectures) {
+  for (const char* m : {"qwen3_next_moe", "qwen3_5_moe"}) {
+    const auto g = nlohmann::json::parse(read_file(model(m) + "/golden.json"));
+    const fs::path prompt = write("prompt.txt", g.at("prompt_text").get<std::string>());
+    const Proc r = hypic({"run", "--model", model(m), "--prompt-file", prompt.string(), "--dtype", "f32",
+                         "--max-tokens", "16", "--ignore-eos", "--json"});
+    ASSERT_EQ(r.rc, 0) << m << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["text"], g["greedy_text"]) << m;
+  }
+}
+
+TEST_F(CliTest, RunUsageErrors) {
+  const std::string m = model();
+  expect_error({"run", "--model", m, "--prompt", "hi", "--bogus"}, "unknown option --bogus", 2);
+  expect_error({"run", "--prompt", "hi"}, "--model is required", 2);
+  expect_error({"run", "--model", m}, "--prompt", 2);
+  expect_error({"run", "--model", m, "--prompt", "a", "--prompt-file", "b"}, "exactly one", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--temperature", "abc"}, "--temperature", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--temperature", "-1"}, "--temperature", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--temperature", "nan"}, "--temperature", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--temperature", "inf"}, "--temperature", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--temperature", ""}, "--temperature", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--temperature"}, "needs a value", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--top-p", "0"}, "--top-p", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--top-p", "1.5"}, "--top-p", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--top-k", "-3"}, "--top-k", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--max-tokens", "-1"}, "--max-tokens", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--max-tokens", "1e3"}, "--max-tokens", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--max-tokens", "9999999999"}, "--max-tokens", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--dtype", "fp16"}, "--dtype", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "--json=yes"}, "takes no value", 2);
+  expect_error({"run", "--model", m, "--prompt", "hi", "stray"}, "unexpected argument 'stray'", 2);
+}
+
+TEST_F(CliTest, RunRuntimeErrors) {
+  const std::string missing = (tmp_ / "no_such_model").string();
+  expect_error({"run", "--model", missing, "--prompt", "hi"}, "model directory '" + missing + "' does not exist");
+  expect_error({"run", "--model", model(), "--prompt-file", (tmp_ / "nope.txt").string()}, "nope.txt");
+  expect_error({"run", "--model", model(), "--prompt", ""}, "empty");
+  // a model directory without tokenizer.json
+  const fs::path partial = tmp_ / "partial";
+  fs::create_directory(partial);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(fs::path(model()) / f, partial / f);
+  expect_error({"run", "--model", partial.string(), "--prompt", "hi"}, "tokenizer.json");
+  // ... and one without weights
+  const fs::path noweights = tmp_ / "noweights";
+  fs::create_directory(noweights);
+  for (const char* f : {"config.json", "tokenizer.json"}) fs::copy_file(fs::path(model()) / f, noweights / f);
+  expect_error({"run", "--model", noweights.string(), "--prompt", "hi"}, "model.safetensors");
+  // a prompt longer than the context (4096 positions)
+  std::string longp;
+  for (int i = 0; i < 5000; ++i) longp += " a";
+  const fs::path lp = write("long.txt", longp);
+  expect_error({"run", "--model", model(), "--prompt-file", lp.string(), "--max-tokens", "1"}, "shorten");
+}
+
+// ---------------------------------------------------------------------------------------
+// inspect, bench
+
+TEST_F(CliTest, InspectPrintsTheLayerPattern) {
+  const Proc r = hypic({"inspect", "--model", model()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("pattern LLLF\xC3\x97" "2"), std::string::npos) << r.out;  // "LLLF×2"
+  EXPECT_NE(r.out.find("Qwen3.5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("135 tensors"), std::string::npos) << r.out;
+  const Proc n = hypic({"inspect", "--model", model("qwen3_next_moe"), "--load", "--dtype", "f32"});
+  ASSERT_EQ(n.rc, 0) << n.err;
+  EXPECT_NE(n.out.find("Qwen3-Next"), std::string::npos) << n.out;
+  EXPECT_NE(n.out.find("pattern LLLF"), std::string::npos) << n.out;
+  EXPECT_NE(n.out.find("loaded and validated"), std::string::npos) << n.out;
+}
+
+TEST_F(CliTest, InspectErrors) {
+  expect_error({"inspect"}, "--model is required", 2);
+  expect_error({"inspect", "--model", (tmp_ / "nothing").string()}, "config.json");
+  expect_error({"inspect", "--model", model(), "--load", "--dtype", "f8"}, "--dtype", 2);
+}
+
+TEST_F(CliTest, BenchPrefillPrintsJson) {
+  const Proc r = hypic({"bench", "prefill", "--model", model(), "--tokens", "32", "--dtype", "f32"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"tokens_per_s", "achieved_gflops", "gemm_peak_gflops", "ratio"}) {
+    ASSERT_TRUE(j.contains(k)) << k;
+    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  }
+  EXPECT_EQ(j["tokens"], 32);
+}
+
+TEST_F(CliTest, BenchErrors) {
+  expect_error({"bench", "prefill", "--tokens", "8"}, "--model", 2);
+  expect_error({"bench", "prefill", "--model", model(), "--tokens", "0"}, "--tokens", 2);
+  expect_error({"bench", "make-model", "--layers", "2"}, "--out", 2);
+  expect_error({"bench", "make-model", "--shape", "no-such-shape", "--layers", "1", "--out",
+                (tmp_ / "m").string()},
+               "no-such-shape");
+}
+
+}  // namespace

@@ -1,0 +1,219 @@
+// The PIC request path (SPEC §4): modes, cold/warm invariance, composition exactness where
+// it must be exact, and the ordering naive ≫ hypic in deviation from full.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "common/testutil.h"
+#include "engine/compose.h"
+
+namespace hypic {
+namespace {
+
+std::string model_dir(const std::string& name) {
+  return std::string(HYPIC_SOURCE_DIR) + "/tests/models/" + name;
+}
+
+const Model& model(const std::string& name = "qwen3_5_dense") {
+  static std::map<std::string, std::unique_ptr<Model>> cache;
+  auto& m = cache[name];
+  if (!m) m = std::move(Model::load(model_dir(name), {DType::kF32, false})).value();
+  return *m;
+}
+
+std::shared_ptr<SegmentStore> store(size_t mib = 256, const std::string& dir = "") {
+  SegmentStore::Options o;
+  o.mem_budget_bytes = mib << 20;
+  o.disk_dir = dir;
+  return std::shared_ptr<SegmentStore>(std::move(SegmentStore::open(o)).value());
+}
+
+// Random token ids standing in for documents (the tiny models' vocabulary is 512).
+std::vector<int32_t> doc(uint32_t seed, int n) {
+  std::mt19937 g(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = int32_t(g() % 500);
+  return t;
+}
+
+PromptParts parts(std::vector<std::vector<int32_t>> segs, bool with_prefix = true) {
+  PromptParts p;
+  if (with_prefix) p.prefix = doc(900, 12);
+  p.segments = std::move(segs);
+  p.suffix = doc(901, 9);
+  return p;
+}
+
+std::vector<float> run(const Model& m, const Composer& c, const PromptParts& p, PicMode mode,
+                       int seam, ComposeStats* stats = nullptr, const std::string& salt = "") {
+  SeqState st = m.new_state(p.total_tokens() + 1);
+  std::vector<float> logits;
+  ComposeStats s;
+  ComposeOptions o;
+  o.mode = mode;
+  o.seam = seam;
+  o.salt = salt;
+  Status status = c.prefill(p, o, &st, &logits, &s);
+  EXPECT_TRUE(status.is_ok()) << status.to_string();
+  EXPECT_EQ(st.pos, p.total_tokens());
+  if (stats) *stats = s;
+  return logits;
+}
+
+constexpr double kTol = 2.5e-4;  // as the golden tests: fp32 across different op orders
+
+TEST(Compose, ColdAndWarmAreBitIdentical) {
+  const Model& m = model();
+  Composer c(m, store(), std::make_shared<PrefixCache>(64 << 20));
+  const auto p = parts({doc(1, 150), doc(2, 90), doc(3, 200)});
+  for (int seam : {0, 2, 8}) {
+    ComposeStats cold, warm;
+    const auto a = run(m, c, p, PicMode::kHypic, seam, &cold);
+    const auto b = run(m, c, p, PicMode::kHypic, seam, &warm);
+    EXPECT_EQ(cold.segments_missed, 3);
+    EXPECT_EQ(warm.segments_hit, 3);
+    EXPECT_EQ(warm.reused_tokens, 150 + 90 + 200 - 3 * seam);
+    EXPECT_EQ(a, b) << "seam " << seam;
+  }
+}
+
+// A segment at the very start sees no prefix: its seam is computed exactly as standalone,
+// so composing its body must reproduce full recompute to fp32 rounding — for seam widths
+// below the conv history too (conv warm-up) — on every architecture.
+TEST(Compose, FirstSegmentComposesToFullRecompute) {
+  for (const char* name : {"qwen3_5_dense", "qwen3_next_moe", "qwen3_5_moe"}) {
+    const Model& m = model(name);
+    Composer c(m, store(), nullptr);
+    const auto p = parts({doc(4, 230)}, /*with_prefix=*/false);
+    const auto full = run(m, c, p, PicMode::kFull, 0);
+    for (int seam : {0, 1, 3, 8}) {
+      const auto hy = run(m, c, p, PicMode::kHypic, seam);
+      EXPECT_LT(test::rel_err(hy, full), kTol) << name << " seam " << seam;
+    }
+  }
+}
+
+TEST(Compose, SeamCoveringEverySegmentEqualsFull) {
+  const Model& m = model();
+  Composer c(m, store(), nullptr);
+  const auto p = parts({doc(5, 40), doc(6, 33)});
+  ComposeStats s;
+  const auto hy = run(m, c, p, PicMode::kHypic, 64, &s);
+  EXPECT_EQ(s.segments_hit + s.segments_missed, 0);  // nothing cacheable: all recomputed
+  EXPECT_EQ(hy, run(m, c, p, PicMode::kFull, 0));
+}
+
+TEST(Compose, ReorderedSegmentsHitAndEqualAColdRunInThatOrder) {
+  const Model& m = model();
+  Composer warm(m, store(), nullptr);
+  auto segs = std::vector<std::vector<int32_t>>{doc(7, 120), doc(8, 80), doc(9, 100), doc(10, 70)};
+  run(m, warm, parts(segs), PicMode::kHypic, 8);
+  std::mt19937 g(3);
+  for (int trial = 0; trial < 3; ++trial) {
+    std::shuffle(segs.begin(), segs.end(), g);
+    ComposeStats s;
+    const auto w = run(m, warm, parts(segs), PicMode::kHypic, 8, &s);
+    EXPECT_EQ(s.segments_hit, 4);
+    EXPECT_EQ(s.segments_missed, 0);
+    Composer cold(m, store(), nullptr);
+    EXPECT_EQ(w, run(m, cold, parts(segs), PicMode::kHypic, 8));
+  }
+}
+
+TEST(Compose, NaiveDeviatesFarMoreThanHypic) {
+  for (const char* name : {"qwen3_5_dense", "qwen3_next_moe"}) {
+    const Model& m = model(name);
+    Composer c(m, store(), nullptr);
+    const auto p = parts({doc(11, 200), doc(12, 150), doc(13, 180)});
+    const auto full = run(m, c, p, PicMode::kFull, 0);
+    const double hy = test::rel_err(run(m, c, p, PicMode::kHypic, 8), full);
+    const double nv = test::rel_err(run(m, c, p, PicMode::kNaive, 8), full);
+    std::printf("[%s] logits rel. deviation from full: hypic %.4f, naive %.4f\n", name, hy, nv);
+    EXPECT_LT(hy, nv);
+    EXPECT_GT(nv, 2 * hy);
+  }
+}
+
+TEST(Compose, PrefixModeMatchesFullAndHitsOnRepeat) {
+  const Model& m = model();
+  auto pc = std::make_shared<PrefixCache>(64 << 20);
+  Composer c(m, nullptr, pc);
+  const auto p = parts({doc(14, 100), doc(15, 70)});
+  ComposeStats s1, s2, s3;
+  const auto a = run(m, c, p, PicMode::kPrefix, 0, &s1);
+  EXPECT_EQ(s1.segments_missed, 2);
+  EXPECT_LT(test::rel_err(a, run(m, c, p, PicMode::kFull, 0)), kTol);
+  const auto b = run(m, c, p, PicMode::kPrefix, 0, &s2);
+  EXPECT_EQ(s2.segments_hit, 2);
+  EXPECT_EQ(s2.recomputed_tokens, int64_t(p.suffix.size()));
+  EXPECT_EQ(a, b);
+  // Swapped order: only the shared prefix part is reused.
+  const auto q = parts({p.segments[1], p.segments[0]});
+  run(m, c, q, PicMode::kPrefix, 0, &s3);
+  EXPECT_EQ(s3.segments_hit, 0);
+  EXPECT_EQ(s3.reused_tokens, int64_t(q.prefix.size()));
+}
+
+TEST(Compose, SaltIsolatesTenants) {
+  const Model& m = model();
+  Composer c(m, store(), nullptr);
+  const auto p = parts({doc(16, 120)});
+  ComposeStats a, b, a2;
+  run(m, c, p, PicMode::kHypic, 8, &a, "tenant-a");
+  run(m, c, p, PicMode::kHypic, 8, &b, "tenant-b");
+  run(m, c, p, PicMode::kHypic, 8, &a2, "tenant-a");
+  EXPECT_EQ(a.segments_missed, 1);
+  EXPECT_EQ(b.segments_missed, 1);
+  EXPECT_EQ(a2.segments_hit, 1);
+}
+
+TEST(Compose, CorruptDiskEntryIsRecomputedWithTheSameResult) {
+  const Model& m = model();
+  const std::string dir = testing::TempDir() + "/hypic_compose_disk";
+  std::filesystem::remove_all(dir);
+  const auto p = parts({doc(17, 150), doc(18, 110)});
+  std::vector<float> first;
+  {
+    // A budget too small for any entry: every entry goes to disk only.
+    Composer c(m, store(0, dir), nullptr);
+    first = run(m, c, p, PicMode::kHypic, 8);
+  }
+  size_t corrupted = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    std::fstream io(f.path(), std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(-100, std::ios::end);
+    io.put('\x5a');
+    ++corrupted;
+  }
+  ASSERT_GT(corrupted, 0u);
+  auto s = store(256, dir);
+  Composer c(m, s, nullptr);
+  ComposeStats st;
+  EXPECT_EQ(run(m, c, p, PicMode::kHypic, 8, &st), first);
+  EXPECT_EQ(st.segments_missed, 2);
+  EXPECT_GE(s->stats().corrupt_dropped, 1u);
+}
+
+TEST(Compose, BadRequestsAreRejectedCleanly) {
+  const Model& m = model();
+  Composer c(m, store(), nullptr);
+  SeqState st = m.new_state();
+  std::vector<float> logits;
+  ComposeStats s;
+  PromptParts no_suffix;
+  no_suffix.segments = {doc(19, 50)};
+  EXPECT_FALSE(c.prefill(no_suffix, {}, &st, &logits, &s).is_ok());
+  ComposeOptions bad;
+  bad.seam = -1;
+  EXPECT_FALSE(c.prefill(parts({doc(20, 50)}), bad, &st, &logits, &s).is_ok());
+  PromptParts huge = parts({doc(21, 5000)});
+  EXPECT_EQ(c.prefill(huge, {}, &st, &logits, &s).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(st.pos, 0);  // nothing was run
+}
+
+}  // namespace
+}  // namespace hypic
