@@ -51,7 +51,8 @@ int cmd_run(int argc, char** argv) {
       .opt("cache-mem", "MiB", "memory budget of the segment / prefix caches", "4096")
       .opt("cache-dir", "DIR", "disk tier for segment entries evicted from memory")
       .opt("repeat", "N", "run the request N times in one process (first cold, then warm)", "1")
-      .opt("shuffle", "", "permute the segments between repeats");
+      .opt("shuffle", "", "permute the segments between repeats")
+      .opt("debug-deviation", "", "add per-layer deviation of hidden and linear states from full");
   if (Status s = a.parse(argc, argv); !s) return report_error("run", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   if (!a.has("model")) return report_error("run", invalid_argument("--model is required; see --help"));

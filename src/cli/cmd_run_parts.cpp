@@ -1,6 +1,7 @@
 // hypic run with --segment/--query: a request made of parts, run through a PIC mode, possibly
 // several times in one process (first cold, then warm). One JSON object per run.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -24,6 +25,52 @@ Result<std::string> read_text_file(const std::string& path) {
   ss << f.rdbuf();
   return ss.str();
 }
+
+namespace {
+
+double rel_dev(const float* a, const float* b, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    num += double(a[i] - b[i]) * double(a[i] - b[i]);
+    den += double(b[i]) * double(b[i]);
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// --debug-deviation: the request in `full` and in the chosen mode, both traced; per layer the
+// relative deviation of the suffix tokens' hidden states, and of each linear layer's
+// recurrent state at the end of the prompt.
+Result<nlohmann::json> deviation_from_full(const Model& model, const Composer& composer,
+                                           const PromptParts& parts, const ComposeOptions& co,
+                                           std::vector<std::vector<float>>* trace) {
+  if (co.mode == PicMode::kPrefix || co.mode == PicMode::kFull)
+    return invalid_argument("--debug-deviation compares hypic or naive with full");
+  std::vector<std::vector<float>> ref;
+  ComposeOptions fo = co;
+  fo.mode = PicMode::kFull;
+  fo.trace_suffix = &ref;
+  SeqState sf = model.new_state(parts.total_tokens() + 1), sm = sf.copy();
+  std::vector<float> lf, lm;
+  ComposeStats cs;
+  HYPIC_RETURN_IF_ERROR(composer.prefill(parts, fo, &sf, &lf, &cs));
+  ComposeOptions mo = co;
+  trace->clear();
+  mo.trace_suffix = trace;
+  HYPIC_RETURN_IF_ERROR(composer.prefill(parts, mo, &sm, &lm, &cs));
+  const size_t H = size_t(model.config().hidden_size), n = parts.suffix.size() * H;
+  nlohmann::json hidden = nlohmann::json::array(), state = nlohmann::json::array();
+  for (size_t l = 0; l < ref.size() && l < trace->size(); ++l)
+    hidden.push_back(rel_dev((*trace)[l].data() + (*trace)[l].size() - n,
+                             ref[l].data() + ref[l].size() - n, n));
+  for (size_t l = 0; l < sf.linear.size(); ++l)
+    state.push_back(rel_dev(sm.linear[l].ssm.f32(), sf.linear[l].ssm.f32(),
+                            size_t(sf.linear[l].ssm.numel())));
+  return nlohmann::json{{"hidden_per_layer", hidden},
+                        {"linear_state_per_linear_layer", state},
+                        {"logits", rel_dev(lm.data(), lf.data(), lf.size())}};
+}
+
+}  // namespace
 
 int run_parts(const Args& a, const Model& model, const Tokenizer& tok, const GenerateOptions& go) {
   ComposeOptions co;
@@ -58,6 +105,13 @@ int run_parts(const Args& a, const Model& model, const Tokenizer& tok, const Gen
   for (int64_t run = 0; run < *repeat; ++run) {
     if (run > 0 && a.flag("shuffle")) std::shuffle(docs.begin(), docs.end(), rng);
     const PromptParts parts = chat_parts(tok, a.str("system"), docs, a.str("query"));
+    nlohmann::json deviation;
+    std::vector<std::vector<float>> trace;
+    if (a.flag("debug-deviation")) {
+      auto d = deviation_from_full(model, composer, parts, co, &trace);
+      if (!d) return report_error("run", d.status());
+      deviation = d.value();
+    }
     Timer t;
     SeqState st = model.new_state(parts.total_tokens() + go.max_tokens + 1);
     std::vector<float> logits;
@@ -87,6 +141,7 @@ int run_parts(const Args& a, const Model& model, const Tokenizer& tok, const Gen
         {"completion_tokens", r.tokens.size()},
         {"store_bytes", ss.mem_bytes},
     };
+    if (!deviation.is_null()) j["deviation"] = deviation;
     std::printf("%s\n", j.dump().c_str());
     std::fflush(stdout);
   }

@@ -71,6 +71,7 @@ Status Composer::prefill(const PromptParts& parts, const ComposeOptions& opt, Se
 
   ForwardPlan plan;
   plan.rule = opt.mode == PicMode::kNaive ? ComposeRule::kNaive : ComposeRule::kTransition;
+  plan.trace_last_piece = opt.trace_suffix;
   auto compute = [&](const int32_t* ids, int64_t n) {
     if (n == 0) return;
     plan.tokens.insert(plan.tokens.end(), ids, ids + n);

@@ -42,6 +42,8 @@ struct ComposeOptions {
   PicMode mode = PicMode::kHypic;
   int seam = 8;
   std::string salt;  // tenant isolation: part of every segment key
+  // Debugging: per-layer hidden states of the suffix (see ForwardPlan::trace_last_piece).
+  std::vector<std::vector<float>>* trace_suffix = nullptr;
 };
 
 struct ComposeStats {

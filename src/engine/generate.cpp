@@ -56,7 +56,6 @@ Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
   if (prompt.empty())
     return invalid_argument("the prompt is empty; give a prompt of at least one token");
   if (opt.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
-  const int64_t V = model.config().vocab_size;
   const int64_t ctx = model.config().max_position_embeddings;
   if (int64_t(prompt.size()) >= ctx)
     return out_of_range("prompt of " + std::to_string(prompt.size()) +

@@ -78,6 +78,7 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
   const auto& c = cfg_;
   Pass pass;
   pass.rule = plan.rule;
+  pass.trace = plan.trace_last_piece;
   int64_t row = 0, pos = st.pos;
   for (const ForwardPiece& p : plan.pieces) {
     if (p.entry) {
@@ -148,6 +149,10 @@ Status Model::run_pass(SeqState& st, const std::vector<int32_t>& tokens, Pass& p
       moe_layer(lw.moe, x.f32(), R, h.f32());
     } else {
       mlp_layer(lw.mlp, x.f32(), R, h.f32());
+    }
+    if (pass.trace) {
+      const int64_t r0 = pass.pieces.back().row0;
+      pass.trace->emplace_back(h.f32() + r0 * H, h.f32() + R * H);
     }
   }
   st.pos = end;

@@ -43,6 +43,9 @@ struct ForwardPlan {
   std::vector<int32_t> tokens;  // all computed tokens, concatenated in prompt order
   std::vector<ForwardPiece> pieces;
   ComposeRule rule = ComposeRule::kTransition;
+  // Debugging (--debug-deviation): when set, receives after every layer the hidden states
+  // of the last computed piece, [rows, H] flattened, one vector per layer.
+  std::vector<std::vector<float>>* trace_last_piece = nullptr;
 };
 
 class Model {

@@ -20,6 +20,7 @@ struct Model::Pass {
   // build_entry: per layer, what the body rows [seam, R) leave behind is stored here.
   SegmentEntry* capture = nullptr;
   int seam = 0;
+  std::vector<std::vector<float>>* trace = nullptr;  // see ForwardPlan::trace_last_piece
 };
 
 }  // namespace hypic

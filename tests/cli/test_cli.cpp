@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -372,6 +373,55 @@ TEST_F(CliTest, BenchPrefillPrintsJson) {
     EXPECT_GT(j[k].get<double>(), 0.0) << k;
   }
   EXPECT_EQ(j["tokens"], 32);
+}
+
+// ---------------------------------------------------------------------------------------
+// requests made of parts
+
+TEST_F(CliTest, RunSegmentsRepeatColdThenWarm) {
+  const auto d1 = write("a.txt", std::string(400, 'a') + " alpha beta gamma delta epsilon\n");
+  const auto d2 = write("b.txt", "Document two: the river runs north past the old mill, twice.\n");
+  for (const char* mode : {"hypic", "naive", "prefix", "full"}) {
+    const Proc r = hypic({"run", "--model", model(), "--dtype", "f32", "--segment", d1.string(),
+                          "--segment", d2.string(), "--query", "What runs north?", "--mode", mode,
+                          "--repeat", "3", "--shuffle", "--max-tokens", "4", "--seam", "4"});
+    ASSERT_EQ(r.rc, 0) << mode << "\n" << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    int runs = 0;
+    while (std::getline(lines, line)) {
+      const auto j = nlohmann::json::parse(line);
+      for (const char* k : {"ttft_ms", "segments_hit", "segments_missed", "prompt_tokens",
+                            "reused_tokens", "recomputed_tokens", "text"})
+        ASSERT_TRUE(j.contains(k)) << k;
+      EXPECT_EQ(j["mode"], mode);
+      if (std::string(mode) == "hypic" || std::string(mode) == "naive") {
+        EXPECT_EQ(j["segments_hit"], runs == 0 ? 0 : 2) << mode << " run " << runs;
+        EXPECT_EQ(j["segments_missed"], runs == 0 ? 2 : 0) << mode << " run " << runs;
+        EXPECT_LT(j["recomputed_tokens"].get<int>(), j["prompt_tokens"].get<int>());
+      }
+      ++runs;
+    }
+    EXPECT_EQ(runs, 3) << mode;
+  }
+}
+
+TEST_F(CliTest, RunSegmentsDebugDeviationAndErrors) {
+  const auto d1 = write("a.txt", std::string(300, 'x') + " one two three four\n");
+  const Proc r = hypic({"run", "--model", model(), "--dtype", "f32", "--segment", d1.string(),
+                        "--query", "Why?", "--max-tokens", "2", "--debug-deviation"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("deviation"));
+  EXPECT_EQ(j["deviation"]["hidden_per_layer"].size(), 8u);
+  EXPECT_EQ(j["deviation"]["linear_state_per_linear_layer"].size(), 6u);
+  expect_error({"run", "--model", model(), "--segment", d1.string()}, "--query", 2);
+  expect_error({"run", "--model", model(), "--segment", d1.string(), "--query", "q", "--mode", "fast"},
+               "--mode", 2);
+  expect_error({"run", "--model", model(), "--segment", (tmp_ / "missing.txt").string(), "--query", "q"},
+               "missing.txt");
+  expect_error({"run", "--model", model(), "--prompt", "p", "--segment", d1.string(), "--query", "q"},
+               "exclude", 2);
 }
 
 TEST_F(CliTest, BenchErrors) {

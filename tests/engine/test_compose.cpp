@@ -198,6 +198,31 @@ TEST(Compose, CorruptDiskEntryIsRecomputedWithTheSameResult) {
   EXPECT_GE(s->stats().corrupt_dropped, 1u);
 }
 
+// The suffix trace (--debug-deviation) has one entry per layer; a first segment composes
+// exactly, so the suffix's hidden states match full at every layer.
+TEST(Compose, SuffixTraceHasOneEntryPerLayer) {
+  const Model& m = model();
+  Composer c(m, store(), nullptr);
+  const auto p = parts({doc(22, 120)}, /*with_prefix=*/false);
+  std::vector<std::vector<float>> tf, th;
+  ComposeOptions o;
+  o.mode = PicMode::kFull;
+  o.trace_suffix = &tf;
+  SeqState s1 = m.new_state(), s2 = m.new_state();
+  std::vector<float> l1, l2;
+  ComposeStats st;
+  ASSERT_TRUE(c.prefill(p, o, &s1, &l1, &st).is_ok());
+  o.mode = PicMode::kHypic;
+  o.trace_suffix = &th;
+  ASSERT_TRUE(c.prefill(p, o, &s2, &l2, &st).is_ok());
+  ASSERT_EQ(tf.size(), size_t(m.config().num_hidden_layers));
+  ASSERT_EQ(th.size(), tf.size());
+  const size_t n = p.suffix.size() * size_t(m.config().hidden_size);
+  ASSERT_EQ(th[0].size(), n);  // hypic's last piece is exactly the suffix
+  for (size_t l = 0; l < tf.size(); ++l)
+    EXPECT_LT(test::rel_err(th[l].data(), tf[l].data() + tf[l].size() - n, n), kTol) << l;
+}
+
 TEST(Compose, BadRequestsAreRejectedCleanly) {
   const Model& m = model();
   Composer c(m, store(), nullptr);
