@@ -120,8 +120,9 @@ int bench_ttft(int argc, char** argv) {
     so.mem_budget_bytes = size_t(*mem) << 20;
     auto opened = SegmentStore::open(so);
     if (!opened) return report_error("bench ttft", opened.status());
-    Composer composer(model, std::shared_ptr<SegmentStore>(std::move(opened).value()),
-                      std::make_shared<PrefixCache>(size_t(*mem) << 20));
+    std::shared_ptr<SegmentStore> store = std::move(opened).value();
+    auto prefix_cache = std::make_shared<PrefixCache>(size_t(*mem) << 20);
+    Composer composer(model, store, prefix_cache);
     ComposeOptions co;
     co.mode = mode;
     co.seam = int(*seam);
@@ -156,6 +157,16 @@ int bench_ttft(int argc, char** argv) {
         {"segment_hit_rate", hits + misses ? double(hits) / double(hits + misses) : 0.0},
         {"mean_recomputed_tokens", double(recomputed) / double(ttft.size())},
         {"mean_prompt_tokens", double(prompt) / double(ttft.size())}};
+    const auto ss = store->stats();
+    if (ss.mem_entries > 0) {
+      out["modes"][pic_mode_name(mode)]["cached_entries"] = ss.mem_entries;
+      out["modes"][pic_mode_name(mode)]["bytes_per_entry"] = double(ss.mem_bytes) / double(ss.mem_entries);
+    }
+    const auto ps = prefix_cache->stats();
+    if (ps.nodes > 0) {
+      out["modes"][pic_mode_name(mode)]["prefix_nodes"] = ps.nodes;
+      out["modes"][pic_mode_name(mode)]["prefix_cache_bytes"] = ps.bytes;
+    }
   }
   if (out["modes"].contains("prefix") && out["modes"].contains("hypic"))
     out["ratio_p50_prefix_over_hypic"] = out["modes"]["prefix"]["p50_ttft_ms"].get<double>() /
