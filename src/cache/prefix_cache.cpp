@@ -25,6 +25,8 @@ int PrefixCache::restore(const std::vector<const std::vector<int32_t>*>& parts, 
     return 0;
   }
   ++stats_.hits;
+  HYPIC_CHECK(st->pos == 0 && (st->kv.empty() || st->kv[0].k.dim(0) >= path.back()->pos_end),
+              "restore needs a fresh state with KV room for the matched prefix");
   int64_t pos = 0;
   for (Node* c : path) {
     c->last_used = ++tick_;

@@ -28,7 +28,7 @@ class PrefixCache {
 
   explicit PrefixCache(size_t budget_bytes) : budget_(budget_bytes) {}
 
-  // Restores into `st` (fresh, capacity for the whole prompt) the state after the longest
+  // Restores into `st` (fresh, KV capacity for the whole prompt: Model::reserve) the state after the longest
   // cached run of leading parts; returns how many parts that covers (0: nothing cached).
   int restore(const std::vector<const std::vector<int32_t>*>& parts, SeqState* st);
 

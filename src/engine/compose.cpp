@@ -63,10 +63,12 @@ Status Composer::prefill(const PromptParts& parts, const ComposeOptions& opt, Se
   if (parts.suffix.empty())
     return invalid_argument("the prompt needs a non-empty suffix (the question) after its segments");
   if (opt.seam < 0) return invalid_argument("seam width must be >= 0");
+  if (st->pos != 0) return invalid_argument("prefill needs a fresh sequence state");
   if (stats->prompt_tokens > model_.config().max_position_embeddings)
     return out_of_range("prompt of " + std::to_string(stats->prompt_tokens) +
                         " tokens exceeds the model's context of " +
                         std::to_string(model_.config().max_position_embeddings) + " tokens");
+  model_.reserve(*st, st->pos + stats->prompt_tokens);
   if (opt.mode == PicMode::kPrefix) return prefill_prefix_mode(parts, st, logits, stats);
 
   ForwardPlan plan;

@@ -38,7 +38,7 @@ SeqState Model::new_state(int64_t capacity) const {
   return s;
 }
 
-void Model::grow_kv(SeqState& s, int64_t need) const {
+void Model::reserve(SeqState& s, int64_t need) const {
   if (s.kv.empty() || need <= s.kv_capacity()) return;
   int64_t cap = std::max<int64_t>(s.kv_capacity(), 64);
   while (cap < need) cap *= 2;
@@ -118,7 +118,7 @@ Status Model::run_pass(SeqState& st, const std::vector<int32_t>& tokens, Pass& p
       return out_of_range("token id " + std::to_string(t) + " outside the vocabulary [0, " +
                           std::to_string(c.vocab_size) + ")");
   const int64_t end = pass.pieces.back().pos0 + pass.pieces.back().tokens();
-  grow_kv(st, end);
+  reserve(st, end);
 
   Workspace& ws = Workspace::local();
   Tensor h = ws.f32(slot::kHidden, {R, H});

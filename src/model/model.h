@@ -58,6 +58,8 @@ class Model {
 
   // A fresh (empty) sequence state with KV room for `capacity` tokens (grows on demand).
   SeqState new_state(int64_t capacity = 256) const;
+  // Grows the state's KV room to at least `tokens` positions (contents kept).
+  void reserve(SeqState& s, int64_t tokens) const;
 
   // Runs `tokens` ([L], L >= 1) at positions state.pos … state.pos + L − 1, updating the
   // state. logits: [1, V] (kLast), [L, V] (kAll) or untouched (kNone).
@@ -96,7 +98,6 @@ class Model {
                   Pass& pass, size_t attn_index) const;
   void mlp_layer(const MlpWeights& w, const float* x, int64_t L, float* h) const;
   void moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) const;
-  void grow_kv(SeqState& s, int64_t need) const;
 
   ModelConfig cfg_;
   DType compute_ = DType::kF32;
