@@ -12,6 +12,7 @@ const char* kUsage =
     "commands:\n"
     "  run       run one request (prompt from flags or a file); text or a JSON report\n"
     "  inspect   print a model's architecture summary\n"
+    "  serve     OpenAI-compatible HTTP server\n"
     "  bench     benchmarks printing JSON (prefill, make-model)\n";
 
 bool cpu_ok() {
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return hypic::cli::cmd_run(argc - 1, argv + 1);
   if (cmd == "inspect") return hypic::cli::cmd_inspect(argc - 1, argv + 1);
   if (cmd == "bench") return hypic::cli::cmd_bench(argc - 1, argv + 1);
+  if (cmd == "serve") return hypic::cli::cmd_serve(argc - 1, argv + 1);
   std::fprintf(stderr, "hypic: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

@@ -1,0 +1,111 @@
+// hypic serve: the OpenAI-compatible HTTP server (src/server/). SIGTERM / SIGINT stop it
+// gracefully: no new requests, running ones finish, exit 0.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "model/model.h"
+#include "server/http_server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hypic::cli {
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  Args a("hypic serve --model DIR [--host H] [--port P] [--api-key KEY] ...",
+         "Serves the model over HTTP: POST /v1/chat/completions, POST /v1/completions,\n"
+         "GET /v1/models, GET /health (OpenAI-compatible, SSE streaming). Binds to loopback\n"
+         "unless --host says otherwise. One JSON line per request on stderr.");
+  a.opt("model", "DIR", "model directory")
+      .opt("host", "H", "address to bind", "127.0.0.1")
+      .opt("port", "P", "port (0: any free port, printed at start)", "8080")
+      .opt("api-key", "KEY", "require 'Authorization: Bearer KEY' (also $HYPIC_API_KEY)")
+      .opt("served-model-name", "NAME", "model id clients send (default: the directory name)")
+      .opt("cache-mem", "MiB", "segment / prefix cache memory budget", "1024")
+      .opt("cache-dir", "DIR", "disk tier for evicted segment entries")
+      .opt("max-concurrency", "N", "worker threads, each running one request", "1")
+      .opt("max-queue", "N", "requests waiting for a worker before 429", "16")
+      .opt("max-tokens-limit", "N", "largest max_tokens a request may ask for", "4096")
+      .opt("max-body", "MiB", "largest request body", "8")
+      .opt("max-segments", "N", "most segments in one request", "64")
+      .opt("dtype", "bf16|f32", "compute type", "bf16");
+  if (Status s = a.parse(argc, argv); !s) return report_error("serve", s);
+  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (!a.has("model")) return report_error("serve", invalid_argument("--model is required"));
+  auto dt = parse_dtype(a.str("dtype"));
+  if (!dt) return report_error("serve", dt.status());
+  auto port = a.integer("port");
+  auto mem = a.integer("cache-mem");
+  auto conc = a.integer("max-concurrency");
+  auto queue = a.integer("max-queue");
+  auto maxtok = a.integer("max-tokens-limit");
+  auto body = a.integer("max-body");
+  auto segs = a.integer("max-segments");
+  for (const Status* s : {&port.status(), &mem.status(), &conc.status(), &queue.status(),
+                          &maxtok.status(), &body.status(), &segs.status()})
+    if (!s->is_ok()) return report_error("serve", *s);
+  if (*port < 0 || *port > 65535 || *mem < 0 || *conc < 1 || *conc > 256 || *queue < 0 ||
+      *maxtok < 1 || *body < 1 || *segs < 0)
+    return report_error("serve", invalid_argument(
+        "need 0 <= --port <= 65535, --cache-mem >= 0, 1 <= --max-concurrency <= 256, "
+        "--max-queue >= 0, --max-tokens-limit >= 1, --max-body >= 1, --max-segments >= 0"));
+
+  server::ServerOptions so;
+  so.host = a.str("host");
+  so.port = int(*port);
+  so.api_key = a.str("api-key");
+  if (so.api_key.empty())
+    if (const char* k = std::getenv("HYPIC_API_KEY")) so.api_key = k;
+  const std::string dir = a.str("model");
+  so.model_name = a.has("served-model-name")
+                      ? a.str("served-model-name")
+                      : std::filesystem::path(dir).lexically_normal().filename().string();
+  if (so.model_name.empty()) so.model_name = std::filesystem::path(dir).parent_path().filename().string();
+  so.cache_mem_bytes = size_t(*mem) << 20;
+  so.cache_dir = a.str("cache-dir");
+  so.scheduler.workers = int(*conc);
+  so.scheduler.max_queue = int(*queue);
+  so.limits.max_tokens = int(*maxtok);
+  so.limits.default_max_tokens = std::min(so.limits.default_max_tokens, so.limits.max_tokens);
+  so.limits.max_body_bytes = size_t(*body) << 20;
+  so.limits.max_segments = int(*segs);
+
+  // Installed before loading, so that a SIGTERM during a long load still exits cleanly.
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+  LoadOptions lo;
+  lo.compute = *dt;
+  auto model = Model::load(dir, lo);
+  if (!model) return report_error("serve", model.status());
+  auto tok = Tokenizer::load(dir + "/tokenizer.json");
+  if (!tok) return report_error("serve", tok.status());
+  auto srv = server::HttpServer::create(*model.value(), tok.value(), so);
+  if (!srv) return report_error("serve", srv.status());
+  if (Status s = (*srv)->bind(); !s) return report_error("serve", s);
+  std::fprintf(stderr, "hypic serve: model '%s' on http://%s:%d%s\n", so.model_name.c_str(),
+               so.host.c_str(), (*srv)->port(), so.api_key.empty() ? "" : " (API key required)");
+  std::fflush(stderr);
+
+  server::HttpServer* s = srv->get();
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s->stop();
+  });
+  s->run();
+  done = true;
+  watcher.join();
+  std::fprintf(stderr, "hypic serve: stopped\n");
+  return 0;
+}
+
+}  // namespace hypic::cli

@@ -1,0 +1,410 @@
+#include "server/request.h"
+
+#include <cmath>
+
+#include "tokenizer/tokenizer.h"
+
+namespace hypic::server {
+
+using nlohmann::json;
+
+json ApiError::to_json() const {
+  json e{{"message", message}, {"type", type}};
+  e["param"] = param.empty() ? json(nullptr) : json(param);
+  e["code"] = code.empty() ? json(nullptr) : json(code);
+  return json{{"error", e}};
+}
+
+ApiError bad_request(std::string message, std::string param, std::string code) {
+  ApiError e;
+  e.http_status = 400;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  return e;
+}
+
+int ApiRequest::segment_count() const {
+  int n = 0;
+  for (const auto& m : messages)
+    for (const auto& p : m.parts) n += p.segment ? 1 : 0;
+  return n;
+}
+
+namespace {
+
+const char* type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    case json::value_t::binary: return "binary";
+    case json::value_t::discarded: return "invalid";
+  }
+  return "invalid";
+}
+
+ApiError wrong_type(const std::string& param, const char* want, const json& v) {
+  return bad_request("'" + param + "' must be " + want + ", got " + type_name(v), param,
+                     "invalid_type");
+}
+
+// Integer-valued JSON number (1 and 1.0 both accepted) within [lo, hi].
+std::optional<ApiError> get_int(const json& v, const std::string& param, int64_t lo, int64_t hi,
+                                int64_t* out) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > uint64_t(hi)) return bad_request("'" + param + "' must be at most " + std::to_string(hi), param, "invalid_value");
+    *out = int64_t(u);
+  } else if (v.is_number_integer()) {
+    *out = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || d < double(lo) || d > double(hi))
+      return bad_request("'" + param + "' must be an integer in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]", param, "invalid_value");
+    *out = int64_t(d);
+  } else {
+    return wrong_type(param, "an integer", v);
+  }
+  if (*out < lo || *out > hi)
+    return bad_request("'" + param + "' must be an integer in [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]", param, "invalid_value");
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_num(const json& v, const std::string& param, double lo, double hi,
+                                double* out) {
+  if (!v.is_number()) return wrong_type(param, "a number", v);
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi)
+    return bad_request("'" + param + "' must be a number in [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]", param, "invalid_value");
+  *out = d;
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_bool(const json& v, const std::string& param, bool* out) {
+  if (!v.is_boolean()) return wrong_type(param, "a boolean", v);
+  *out = v.get<bool>();
+  return std::nullopt;
+}
+
+bool is_segment_marker(const json& part) {
+  if (auto it = part.find("hypic_segment"); it != part.end() && it->is_boolean() && it->get<bool>())
+    return true;
+  if (auto it = part.find("cache_control"); it != part.end() && it->is_object()) {
+    auto t = it->find("type");
+    return t != it->end() && t->is_string() && t->get<std::string>() == "segment";
+  }
+  return false;
+}
+
+std::optional<ApiError> parse_content(const json& c, const std::string& param, Message* m) {
+  if (c.is_string()) {
+    m->parts.push_back({c.get<std::string>(), false});
+    return std::nullopt;
+  }
+  if (!c.is_array()) return wrong_type(param, "a string or an array of content parts", c);
+  if (c.empty()) return bad_request("'" + param + "' must not be empty", param, "invalid_value");
+  for (size_t j = 0; j < c.size(); ++j) {
+    const json& p = c[j];
+    const std::string pp = param + "[" + std::to_string(j) + "]";
+    if (!p.is_object()) return wrong_type(pp, "an object", p);
+    auto t = p.find("type");
+    if (t == p.end()) return bad_request("'" + pp + ".type' is required", pp + ".type", "missing_required_parameter");
+    if (!t->is_string()) return wrong_type(pp + ".type", "a string", *t);
+    if (t->get<std::string>() != "text")
+      return bad_request("content part type '" + t->get<std::string>() +
+                             "' is not supported; only 'text' parts are", pp + ".type", "invalid_value");
+    auto x = p.find("text");
+    if (x == p.end()) return bad_request("'" + pp + ".text' is required", pp + ".text", "missing_required_parameter");
+    if (!x->is_string()) return wrong_type(pp + ".text", "a string", *x);
+    if (auto h = p.find("hypic_segment"); h != p.end() && !h->is_boolean())
+      return wrong_type(pp + ".hypic_segment", "a boolean", *h);
+    if (auto cc = p.find("cache_control"); cc != p.end()) {
+      if (!cc->is_object()) return wrong_type(pp + ".cache_control", "an object", *cc);
+      auto ct = cc->find("type");
+      if (ct == cc->end() || !ct->is_string())
+        return bad_request("'" + pp + ".cache_control.type' must be a string", pp + ".cache_control.type", "invalid_type");
+      const std::string cts = ct->get<std::string>();
+      // "ephemeral" (Anthropic's value) is accepted and means nothing special here.
+      if (cts != "segment" && cts != "ephemeral")
+        return bad_request("cache_control type must be 'segment' or 'ephemeral'", pp + ".cache_control.type", "invalid_value");
+    }
+    m->parts.push_back({x->get<std::string>(), is_segment_marker(p)});
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_messages(const json& v, const RequestLimits& lim, ApiRequest* r) {
+  if (!v.is_array()) return wrong_type("messages", "an array", v);
+  if (v.empty()) return bad_request("'messages' must contain at least one message", "messages", "invalid_value");
+  if (v.size() > size_t(lim.max_messages))
+    return bad_request("too many messages (at most " + std::to_string(lim.max_messages) + ")", "messages", "invalid_value");
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& m = v[i];
+    const std::string pm = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return wrong_type(pm, "an object", m);
+    auto role = m.find("role");
+    if (role == m.end()) return bad_request("'" + pm + ".role' is required", pm + ".role", "missing_required_parameter");
+    if (!role->is_string()) return wrong_type(pm + ".role", "a string", *role);
+    Message msg;
+    const std::string rs = role->get<std::string>();
+    if (rs == "system" || rs == "developer") msg.role = Role::kSystem;
+    else if (rs == "user") msg.role = Role::kUser;
+    else if (rs == "assistant") msg.role = Role::kAssistant;
+    else
+      return bad_request("role '" + rs + "' is not supported (system, developer, user, assistant)", pm + ".role", "invalid_value");
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null())
+      return bad_request("'" + pm + ".content' is required", pm + ".content", "missing_required_parameter");
+    if (auto e = parse_content(*content, pm + ".content", &msg)) return e;
+    if (msg.role != Role::kUser)
+      for (size_t j = 0; j < msg.parts.size(); ++j)
+        if (msg.parts[j].segment)
+          return bad_request("only user content can be marked as a segment", pm + ".content[" + std::to_string(j) + "]", "invalid_value");
+    r->messages.push_back(std::move(msg));
+  }
+  if (r->messages.back().role != Role::kUser)
+    return bad_request("the last message must be from the user", "messages", "invalid_value");
+  for (size_t i = 0; i + 1 < r->messages.size(); ++i)
+    for (size_t j = 0; j < r->messages[i].parts.size(); ++j)
+      if (r->messages[i].parts[j].segment)
+        return bad_request("segments are only supported in the last user message", "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "]", "invalid_value");
+  // Text between two segments has no place in the prefix/segments/suffix layout.
+  const auto& parts = r->messages.back().parts;
+  int first = -1, last = -1;
+  for (int j = 0; j < int(parts.size()); ++j)
+    if (parts[j].segment) { if (first < 0) first = j; last = j; }
+  for (int j = first + 1; first >= 0 && j < last; ++j)
+    if (!parts[j].segment)
+      return bad_request("text between two segment parts is not supported; mark it as a segment or move it",
+                         "messages[" + std::to_string(r->messages.size() - 1) + "].content[" + std::to_string(j) + "]", "invalid_value");
+  for (int j = first; first >= 0 && j <= last; ++j)
+    if (parts[j].text.empty())
+      return bad_request("a segment must not be empty", "messages[" + std::to_string(r->messages.size() - 1) + "].content[" + std::to_string(j) + "]", "invalid_value");
+  if (r->segment_count() > lim.max_segments)
+    return bad_request("too many segments (at most " + std::to_string(lim.max_segments) + ")", "messages", "too_many_segments");
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_stop(const json& v, const RequestLimits& lim, ApiRequest* r) {
+  if (v.is_null()) return std::nullopt;
+  auto add = [&](const json& s, const std::string& param) -> std::optional<ApiError> {
+    if (!s.is_string()) return wrong_type(param, "a string", s);
+    std::string t = s.get<std::string>();
+    if (t.empty()) return bad_request("stop strings must not be empty", param, "invalid_value");
+    if (t.size() > lim.max_stop_bytes)
+      return bad_request("stop string longer than " + std::to_string(lim.max_stop_bytes) + " bytes", param, "invalid_value");
+    r->stop.push_back(std::move(t));
+    return std::nullopt;
+  };
+  if (v.is_string()) return add(v, "stop");
+  if (!v.is_array()) return wrong_type("stop", "a string or an array of strings", v);
+  if (v.size() > size_t(lim.max_stop))
+    return bad_request("at most " + std::to_string(lim.max_stop) + " stop sequences", "stop", "invalid_value");
+  for (size_t i = 0; i < v.size(); ++i)
+    if (auto e = add(v[i], "stop[" + std::to_string(i) + "]")) return e;
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLimits& lim,
+                                     ApiRequest* r) {
+  if (!j.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");
+  auto model = j.find("model");
+  if (model == j.end()) return bad_request("'model' is required", "model", "missing_required_parameter");
+  if (!model->is_string()) return wrong_type("model", "a string", *model);
+  r->model = model->get<std::string>();
+  if (ep == Endpoint::kChat) {
+    auto m = j.find("messages");
+    if (m == j.end()) return bad_request("'messages' is required", "messages", "missing_required_parameter");
+    if (auto e = parse_messages(*m, lim, r)) return e;
+  } else {
+    auto p = j.find("prompt");
+    if (p == j.end()) return bad_request("'prompt' is required", "prompt", "missing_required_parameter");
+    if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+      r->prompt = (*p)[0].get<std::string>();
+    } else if (p->is_array()) {
+      return bad_request("'prompt' must be a string (or an array of one string); batched and token prompts are not supported", "prompt", "invalid_value");
+    } else if (p->is_string()) {
+      r->prompt = p->get<std::string>();
+    } else {
+      return wrong_type("prompt", "a string", *p);
+    }
+    if (r->prompt.empty()) return bad_request("'prompt' must not be empty", "prompt", "invalid_value");
+  }
+  // max_completion_tokens wins over the deprecated max_tokens when both are given.
+  r->max_tokens = lim.default_max_tokens;
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    int64_t v = 0;
+    if (auto e = get_int(*it, key, 1, lim.max_tokens, &v)) return e;
+    r->max_tokens = int(v);
+  }
+  if (auto it = j.find("temperature"); it != j.end() && !it->is_null())
+    if (auto e = get_num(*it, "temperature", 0.0, 2.0, &r->temperature)) return e;
+  if (auto it = j.find("top_p"); it != j.end() && !it->is_null())
+    if (auto e = get_num(*it, "top_p", 0.0, 1.0, &r->top_p)) return e;
+  if (r->top_p <= 0.0) return bad_request("'top_p' must be greater than 0", "top_p", "invalid_value");
+  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
+    int64_t s = 0;
+    if (auto e = get_int(*it, "seed", INT64_MIN, INT64_MAX, &s)) return e;
+    r->seed = uint64_t(s);
+  }
+  if (auto it = j.find("n"); it != j.end() && !it->is_null()) {
+    int64_t n = 0;
+    if (auto e = get_int(*it, "n", 1, 128, &n)) return e;
+    if (n != 1) return bad_request("only n = 1 is supported", "n", "unsupported_value");
+  }
+  if (auto it = j.find("stop"); it != j.end())
+    if (auto e = parse_stop(*it, lim, r)) return e;
+  if (auto it = j.find("stream"); it != j.end() && !it->is_null())
+    if (auto e = get_bool(*it, "stream", &r->stream)) return e;
+  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return wrong_type("stream_options", "an object", *it);
+    if (!r->stream)
+      return bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options", "invalid_value");
+    if (auto u = it->find("include_usage"); u != it->end() && !u->is_null())
+      if (auto e = get_bool(*u, "stream_options.include_usage", &r->include_usage)) return e;
+  }
+  if (auto it = j.find("cache_salt"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return wrong_type("cache_salt", "a string", *it);
+    r->cache_salt = it->get<std::string>();
+    if (r->cache_salt.size() > lim.max_salt_bytes)
+      return bad_request("'cache_salt' longer than " + std::to_string(lim.max_salt_bytes) + " bytes", "cache_salt", "invalid_value");
+  }
+  if (auto it = j.find("user"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return wrong_type("user", "a string", *it);
+    r->user = it->get<std::string>();
+  }
+  for (const char* key : {"logprobs", "echo"}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_boolean()) return wrong_type(key, "a boolean", *it);
+    if (it->get<bool>()) return bad_request(std::string("'") + key + "' is not supported", key, "unsupported_value");
+  }
+  if (auto it = j.find("hypic"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return wrong_type("hypic", "an object", *it);
+    if (auto m = it->find("mode"); m != it->end() && !m->is_null()) {
+      if (!m->is_string()) return wrong_type("hypic.mode", "a string", *m);
+      if (!parse_pic_mode(m->get<std::string>(), &r->mode))
+        return bad_request("'hypic.mode' must be full, prefix, hypic or naive", "hypic.mode", "invalid_value");
+    }
+    if (auto s = it->find("seam"); s != it->end() && !s->is_null()) {
+      int64_t v = 0;
+      if (auto e = get_int(*s, "hypic.seam", 0, lim.max_seam, &v)) return e;
+      r->seam = int(v);
+    }
+  }
+  return std::nullopt;
+}
+
+void append_chatml(const Message& m, std::string* s) {
+  switch (m.role) {
+    case Role::kSystem: *s += "<|im_start|>system\n"; break;
+    case Role::kUser: *s += "<|im_start|>user\n"; break;
+    case Role::kAssistant: *s += "<|im_start|>assistant\n"; break;
+  }
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_request(std::string_view body, Endpoint ep,
+                                      const RequestLimits& limits, ApiRequest* out) {
+  *out = ApiRequest{};
+  out->endpoint = ep;
+  if (body.size() > limits.max_body_bytes) {
+    ApiError e = bad_request("request body larger than " + std::to_string(limits.max_body_bytes) + " bytes", "", "request_too_large");
+    e.http_status = 413;
+    return e;
+  }
+  // No exceptions: a parse failure (syntax, invalid UTF-8, lone surrogate escapes) gives a
+  // discarded value. nlohmann's parser is iterative, so deep nesting cannot overflow the stack.
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return bad_request("the request body is not valid JSON (or not valid UTF-8)", "", "invalid_json");
+  return parse_object(j, ep, limits, out);
+}
+
+GenerateOptions generate_options(const ApiRequest& r) {
+  GenerateOptions g;
+  g.max_tokens = r.max_tokens;
+  g.stop = r.stop;
+  g.sampling.temperature = float(r.temperature);
+  g.sampling.top_p = float(r.top_p);
+  g.sampling.seed = r.seed.value_or(0);
+  return g;
+}
+
+std::string chatml_text(const ApiRequest& r) {
+  if (r.endpoint == Endpoint::kCompletions) return r.prompt;
+  std::string s;
+  for (const auto& m : r.messages) {
+    append_chatml(m, &s);
+    for (const auto& p : m.parts) s += p.text;
+    s += "<|im_end|>\n";
+  }
+  s += "<|im_start|>assistant\n";
+  return s;
+}
+
+std::optional<ApiError> build_prompt(const Tokenizer& tok, const ApiRequest& r,
+                                     int64_t max_prompt_tokens, PromptParts* out) {
+  *out = PromptParts{};
+  if (r.endpoint == Endpoint::kCompletions) {
+    // Completions prompts are raw text: special-token text in them is parsed, as vLLM does.
+    out->suffix = tok.encode(r.prompt, /*parse_special=*/true);
+    if (out->suffix.empty()) return bad_request("'prompt' tokenises to nothing", "prompt", "invalid_value");
+  } else {
+    // Template markers are special tokens; message text never is (no injection of
+    // <|im_start|> through content).
+    auto special = [&](const std::string& s, std::vector<int32_t>* ids) {
+      tok.encode_append(s, *ids, /*parse_special=*/true);
+    };
+    auto plain = [&](const std::string& s, std::vector<int32_t>* ids) {
+      tok.encode_append(s, *ids, /*parse_special=*/false);
+    };
+    std::vector<int32_t>* cur = &out->prefix;
+    for (size_t i = 0; i < r.messages.size(); ++i) {
+      const Message& m = r.messages[i];
+      std::string head;
+      append_chatml(m, &head);
+      special(head, cur);
+      const bool last = i + 1 == r.messages.size();
+      // Consecutive plain parts are tokenised as one text, so that splitting a string into
+      // parts does not change its tokens.
+      std::string run;
+      for (const auto& p : m.parts) {
+        if (last && p.segment) {
+          plain(run, cur);
+          run.clear();
+          out->segments.push_back(tok.encode(p.text, /*parse_special=*/false));
+          cur = &out->suffix;
+        } else {
+          run += p.text;
+        }
+      }
+      if (last && out->segments.empty()) cur = &out->suffix;  // no segments: the last turn is the suffix
+      plain(run, cur);
+      special("<|im_end|>\n", cur);
+    }
+    special("<|im_start|>assistant\n", cur);
+  }
+  const int64_t n = out->total_tokens();
+  if (n > max_prompt_tokens) {
+    ApiError e = bad_request("the prompt has " + std::to_string(n) + " tokens; with max_tokens the request needs more than the model's context allows (at most " +
+                                 std::to_string(max_prompt_tokens) + " prompt tokens); shorten the prompt or lower max_tokens",
+                             r.endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
+    return e;
+  }
+  return std::nullopt;
+}
+
+}  // namespace hypic::server

@@ -1,0 +1,104 @@
+// Chat / completions requests -> PromptParts (ChatML, segments tokenised on their own).
+#include <gtest/gtest.h>
+
+#include "engine/prompt.h"
+#include "server/request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hypic::server {
+namespace {
+
+const Tokenizer& tok() {
+  static Tokenizer* t = [] {
+    auto r = Tokenizer::load(std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense/tokenizer.json");
+    if (!r) std::abort();
+    return new Tokenizer(std::move(r).value());
+  }();
+  return *t;
+}
+
+ApiRequest parse(const std::string& body, Endpoint ep = Endpoint::kChat) {
+  ApiRequest r;
+  auto e = parse_request(body, ep, RequestLimits{}, &r);
+  EXPECT_FALSE(e) << (e ? e->message : "");
+  return r;
+}
+
+TEST(PromptMap, SegmentsMatchChatParts) {
+  // Same layout as `hypic run --segment`: server entries and CLI entries coincide.
+  for (const std::string system : {"", "You are helpful."}) {
+    std::string msgs = system.empty() ? "" : R"({"role":"system","content":")" + system + R"("},)";
+    ApiRequest r = parse(R"({"model":"m","messages":[)" + msgs + R"({"role":"user","content":[
+        {"type":"text","text":"First document.","cache_control":{"type":"segment"}},
+        {"type":"text","text":"Second one.","hypic_segment":true},
+        {"type":"text","text":"What now?"}]}]})");
+    PromptParts p;
+    ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+    PromptParts want = chat_parts(tok(), system, {"First document.", "Second one."}, "What now?");
+    EXPECT_EQ(p.prefix, want.prefix) << system;
+    EXPECT_EQ(p.segments, want.segments) << system;
+    EXPECT_EQ(p.suffix, want.suffix) << system;
+  }
+}
+
+TEST(PromptMap, TextBeforeSegmentsJoinsPrefix) {
+  ApiRequest r = parse(R"({"model":"m","messages":[{"role":"user","content":[
+      {"type":"text","text":"Read: "},
+      {"type":"text","text":"Doc","hypic_segment":true},
+      {"type":"text","text":"Q"}]}]})");
+  PromptParts p;
+  ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+  auto want = tok().encode("<|im_start|>user\n");
+  tok().encode_append("Read: ", want, false);
+  EXPECT_EQ(p.prefix, want);
+  ASSERT_EQ(p.segments.size(), 1u);
+  EXPECT_EQ(p.segments[0], tok().encode("Doc", false));
+}
+
+TEST(PromptMap, NoSegmentsIsPlainChatML) {
+  ApiRequest r = parse(R"({"model":"m","messages":[{"role":"system","content":"Be brief."},
+      {"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},
+      {"role":"user","content":[{"type":"text","text":"How "},{"type":"text","text":"are you?"}]}]})");
+  PromptParts p;
+  ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+  EXPECT_TRUE(p.segments.empty());
+  EXPECT_FALSE(p.suffix.empty());
+  EXPECT_EQ(chatml_text(r),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nHow are you?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(p.concatenated(), tok().encode(chatml_text(r)));
+}
+
+TEST(PromptMap, SpecialTokenTextInContentStaysText) {
+  ApiRequest r = parse(R"({"model":"m","messages":[{"role":"user","content":"<|im_end|>"}]})");
+  PromptParts p;
+  ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+  const int32_t im_end = tok().token_id("<|im_end|>");
+  ASSERT_GE(im_end, 0);
+  int n = 0;
+  for (int32_t id : p.concatenated()) n += id == im_end;
+  EXPECT_EQ(n, 1);  // only the template's own
+}
+
+TEST(PromptMap, CompletionsPromptIsPlainIds) {
+  ApiRequest r = parse(R"({"model":"m","prompt":"Once upon a time"})", Endpoint::kCompletions);
+  PromptParts p;
+  ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+  EXPECT_TRUE(p.prefix.empty());
+  EXPECT_TRUE(p.segments.empty());
+  EXPECT_EQ(p.suffix, tok().encode("Once upon a time"));
+}
+
+TEST(PromptMap, TooLongPromptIsRejectedAfterTokenisation) {
+  ApiRequest r = parse(R"({"model":"m","messages":[{"role":"user","content":"a b c d e f g h"}]})");
+  PromptParts p;
+  auto e = build_prompt(tok(), r, 5, &p);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_EQ(e->param, "messages");
+  EXPECT_EQ(e->code, "context_length_exceeded");
+}
+
+}  // namespace
+}  // namespace hypic::server

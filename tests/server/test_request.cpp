@@ -1,0 +1,214 @@
+// Request parsing and validation: hostile inputs with their expected status and param, and a
+// bounded mutation fuzz test.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "server/request.h"
+
+namespace hypic::server {
+namespace {
+
+RequestLimits limits() {
+  RequestLimits l;
+  l.max_body_bytes = 1 << 16;
+  l.max_segments = 3;
+  l.max_tokens = 1000;
+  return l;
+}
+
+struct Bad {
+  const char* name;
+  Endpoint ep;
+  std::string body;
+  int status;
+  std::string param;
+};
+
+TEST(Request, ValidChatParses) {
+  ApiRequest r;
+  auto e = parse_request(R"({"model":"m","messages":[{"role":"system","content":"S"},
+      {"role":"user","content":[{"type":"text","text":"doc1","cache_control":{"type":"segment"}},
+      {"type":"text","text":"doc2","hypic_segment":true},{"type":"text","text":"Q?"}]}],
+      "max_completion_tokens":7,"temperature":0,"top_p":0.5,"seed":42,"stop":["a","b"],
+      "stream":true,"stream_options":{"include_usage":true},"n":1,"cache_salt":"t1",
+      "hypic":{"mode":"prefix","seam":4}})",
+                         Endpoint::kChat, limits(), &r);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(r.model, "m");
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0].role, Role::kSystem);
+  ASSERT_EQ(r.messages[1].parts.size(), 3u);
+  EXPECT_TRUE(r.messages[1].parts[0].segment);
+  EXPECT_TRUE(r.messages[1].parts[1].segment);
+  EXPECT_FALSE(r.messages[1].parts[2].segment);
+  EXPECT_EQ(r.segment_count(), 2);
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_EQ(r.temperature, 0);
+  EXPECT_EQ(r.top_p, 0.5);
+  EXPECT_EQ(*r.seed, 42u);
+  EXPECT_EQ(r.stop.size(), 2u);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.cache_salt, "t1");
+  EXPECT_EQ(r.mode, PicMode::kPrefix);
+  EXPECT_EQ(r.seam, 4);
+}
+
+TEST(Request, ValidCompletionAndDefaults) {
+  ApiRequest r;
+  auto e = parse_request(R"({"model":"m","prompt":"hello","stop":"x","max_tokens":3.0})",
+                         Endpoint::kCompletions, limits(), &r);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(r.prompt, "hello");
+  EXPECT_EQ(r.max_tokens, 3);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(r.mode, PicMode::kHypic);
+  EXPECT_FALSE(r.stream);
+  e = parse_request(R"({"model":"m","prompt":["one"]})", Endpoint::kCompletions, limits(), &r);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(r.prompt, "one");
+  EXPECT_EQ(r.max_tokens, limits().default_max_tokens);
+}
+
+TEST(Request, HostileInputsGiveTypedErrors) {
+  const std::string big(70000, 'a');
+  const std::vector<Bad> cases = {
+      {"empty body", Endpoint::kChat, "", 400, ""},
+      {"not json", Endpoint::kChat, "hello", 400, ""},
+      {"truncated", Endpoint::kChat, R"({"model":"m","messages":[)", 400, ""},
+      {"trailing garbage", Endpoint::kChat, R"({"model":"m"} x)", 400, ""},
+      {"array body", Endpoint::kChat, "[1,2]", 400, ""},
+      {"invalid utf8", Endpoint::kChat, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}", 400, ""},
+      {"overlong utf8", Endpoint::kChat, "{\"model\":\"\xc0\xaf\",\"messages\":[]}", 400, ""},
+      {"lone surrogate", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"\ud800"}]})", 400, ""},
+      {"body too large", Endpoint::kChat, "{\"model\":\"" + big + "\"}", 413, ""},
+      {"missing model", Endpoint::kChat, R"({"messages":[{"role":"user","content":"x"}]})", 400, "model"},
+      {"model not string", Endpoint::kChat, R"({"model":5,"messages":[{"role":"user","content":"x"}]})", 400, "model"},
+      {"missing messages", Endpoint::kChat, R"({"model":"m"})", 400, "messages"},
+      {"messages not array", Endpoint::kChat, R"({"model":"m","messages":{}})", 400, "messages"},
+      {"empty messages", Endpoint::kChat, R"({"model":"m","messages":[]})", 400, "messages"},
+      {"message not object", Endpoint::kChat, R"({"model":"m","messages":["hi"]})", 400, "messages[0]"},
+      {"missing role", Endpoint::kChat, R"({"model":"m","messages":[{"content":"x"}]})", 400, "messages[0].role"},
+      {"unknown role", Endpoint::kChat, R"({"model":"m","messages":[{"role":"wizard","content":"x"}]})", 400, "messages[0].role"},
+      {"role not string", Endpoint::kChat, R"({"model":"m","messages":[{"role":1,"content":"x"}]})", 400, "messages[0].role"},
+      {"missing content", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user"}]})", 400, "messages[0].content"},
+      {"content number", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":3}]})", 400, "messages[0].content"},
+      {"empty parts", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[]}]})", 400, "messages[0].content"},
+      {"image part", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})", 400, "messages[0].content[0].type"},
+      {"part text missing", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]})", 400, "messages[0].content[0].text"},
+      {"part text number", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":1}]}]})", 400, "messages[0].content[0].text"},
+      {"bad cache_control", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"forever"}}]}]})", 400, "messages[0].content[0].cache_control.type"},
+      {"hypic_segment string", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","hypic_segment":"yes"}]}]})", 400, "messages[0].content[0].hypic_segment"},
+      {"segment in system", Endpoint::kChat, R"({"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"a","hypic_segment":true}]},{"role":"user","content":"q"}]})", 400, "messages[0].content[0]"},
+      {"segment in earlier turn", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","hypic_segment":true}]},{"role":"assistant","content":"b"},{"role":"user","content":"q"}]})", 400, "messages[0].content[0]"},
+      {"text between segments", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","hypic_segment":true},{"type":"text","text":"mid"},{"type":"text","text":"b","hypic_segment":true}]}]})", 400, "messages[0].content[1]"},
+      {"empty segment", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"","hypic_segment":true},{"type":"text","text":"q"}]}]})", 400, "messages[0].content[0]"},
+      {"too many segments", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","hypic_segment":true},{"type":"text","text":"b","hypic_segment":true},{"type":"text","text":"c","hypic_segment":true},{"type":"text","text":"d","hypic_segment":true}]}]})", 400, "messages"},
+      {"last is assistant", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]})", 400, "messages"},
+      {"negative max_tokens", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":-1})", 400, "max_tokens"},
+      {"zero max_tokens", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":0})", 400, "max_tokens"},
+      {"huge max_tokens", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":1e300})", 400, "max_tokens"},
+      {"u64 max_tokens", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":18446744073709551615})", 400, "max_tokens"},
+      {"fractional max_tokens", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"max_completion_tokens":2.5})", 400, "max_completion_tokens"},
+      {"string max_tokens", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"max_tokens":"5"})", 400, "max_tokens"},
+      {"temperature too high", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"temperature":3})", 400, "temperature"},
+      {"temperature string", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"temperature":"hot"})", 400, "temperature"},
+      {"top_p zero", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"top_p":0})", 400, "top_p"},
+      {"top_p > 1", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"top_p":1.5})", 400, "top_p"},
+      {"seed string", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"seed":"x"})", 400, "seed"},
+      {"n = 2", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"n":2})", 400, "n"},
+      {"n = 0", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"n":0})", 400, "n"},
+      {"five stops", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"stop":["a","b","c","d","e"]})", 400, "stop"},
+      {"stop number", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"stop":7})", 400, "stop"},
+      {"stop array of numbers", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"stop":["a",1]})", 400, "stop[1]"},
+      {"empty stop", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"stop":""})", 400, "stop"},
+      {"stream string", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"stream":"yes"})", 400, "stream"},
+      {"stream_options without stream", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"stream_options":{"include_usage":true}})", 400, "stream_options"},
+      {"include_usage string", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"stream":true,"stream_options":{"include_usage":"y"}})", 400, "stream_options.include_usage"},
+      {"salt number", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"cache_salt":1})", 400, "cache_salt"},
+      {"bad mode", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"hypic":{"mode":"magic"}})", 400, "hypic.mode"},
+      {"negative seam", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"hypic":{"seam":-1}})", 400, "hypic.seam"},
+      {"hypic not object", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"hypic":"fast"})", 400, "hypic"},
+      {"logprobs", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"logprobs":true})", 400, "logprobs"},
+      {"missing prompt", Endpoint::kCompletions, R"({"model":"m"})", 400, "prompt"},
+      {"empty prompt", Endpoint::kCompletions, R"({"model":"m","prompt":""})", 400, "prompt"},
+      {"token prompt", Endpoint::kCompletions, R"({"model":"m","prompt":[1,2,3]})", 400, "prompt"},
+      {"batched prompt", Endpoint::kCompletions, R"({"model":"m","prompt":["a","b"]})", 400, "prompt"},
+      {"prompt object", Endpoint::kCompletions, R"({"model":"m","prompt":{}})", 400, "prompt"},
+  };
+  ASSERT_GE(cases.size(), 30u);
+  for (const auto& c : cases) {
+    ApiRequest r;
+    auto e = parse_request(c.body, c.ep, limits(), &r);
+    ASSERT_TRUE(e.has_value()) << c.name;
+    EXPECT_EQ(e->http_status, c.status) << c.name << ": " << e->message;
+    EXPECT_EQ(e->param, c.param) << c.name << ": " << e->message;
+    EXPECT_EQ(e->type, "invalid_request_error") << c.name;
+    EXPECT_FALSE(e->message.empty()) << c.name;
+    const auto j = e->to_json();
+    ASSERT_TRUE(j.contains("error")) << c.name;
+    for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << c.name;
+  }
+}
+
+TEST(Request, DeepNestingDoesNotCrash) {
+  std::string s = "{\"model\":\"m\",\"x\":" + std::string(20000, '[') + std::string(20000, ']') + "}";
+  ApiRequest r;
+  auto e = parse_request(s, Endpoint::kChat, limits(), &r);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "messages");
+}
+
+// Random byte mutations, splices and truncations of valid requests: every result is a parsed
+// request or an error with a 4xx status. Bounded: a fixed number of iterations.
+TEST(Request, FuzzMutationsNeverCrash) {
+  const std::vector<std::string> seeds = {
+      R"({"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"d","cache_control":{"type":"segment"}},{"type":"text","text":"q"}]}],"max_tokens":5,"temperature":0.5,"top_p":0.9,"seed":1,"stop":["x"],"stream":true,"stream_options":{"include_usage":true},"hypic":{"mode":"naive","seam":2}})",
+      R"({"model":"m","prompt":"hello world","max_completion_tokens":3,"n":1,"cache_salt":"s"})",
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}]})",
+  };
+  const std::string alphabet = "{}[]\":,0123456789-.eE truefalsnl\\u\xff\xc3\xa9";
+  std::mt19937 rng(1234);
+  int ok = 0, err = 0;
+  for (int it = 0; it < 20000; ++it) {
+    std::string s = seeds[rng() % seeds.size()];
+    const int edits = 1 + int(rng() % 4);
+    for (int k = 0; k < edits && !s.empty(); ++k) {
+      const size_t pos = rng() % s.size();
+      switch (rng() % 5) {
+        case 0: s[pos] = alphabet[rng() % alphabet.size()]; break;
+        case 1: s.erase(pos, 1 + rng() % 8); break;
+        case 2: s.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
+        case 3: s.resize(pos); break;
+        case 4: {
+          const std::string& o = seeds[rng() % seeds.size()];
+          const size_t a = rng() % o.size();
+          s.insert(pos, o.substr(a, rng() % 40));
+          break;
+        }
+      }
+    }
+    const Endpoint ep = rng() % 2 ? Endpoint::kChat : Endpoint::kCompletions;
+    ApiRequest r;
+    auto e = parse_request(s, ep, limits(), &r);
+    if (e) {
+      ++err;
+      ASSERT_GE(e->http_status, 400);
+      ASSERT_LT(e->http_status, 500);
+      ASSERT_FALSE(e->message.empty());
+      (void)e->to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+      ++ok;
+      ASSERT_GE(r.max_tokens, 1);
+      if (ep == Endpoint::kChat) ASSERT_FALSE(r.messages.empty());
+      else ASSERT_FALSE(r.prompt.empty());
+    }
+  }
+  EXPECT_GT(err, 0);
+  EXPECT_GT(ok, 0);
+}
+
+}  // namespace
+}  // namespace hypic::server
