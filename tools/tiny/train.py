@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""Train hypic-tiny (Qwen3_5ForCausalLM, ~8 M parameters) from scratch on the CPU, resumably.
+
+    python train.py [--run-dir /work/hypic-tiny-run] [--total-steps 4000] [--threads 1]
+
+* Data: generated on the fly (gen_data.make_example, train split), deterministic by example index;
+  a curriculum over length profiles (short -> medium -> long, see PHASES). Examples are drawn in pools
+  of POOL consecutive indices, sorted by length and packed into right-padded batches of at most
+  --tokens-per-step padded tokens (a longer example forms a batch on its own).
+* Sequence = the engine's prompt layout (gen_data: prefix, one segment per document, suffix) and the
+  reply "Answer: ...<|im_end|>", then the training-only follow-up turns. Loss = mean CE over reply
+  tokens (all turns) + ctx_weight * mean CE over document and question tokens (see README.md).
+* Checkpoints: every --ckpt-minutes and on SIGTERM/SIGINT into RUN/ckpt/ (model, AdamW, step, data
+  position, RNG, timers, log); the newest one is resumed automatically. Stops at --total-steps.
+* Progress: one line per --log-every steps (loss, lr, tokens/s, elapsed, ETA); held-out greedy
+  accuracy per task every --eval-every steps on a small fixed sample.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gen_data  # noqa: E402
+
+DEFAULT_RUN = "/work/hypic-tiny-run"
+POOL = 32
+RESTART_EXIT = 75
+PAD = "<|endoftext|>"
+# curriculum: (start fraction of total steps, {profile: weight}) -- the last phase that started applies
+# A first run that started with "short" prompts had learnt no copying at all after 750 steps (2.4 M tokens:
+# repeated names inside documents still cost 5.6 nats/token); "micro" prompts (mostly facts, ~10 questions
+# each) make retrieval dense and easy to discover.
+PHASES = [
+    (0.0, {"micro": 1.0}),
+    (0.1, {"micro": 0.3, "short": 0.7}),
+    (0.25, {"micro": 0.1, "short": 0.3, "medium": 0.6}),
+    (0.5, {"micro": 0.05, "short": 0.1, "medium": 0.35, "long": 0.5}),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Model
+# ---------------------------------------------------------------------------------------------
+def model_config(vocab_size: int, eos_id: int, pad_id: int):
+    from transformers import Qwen3_5TextConfig
+    return Qwen3_5TextConfig(
+        vocab_size=vocab_size, hidden_size=256, intermediate_size=768, num_hidden_layers=8,
+        layer_types=(["linear_attention"] * 3 + ["full_attention"]) * 2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=64, linear_value_head_dim=64,
+        linear_conv_kernel_dim=4, hidden_act="silu", rms_norm_eps=1e-6, max_position_embeddings=8192,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
+                         "mrope_section": [3, 3, 2], "mrope_interleaved": True},
+        tie_word_embeddings=True, attention_bias=False, attention_dropout=0.0, initializer_range=0.02,
+        bos_token_id=None, eos_token_id=eos_id, pad_token_id=pad_id, use_cache=True,
+    )
+
+
+def build_model(tok, seed: int = 0):
+    from transformers import Qwen3_5ForCausalLM
+    torch.manual_seed(seed)
+    cfg = model_config(tok.get_vocab_size(), tok.token_to_id(gen_data.EOS), tok.token_to_id(PAD))
+    return Qwen3_5ForCausalLM(cfg)
+
+
+def load_tokenizer(path: str):
+    from tokenizers import Tokenizer
+    return Tokenizer.from_file(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------
+def encode_example(tok, rec: dict, ctx_weight: float, with_followups: bool = True):
+    """Token ids and per-target weights (weight of predicting ids[t] from ids[:t]).
+    Parts are tokenised separately, exactly as the engine does (gen_data checks they concatenate)."""
+    ids: list[int] = []
+    kind: list[int] = []  # 0 = no loss, 1 = context (documents, questions), 2 = reply
+
+    def add(text: str, k: int) -> None:
+        t = tok.encode(text).ids
+        ids.extend(t)
+        kind.extend([k] * len(t))
+
+    add(gen_data.PREFIX, 0)
+    for d in rec["documents"]:
+        add(gen_data.render_segment(d), 1)
+    turns = [(rec["question"], rec["answer"])]
+    if with_followups:
+        turns += [(f["question"], f["answer"]) for f in rec.get("followups", [])]
+    for n, (q, a) in enumerate(turns):
+        if n:
+            add(gen_data.FOLLOWUP_HEAD, 0)
+        add("Question: " + q, 1)
+        add(gen_data.SUFFIX_TAIL, 0)
+        add(gen_data.render_reply(a), 2)
+    return ids, kind
+
+
+def profile_for(index: int, frac: float, seed: int) -> str:
+    mix = [m for s, m in PHASES if frac >= s][-1]
+    r = random.Random(f"profile/{seed}/{index}")
+    return r.choices(list(mix), weights=list(mix.values()))[0]
+
+
+def make_pool(tok, pool_start: int, frac: float, seed: int, ctx_weight: float, budget: int):
+    """Batches (lists of (ids, kind)) for examples pool_start .. pool_start+POOL-1."""
+    exs = []
+    for i in range(pool_start, pool_start + POOL):
+        rec = gen_data.make_example("train", profile_for(i, frac, seed), i)
+        exs.append(encode_example(tok, rec, ctx_weight))
+    exs.sort(key=lambda e: len(e[0]))
+    batches, cur = [], []
+    for e in exs:
+        if cur and max(len(e[0]), max(len(c[0]) for c in cur)) * (len(cur) + 1) > budget:
+            batches.append(cur)
+            cur = []
+        cur.append(e)
+    if cur:
+        batches.append(cur)
+    random.Random(f"order/{seed}/{pool_start}").shuffle(batches)
+    return batches
+
+
+def collate(batch, pad_id: int, multiple: int = 64):
+    T = max(len(e[0]) for e in batch)
+    T = -(-T // multiple) * multiple  # fewer distinct shapes (oneDNN primitive cache, allocator)
+    x = torch.full((len(batch), T), pad_id, dtype=torch.long)
+    k = torch.zeros((len(batch), T), dtype=torch.long)
+    for b, (ids, kind) in enumerate(batch):
+        x[b, :len(ids)] = torch.tensor(ids)
+        k[b, :len(ids)] = torch.tensor(kind)
+    return x, k
+
+
+def loss_fn(model, x, kind, ctx_weight: float, amp: bool):
+    """Mean CE over reply targets + ctx_weight * mean CE over context targets (logits only where needed)."""
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        h = model.model(input_ids=x, use_cache=False).last_hidden_state  # right padding: no mask needed
+    tk = kind[:, 1:]
+    sel = tk > 0
+    hs = h[:, :-1][sel]
+    tgt = x[:, 1:][sel]
+    k = tk[sel]
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        logits = model.lm_head(hs)
+    ce = F.cross_entropy(logits.float(), tgt, reduction="none")
+    rep = k == 2
+    l_rep = ce[rep].mean()
+    l_ctx = ce[~rep].mean() if (~rep).any() else ce.new_zeros(())
+    loss = l_rep + ctx_weight * l_ctx if ctx_weight > 0 else l_rep
+    return loss, l_rep.detach(), l_ctx.detach(), int(rep.sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation (greedy, HF generate)
+# ---------------------------------------------------------------------------------------------
+@torch.no_grad()
+def evaluate(model, tok, recs, amp: bool = True, max_new: int = 40):
+    """Exact-match accuracy per task on records (single-question engine layout, greedy)."""
+    was = model.training
+    model.eval()
+    eos = tok.token_to_id(gen_data.EOS)
+    res: dict[str, list[int]] = {}
+    samples = []
+    for rec in recs:
+        ids = []
+        for part in [gen_data.PREFIX] + [gen_data.render_segment(d) for d in rec["documents"]] + \
+                [gen_data.render_suffix(rec["question"])]:
+            ids += tok.encode(part).ids
+        x = torch.tensor([ids])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=max_new,
+                                 do_sample=False, eos_token_id=eos, pad_token_id=eos)
+        text = tok.decode(out[0, len(ids):].tolist(), skip_special_tokens=False)
+        ok = gen_data.normalize_answer(text) == gen_data.normalize_answer(rec["answer"])
+        res.setdefault(rec["task"], []).append(int(ok))
+        if len(samples) < 3 or not ok and len(samples) < 6:
+            samples.append((rec["task"], rec["answer"], text.replace(gen_data.EOS, "")))
+    model.train(was)
+    return {t: sum(v) / len(v) for t, v in res.items()}, samples
+
+
+def eval_records(n_per_task: int, profile: str):
+    return [gen_data.make_example("heldout", profile, i, t) for t in gen_data.TASKS for i in range(n_per_task)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------------
+def latest_checkpoint(run_dir: str):
+    cks = sorted(glob.glob(os.path.join(run_dir, "ckpt", "step_*.pt")))
+    return cks[-1] if cks else None
+
+
+def save_checkpoint(run_dir: str, state: dict, keep: int = 2) -> str:
+    d = os.path.join(run_dir, "ckpt")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"step_{state['state']['step']:07d}.pt")
+    tmp = path + ".tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+    for old in sorted(glob.glob(os.path.join(d, "step_*.pt")))[:-keep]:
+        os.remove(old)
+    return path
+
+
+def rss_gb() -> float:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1e6
+    except OSError:
+        pass
+    return 0.0
+
+
+def lr_at(step: int, a) -> float:
+    if step < a.warmup:
+        return a.lr * (step + 1) / a.warmup
+    p = min(1.0, (step - a.warmup) / max(1, a.total_steps - a.warmup))
+    return a.lr * (a.min_lr_ratio + (1 - a.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * p)))
+
+
+def make_optimizer(model, a):
+    decay, no_decay = [], []
+    for n, p in model.named_parameters():
+        (no_decay if p.ndim < 2 or "embed" in n or "norm" in n or n.endswith(("A_log", "dt_bias")) else decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run-dir", default=DEFAULT_RUN)
+    ap.add_argument("--tokenizer", default=None, help="default RUN/tokenizer.json")
+    ap.add_argument("--total-steps", type=int, default=4000)
+    ap.add_argument("--tokens-per-step", type=int, default=4096, help="padded tokens per batch (budget)")
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--min-lr-ratio", type=float, default=0.1)
+    ap.add_argument("--warmup", type=int, default=150)
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--clip", type=float, default=1.0)
+    ap.add_argument("--ctx-weight", type=float, default=0.3, help="weight of the document/question LM loss")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-amp", action="store_true", help="fp32 instead of bf16 autocast")
+    ap.add_argument("--hf-gdn", action="store_true", help="use transformers' own torch GDN fallback")
+    ap.add_argument("--ckpt-minutes", type=float, default=15.0)
+    ap.add_argument("--eval-every", type=int, default=250, help="held-out evaluation every N steps")
+    ap.add_argument("--eval-n", type=int, default=12, help="held-out prompts per task per profile")
+    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--max-steps-this-run", type=int, default=0, help="stop (with a checkpoint) after N steps")
+    ap.add_argument("--restart-minutes", type=float, default=60.0,
+                    help="checkpoint and exit with status 75 after this long (run.sh then restarts): the "
+                         "process's memory grows ~3 GB/hour with CPU autograd on varying shapes (allocator "
+                         "fragmentation); a restart resets it and resuming is exact. 0 = never")
+    a = ap.parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.set_num_interop_threads(1)
+    import transformers
+    transformers.utils.logging.disable_progress_bar()
+    if not a.hf_gdn:
+        import fast_gdn
+        err = fast_gdn.check()
+        assert err < 1e-4, f"fast GDN kernel disagrees with transformers' fallback: {err}"
+        fast_gdn.install()
+    amp = not a.no_amp
+    os.makedirs(a.run_dir, exist_ok=True)
+    tok = load_tokenizer(a.tokenizer or os.path.join(a.run_dir, "tokenizer.json"))
+    pad_id = tok.token_to_id(PAD)
+    model = build_model(tok, a.seed)
+    n_params = sum(p.numel() for p in model.parameters())
+    opt = make_optimizer(model, a)
+
+    st = {"step": 0, "pool_start": 0, "pool_frac": 0.0, "batches_done": 0, "tokens": 0, "real_tokens": 0,
+          "train_seconds": 0.0, "cpu_seconds": 0.0, "history": [], "evals": []}
+    ck = latest_checkpoint(a.run_dir)
+    if ck:
+        c = torch.load(ck, map_location="cpu", weights_only=False)
+        model.load_state_dict(c["model"])
+        opt.load_state_dict(c["optimizer"])
+        st = c["state"]
+        st.setdefault("cpu_seconds", st["train_seconds"])
+        torch.set_rng_state(c["torch_rng"])
+        random.setstate(c["py_rng"])
+        if c["args"].get("total_steps") != a.total_steps:
+            print(f"note: total steps changed {c['args'].get('total_steps')} -> {a.total_steps}", flush=True)
+        print(f"resumed from {ck}: step {st['step']}, {st['tokens'] / 1e6:.2f} M tokens, "
+              f"{st['train_seconds'] / 3600:.2f} h trained", flush=True)
+    else:
+        with open(os.path.join(a.run_dir, "config.json"), "w") as f:
+            f.write(model.config.to_json_string())
+        print(f"new run in {a.run_dir}: {n_params / 1e6:.2f} M parameters "
+              f"({(n_params - model.model.embed_tokens.weight.numel()) / 1e6:.2f} M without the tied embedding)",
+              flush=True)
+    print(f"args: {json.dumps(vars(a))}", flush=True)
+
+    with open(os.path.join(a.run_dir, "train.pid"), "w") as f:
+        f.write(f"{os.getpid()}\n")
+    stop = {"flag": False}
+
+    def on_signal(signum, frame):
+        stop["flag"] = True
+        print(f"signal {signum}: checkpointing after this step", flush=True)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    def checkpoint(reason: str) -> None:
+        path = save_checkpoint(a.run_dir, {"model": model.state_dict(), "optimizer": opt.state_dict(), "state": st,
+                                           "torch_rng": torch.get_rng_state(), "py_rng": random.getstate(),
+                                           "args": vars(a), "config": model.config.to_dict()})
+        print(f"checkpoint ({reason}) -> {path}", flush=True)
+
+    ev_sets = {p: eval_records(a.eval_n, p) for p in ("micro", "short", "eval")}
+
+    def run_eval() -> None:
+        t0 = time.time()
+        line = {"step": st["step"]}
+        for p, recs in ev_sets.items():
+            acc, samples = evaluate(model, tok, recs, amp)
+            line[p] = acc
+        st["evals"].append(line)
+        print(f"eval step {st['step']}: " + "  ".join(
+            f"{p}: " + " ".join(f"{t} {line[p].get(t, 0):.2f}" for t in gen_data.TASKS) for p in ev_sets)
+            + f"  ({time.time() - t0:.0f} s)  e.g. {samples[:4]}", flush=True)
+
+    model.train()
+    batches = None
+    t_last_ck = t_start = time.time()
+    win = {"t": 0.0, "tok": 0, "real": 0, "rep": 0.0, "ctx": 0.0, "n": 0, "nrep": 0}
+    steps_this_run = 0
+    while st["step"] < a.total_steps and not stop["flag"]:
+        if batches is None:
+            batches = make_pool(tok, st["pool_start"], st["pool_frac"], a.seed, a.ctx_weight, a.tokens_per_step)
+        if st["batches_done"] >= len(batches):
+            st["pool_start"] += POOL
+            old_mix = [m for s, m in PHASES if st["pool_frac"] >= s][-1]
+            st["pool_frac"] = st["step"] / a.total_steps
+            new_mix = [m for s, m in PHASES if st["pool_frac"] >= s][-1]
+            if new_mix != old_mix:
+                print(f"curriculum: step {st['step']}: profiles {new_mix}", flush=True)
+            st["batches_done"] = 0
+            batches = None
+            continue
+        batch = batches[st["batches_done"]]
+        t0 = time.time()
+        c0 = time.process_time()
+        x, kind = collate(batch, pad_id)
+        lr = lr_at(st["step"], a)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss, l_rep, l_ctx, nrep = loss_fn(model, x, kind, a.ctx_weight, amp)
+        loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        dt = time.time() - t0
+        st["cpu_seconds"] += time.process_time() - c0
+        st["step"] += 1
+        st["batches_done"] += 1
+        st["tokens"] += x.numel()
+        st["real_tokens"] += sum(len(e[0]) for e in batch)
+        st["train_seconds"] += dt
+        steps_this_run += 1
+        win["t"] += dt
+        win["tok"] += x.numel()
+        win["real"] += sum(len(e[0]) for e in batch)
+        win["rep"] += float(l_rep)
+        win["ctx"] += float(l_ctx)
+        win["n"] += 1
+        win["nrep"] += nrep
+        if st["step"] % a.log_every == 0 or st["step"] == 1:
+            sps = win["t"] / win["n"]
+            eta = (a.total_steps - st["step"]) * sps
+            rec = {"step": st["step"], "reply_loss": win["rep"] / win["n"], "ctx_loss": win["ctx"] / win["n"],
+                   "lr": lr, "tok_s": win["real"] / win["t"], "s_per_step": sps,
+                   "hours": st["train_seconds"] / 3600, "cpu_hours": st["cpu_seconds"] / 3600,
+                   "M_tokens": st["real_tokens"] / 1e6}
+            st["history"].append(rec)
+            print(f"step {st['step']:6d}/{a.total_steps}  reply {rec['reply_loss']:.3f}  ctx {rec['ctx_loss']:.3f}  "
+                  f"lr {lr:.2e}  gnorm {float(gn):.2f}  {rec['tok_s']:.0f} tok/s ({win['tok'] / win['t']:.0f} padded)  "
+                  f"{sps:.2f} s/step  bs {len(batch)}x{x.shape[1]}  reply-tok/step {win['nrep'] / win['n']:.0f}  "
+                  f"seen {rec['M_tokens']:.2f} M tok  trained {rec['hours']:.2f} h ({rec['cpu_hours']:.2f} CPU h)  ETA {eta / 3600:.2f} h  "
+                  f"rss {rss_gb():.2f} GB",
+                  flush=True)
+            win = {k: 0 if k != "t" else 0.0 for k in win}
+        now = time.time()
+        if st["step"] % a.eval_every == 0:
+            run_eval()
+        if now - t_last_ck > a.ckpt_minutes * 60:
+            checkpoint("timer")
+            t_last_ck = time.time()
+        if a.max_steps_this_run and steps_this_run >= a.max_steps_this_run:
+            break
+        if a.restart_minutes and now - t_start > a.restart_minutes * 60:
+            checkpoint("planned restart")
+            return RESTART_EXIT
+    checkpoint("signal" if stop["flag"] else ("done" if st["step"] >= a.total_steps else "step limit"))
+    if st["step"] >= a.total_steps:
+        run_eval()
+        with open(os.path.join(a.run_dir, "DONE"), "w") as f:
+            json.dump({"step": st["step"], "evals": st["evals"][-1:]}, f)
+        print("training finished", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
