@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -431,6 +432,47 @@ TEST_F(CliTest, BenchErrors) {
   expect_error({"bench", "make-model", "--shape", "no-such-shape", "--layers", "1", "--out",
                 (tmp_ / "m").string()},
                "no-such-shape");
+}
+
+// The sample's gold answers are this checkpoint's own greedy f32 answers in full mode, so full
+// scores 1; a seam covering whole segments is full again (exact), prefix reuses exact prefixes
+// (exact), naive without a seam loses the answers.
+TEST_F(CliTest, EvalScoresEveryModeAgainstFull) {
+  const std::string data = std::string(HYPIC_SOURCE_DIR) + "/tests/data/eval_sample.jsonl";
+  const Proc r = hypic({"eval", "--model", model(), "--data", data, "--dtype", "f32", "--max-tokens", "8",
+                        "--seams", "0,1000", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("3/3 records"), std::string::npos) << r.err;  // progress
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 6u);
+  std::map<std::string, double> score;
+  for (const auto& c : j["results"]) {
+    const std::string name = c["mode"].get<std::string>() + (c["seam"].is_null() ? "" : std::to_string(c["seam"].get<int>()));
+    score[name] = c["mean_exact_match"].get<double>();
+    for (const char* t : {"single", "two_hop", "aggregate"}) {
+      EXPECT_EQ(c["tasks"][t]["n"], 1) << name;
+      EXPECT_GT(c["tasks"][t]["ttft_cold_ms"].get<double>(), 0) << name;
+    }
+  }
+  EXPECT_EQ(score["full"], 1.0);
+  EXPECT_EQ(score["prefix"], 1.0);
+  EXPECT_EQ(score["hypic1000"], 1.0);
+  EXPECT_EQ(score["naive1000"], 1.0);
+  EXPECT_LT(score["naive0"], 1.0);
+  for (const auto& c : j["results"])
+    if (c["mode"] == "naive" && c["seam"] == 0) EXPECT_GT(c["relative_loss_vs_full"].get<double>(), 0);
+}
+
+TEST_F(CliTest, EvalErrors) {
+  expect_help(hypic({"eval", "--help"}), {"usage: hypic eval", "--seams", "--modes", "--json"});
+  const std::string data = std::string(HYPIC_SOURCE_DIR) + "/tests/data/eval_sample.jsonl";
+  expect_error({"eval", "--data", data}, "--model", 2);
+  expect_error({"eval", "--model", model(), "--data", data, "--modes", "fast"}, "fast", 2);
+  expect_error({"eval", "--model", model(), "--data", data, "--seams", "x"}, "--seams", 2);
+  expect_error({"eval", "--model", model(), "--data", data, "--tasks", "poetry"}, "poetry", 2);
+  expect_error({"eval", "--model", model(), "--data", (tmp_ / "none.jsonl").string()}, "none.jsonl");
+  const auto bad = write("bad.jsonl", "{\"id\": \"x\"}\n");
+  expect_error({"eval", "--model", model(), "--data", bad.string()}, "bad.jsonl:1");
 }
 
 }  // namespace

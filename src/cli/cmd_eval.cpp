@@ -1,0 +1,265 @@
+// hypic eval: accuracy and TTFT of every PIC mode on multi-document reading tasks (the
+// held-out set of tools/tiny/gen_data.py), through the C++ engine.
+//
+// Per (mode, seam) a fresh segment store and prefix cache; per record two runs:
+//   cold   the record as generated: scored (greedy answer vs gold), TTFT with empty caches
+//          for its documents (hypic / naive build the entries, prefix misses)
+//   warm   the same documents rotated by one place (the PIC situation: known documents in
+//          a new order), timed only: prefix mode can reuse just the system prefix, hypic
+//          every document.
+// full and prefix do not depend on the seam width and run once.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/timer.h"
+#include "engine/compose.h"
+#include "engine/eval_task.h"
+#include "engine/generate.h"
+#include "engine/prompt.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hypic::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct Config {
+  PicMode mode;
+  int seam;  // -1: not applicable (full, prefix)
+};
+
+struct TaskScore {
+  int n = 0;
+  double exact = 0, f1 = 0, ttft_cold_ms = 0, ttft_warm_ms = 0, reused_warm = 0;
+  nlohmann::json to_json() const {
+    const double d = n > 0 ? n : 1;
+    return {{"n", n},
+            {"exact_match", exact / d},
+            {"f1", f1 / d},
+            {"ttft_cold_ms", ttft_cold_ms / d},
+            {"ttft_warm_ms", ttft_warm_ms / d},
+            {"warm_reused_fraction", reused_warm / d}};
+  }
+};
+
+struct Run {
+  std::string text;
+  double ttft_ms = 0;
+  double reused_fraction = 0;
+};
+
+Result<Run> run_one(const Model& model, const Tokenizer& tok, const Composer& composer,
+                    const PromptParts& parts, const ComposeOptions& co, int max_tokens) {
+  GenerateOptions go;
+  go.max_tokens = max_tokens;
+  Timer t;
+  SeqState st = model.new_state(parts.total_tokens() + max_tokens + 1);
+  std::vector<float> logits;
+  ComposeStats cs;
+  HYPIC_RETURN_IF_ERROR(composer.prefill(parts, co, &st, &logits, &cs));
+  GenerateResult g;
+  HYPIC_RETURN_IF_ERROR(decode(model, tok, st, std::move(logits), go, {}, t, &g));
+  Run r;
+  r.text = g.text;
+  r.ttft_ms = g.ttft_ms;
+  r.reused_fraction = cs.prompt_tokens > 0 ? double(cs.reused_tokens) / double(cs.prompt_tokens) : 0;
+  return r;
+}
+
+std::string config_name(const Config& c) {
+  return std::string(pic_mode_name(c.mode)) + (c.seam >= 0 ? " seam " + std::to_string(c.seam) : "");
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  Args a("hypic eval --model DIR [--data FILE] [--tasks LIST] [--n N] [--modes LIST] [--seams LIST] [--json]",
+         "Accuracy (exact match and F1 of the normalised answer) and mean TTFT per (task, mode,\n"
+         "seam) on multi-document reading tasks, greedy, through the engine. Each record runs\n"
+         "cold (scored) and warm with its documents rotated by one place (timed). Progress on\n"
+         "stderr; a table (or --json) on stdout.");
+  a.opt("model", "DIR", "model directory")
+      .opt("data", "FILE", "JSONL task records (tools/tiny/gen_data.py)", "DIR/eval/heldout.jsonl")
+      .opt("tasks", "LIST", "task types to run", "single,two_hop,aggregate")
+      .opt("n", "N", "records per task (the first N of each)", "100")
+      .opt("modes", "LIST", "PIC modes", "full,prefix,hypic,naive")
+      .opt("seams", "LIST", "seam widths for hypic and naive", "0,4,8,16")
+      .opt("max-tokens", "N", "answer length limit", "48")
+      .opt("cache-mem", "MiB", "segment / prefix cache budget per configuration", "2048")
+      .opt("dtype", "bf16|f32", "compute type", "bf16")
+      .opt("json", "", "print one JSON document instead of the table");
+  if (Status s = a.parse(argc, argv); !s) return report_error("eval", s);
+  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (!a.has("model")) return report_error("eval", invalid_argument("--model is required"));
+  const std::string dir = a.str("model");
+  const std::string data = a.has("data") ? a.str("data") : dir + "/eval/heldout.jsonl";
+  auto n = a.integer("n");
+  auto max_tokens = a.integer("max-tokens");
+  auto mem = a.integer("cache-mem");
+  for (const Status* s : {&n.status(), &max_tokens.status(), &mem.status()})
+    if (!s->is_ok()) return report_error("eval", *s);
+  if (*n < 1 || *max_tokens < 1 || *mem < 0)
+    return report_error("eval", invalid_argument("need --n >= 1, --max-tokens >= 1, --cache-mem >= 0"));
+  auto dt = parse_dtype(a.str("dtype"));
+  if (!dt) return report_error("eval", dt.status());
+
+  std::vector<Config> configs;
+  std::vector<int> seams;
+  for (const auto& s : split_list(a.str("seams"))) {
+    char* end = nullptr;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > 4096)
+      return report_error("eval", invalid_argument("--seams takes integers in [0, 4096], got '" + s + "'"));
+    seams.push_back(int(v));
+  }
+  for (const auto& m : split_list(a.str("modes"))) {
+    PicMode mode;
+    if (!parse_pic_mode(m, &mode))
+      return report_error("eval", invalid_argument("unknown mode '" + m + "' (full, prefix, hypic, naive)"));
+    if (mode == PicMode::kFull || mode == PicMode::kPrefix) configs.push_back({mode, -1});
+    else
+      for (int s : seams) configs.push_back({mode, s});
+  }
+  if (configs.empty()) return report_error("eval", invalid_argument("no (mode, seam) to run"));
+  const std::vector<std::string> tasks = split_list(a.str("tasks"));
+  for (const auto& t : tasks)
+    if (t != "single" && t != "two_hop" && t != "aggregate")
+      return report_error("eval", invalid_argument("unknown task '" + t + "' (single, two_hop, aggregate)"));
+
+  auto all = load_eval_records(data);
+  if (!all) return report_error("eval", all.status());
+  std::vector<EvalRecord> records;
+  std::map<std::string, int> per_task;
+  for (auto& r : all.value())
+    if (std::find(tasks.begin(), tasks.end(), r.task) != tasks.end() && per_task[r.task] < *n) {
+      ++per_task[r.task];
+      records.push_back(std::move(r));
+    }
+  if (records.empty()) return report_error("eval", invalid_argument("no records of the chosen tasks in " + data));
+
+  LoadOptions lo;
+  lo.compute = *dt;
+  lo.progress = false;
+  auto model = Model::load(dir, lo);
+  if (!model) return report_error("eval", model.status());
+  auto tok = Tokenizer::load(dir + "/tokenizer.json");
+  if (!tok) return report_error("eval", tok.status());
+  const Model& m = *model.value();
+
+  std::vector<PromptParts> cold, warm;
+  for (const auto& r : records) {
+    cold.push_back(chat_parts(tok.value(), r.system, r.segments, r.query));
+    auto rotated = r.segments;
+    std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());
+    warm.push_back(chat_parts(tok.value(), r.system, rotated, r.query));
+  }
+
+  nlohmann::json results = nlohmann::json::array();
+  std::map<std::string, std::map<std::string, TaskScore>> table;  // config -> task -> score
+  Timer total;
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    const Config& c = configs[ci];
+    SegmentStore::Options so;
+    so.mem_budget_bytes = size_t(*mem) << 20;
+    auto store = SegmentStore::open(so);
+    if (!store) return report_error("eval", store.status());
+    Composer composer(m, std::shared_ptr<SegmentStore>(std::move(store).value()),
+                      std::make_shared<PrefixCache>(size_t(*mem) << 20));
+    ComposeOptions co;
+    co.mode = c.mode;
+    co.seam = std::max(c.seam, 0);
+    auto& scores = table[config_name(c)];
+    Timer tc;
+    for (size_t i = 0; i < records.size(); ++i) {
+      const EvalRecord& r = records[i];
+      auto rc = run_one(m, tok.value(), composer, cold[i], co, int(*max_tokens));
+      if (!rc) return report_error("eval", rc.status().with_context("record " + r.id));
+      auto rw = run_one(m, tok.value(), composer, warm[i], co, 1);
+      if (!rw) return report_error("eval", rw.status().with_context("record " + r.id));
+      TaskScore& s = scores[r.task];
+      ++s.n;
+      s.exact += normalize_answer(rc->text) == normalize_answer(r.answer) ? 1 : 0;
+      s.f1 += answer_f1(rc->text, r.answer);
+      s.ttft_cold_ms += rc->ttft_ms;
+      s.ttft_warm_ms += rw->ttft_ms;
+      s.reused_warm += rw->reused_fraction;
+      if ((i + 1) % 25 == 0 || i + 1 == records.size()) {
+        int done = 0;
+        double ex = 0;
+        for (const auto& [t, sc] : scores) done += sc.n, ex += sc.exact;
+        std::fprintf(stderr, "hypic eval: [%zu/%zu %s] %zu/%zu records, exact %.3f, %.0f s\n", ci + 1,
+                     configs.size(), config_name(c).c_str(), i + 1, records.size(), ex / done,
+                     total.ms() / 1000);
+      }
+    }
+    double mean_exact = 0, mean_f1 = 0;
+    nlohmann::json per_task_json;
+    for (const auto& [t, sc] : scores) {
+      per_task_json[t] = sc.to_json();
+      mean_exact += sc.exact / sc.n / double(scores.size());
+      mean_f1 += sc.f1 / sc.n / double(scores.size());
+    }
+    results.push_back({{"mode", pic_mode_name(c.mode)},
+                       {"seam", c.seam >= 0 ? nlohmann::json(c.seam) : nlohmann::json(nullptr)},
+                       {"tasks", per_task_json},
+                       {"mean_exact_match", mean_exact},
+                       {"mean_f1", mean_f1},
+                       {"seconds", tc.ms() / 1000}});
+  }
+  // The paper's comparison: points lost against full, and the share of full's score lost.
+  const nlohmann::json* full = nullptr;
+  for (const auto& r : results)
+    if (r["mode"] == "full") full = &r;
+  if (full)
+    for (auto& r : results) {
+      const double f = (*full)["mean_exact_match"].get<double>(), v = r["mean_exact_match"].get<double>();
+      r["points_vs_full"] = 100 * (v - f);
+      r["relative_loss_vs_full"] = f > 0 ? (f - v) / f : 0.0;
+    }
+  nlohmann::json out{{"model", dir},
+                     {"data", data},
+                     {"dtype", a.str("dtype")},
+                     {"records_per_task", per_task},
+                     {"max_tokens", *max_tokens},
+                     {"results", results}};
+  if (a.flag("json")) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-16s", "mode / seam");
+  for (const auto& t : tasks) std::printf(" %10s", t.c_str());
+  std::printf(" %8s %8s %12s %12s\n", "mean", "vs full", "ttft cold ms", "ttft warm ms");
+  for (const auto& r : results) {
+    const std::string name =
+        r["mode"].get<std::string>() + (r["seam"].is_null() ? "" : " " + std::to_string(r["seam"].get<int>()));
+    std::printf("%-16s", name.c_str());
+    double cold_ms = 0, warm_ms = 0;
+    for (const auto& t : tasks) {
+      const auto& tj = r["tasks"].value(t, nlohmann::json::object());
+      std::printf(" %10.3f", tj.value("exact_match", 0.0));
+      cold_ms += tj.value("ttft_cold_ms", 0.0) / double(tasks.size());
+      warm_ms += tj.value("ttft_warm_ms", 0.0) / double(tasks.size());
+    }
+    std::printf(" %8.3f %+8.2f %12.1f %12.1f\n", r["mean_exact_match"].get<double>(),
+                r.value("points_vs_full", 0.0), cold_ms, warm_ms);
+  }
+  return 0;
+}
+
+}  // namespace hypic::cli
