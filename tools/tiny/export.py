@@ -48,6 +48,7 @@ def evaluate_dir(out: str, per_task: int, dtype: torch.dtype, log=print) -> dict
     eos = tok.convert_tokens_to_ids(gen_data.EOS)
     res: dict = {"per_task": {}, "per_kind": {}, "n_per_task": per_task, "dtype": str(dtype).replace("torch.", ""),
                  "prompt_tokens": {}, "examples": []}
+    records, outputs = [], []
     t0 = time.time()
     for task in gen_data.TASKS:
         ok_n, lens = 0, []
@@ -71,7 +72,10 @@ def evaluate_dir(out: str, per_task: int, dtype: torch.dtype, log=print) -> dict
             with torch.no_grad():
                 y = model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=48,
                                    do_sample=False, eos_token_id=eos, pad_token_id=eos)
-            text = tok.decode(y[0, len(ids):], skip_special_tokens=True)
+            out_ids = [int(t) for t in y[0, len(ids):]]
+            text = tok.decode(out_ids, skip_special_tokens=True)
+            records.append(rec)
+            outputs.append({"id": rec["id"], "task": task, "output_ids": out_ids, "text": text})
             ok = gen_data.normalize_answer(text) == gen_data.normalize_answer(rec["answer"])
             ok_n += ok
             kind = rec["kind"].split(".")[0] if task == "aggregate" else rec["kind"]
@@ -88,7 +92,18 @@ def evaluate_dir(out: str, per_task: int, dtype: torch.dtype, log=print) -> dict
     res["per_kind"] = {k: {"correct": v[0], "n": v[1], "acc": round(v[0] / v[1], 3)}
                        for k, v in sorted(res["per_kind"].items())}
     res["eval_seconds"] = round(time.time() - t0)
+    # the held-out records (the default data of `hypic eval`) and transformers' greedy outputs on them
+    # (the engine's agreement test: tests/engine/test_tiny_agreement.cpp)
+    os.makedirs(os.path.join(out, "eval"), exist_ok=True)
+    for name, rows in (("heldout.jsonl", records), ("reference_outputs.jsonl", outputs)):
+        with open(os.path.join(out, "eval", name), "w") as f:
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
     return res
+
+
+def dir_bytes(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
 
 
 def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None, size: int) -> str:
@@ -277,10 +292,9 @@ def main() -> int:
         with open(os.path.join(a.out, "eval_results.json"), "w") as f:
             json.dump(ev, f, indent=2, ensure_ascii=False)
             f.write("\n")
-    size = sum(os.path.getsize(os.path.join(a.out, x)) for x in os.listdir(a.out))
     with open(os.path.join(a.out, "README.md"), "w") as f:
-        f.write(model_card(cfg, n_params, c["state"], c["args"], ev, size))
-    size = sum(os.path.getsize(os.path.join(a.out, x)) for x in os.listdir(a.out))
+        f.write(model_card(cfg, n_params, c["state"], c["args"], ev, dir_bytes(a.out)))
+    size = dir_bytes(a.out)
     print(f"{a.out}: {sorted(os.listdir(a.out))}, {size / 1e6:.1f} MB", flush=True)
     assert size <= MAX_BYTES, f"model directory is {size} bytes > {MAX_BYTES}"
     return 0
