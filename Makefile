@@ -1,9 +1,12 @@
-# make run   : install what is missing, build, run the engine on the default model
+# make run   : install what is missing, build, serve the default model (OpenAI-compatible HTTP
+#              on 127.0.0.1:$(PORT)); Ctrl-C stops it
 # make test  : install what is missing, build, run every test
 BUILD ?= build
 JOBS ?= $(shell nproc)
-MODEL ?= tests/models/qwen3_5_dense
-PROMPT ?= The quick brown fox
+# The embedded default: hypic-tiny (models/hypic-tiny, trained by tools/tiny/run.sh); the tiny
+# random test checkpoint stands in if that directory is absent.
+MODEL ?= $(if $(wildcard models/hypic-tiny/config.json),models/hypic-tiny,tests/models/qwen3_5_dense)
+PORT ?= 8080
 
 .PHONY: all install build test run clean bench
 
@@ -20,7 +23,7 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 run: build
-	$(BUILD)/hypic run --model $(MODEL) --prompt "$(PROMPT)" --max-tokens 32
+	$(BUILD)/hypic serve --model $(MODEL) --port $(PORT)
 
 clean:
 	rm -rf $(BUILD)
