@@ -10,9 +10,10 @@ PrefixCache::Node* PrefixCache::find_child(Node* n, const std::vector<int32_t>& 
   return it == n->children.end() ? nullptr : it->second.get();
 }
 
-int PrefixCache::restore(const std::vector<const std::vector<int32_t>*>& parts, SeqState* st) {
+int PrefixCache::restore(const std::string& ns, const std::vector<const std::vector<int32_t>*>& parts,
+                         SeqState* st) {
   std::lock_guard<std::mutex> lk(mu_);
-  Node* n = &root_;
+  Node* n = &roots_[ns];
   std::vector<Node*> path;
   for (const auto* p : parts) {
     Node* c = find_child(n, *p);
@@ -48,10 +49,10 @@ int PrefixCache::restore(const std::vector<const std::vector<int32_t>*>& parts, 
   return int(path.size());
 }
 
-void PrefixCache::insert(const std::vector<const std::vector<int32_t>*>& parts, int i,
-                         const SeqState& st, int64_t pos0) {
+void PrefixCache::insert(const std::string& ns, const std::vector<const std::vector<int32_t>*>& parts,
+                         int i, const SeqState& st, int64_t pos0) {
   std::lock_guard<std::mutex> lk(mu_);
-  Node* n = &root_;
+  Node* n = &roots_[ns];
   for (int j = 0; j < i; ++j) {
     n = find_child(n, *parts[size_t(j)]);
     if (!n) return;  // the path was evicted meanwhile: nothing to attach to
@@ -90,7 +91,8 @@ void PrefixCache::evict_until(size_t need, const Node* keep) {
     // Least recently used leaf (a leaf's ancestors are needed by nothing else only once it
     // is gone, so leaves go first).
     Node* victim = nullptr;
-    std::vector<Node*> stack{&root_};
+    std::vector<Node*> stack;
+    for (auto& [ns, root] : roots_) stack.push_back(&root);
     while (!stack.empty()) {
       Node* x = stack.back();
       stack.pop_back();

@@ -5,6 +5,9 @@
 // resume after its longest cached prefix of whole parts. Linear states exist only at
 // checkpoints, which is why a reordered or partially shared prompt misses.
 //
+// Namespaces (the tenant's cache_salt) partition the tree: a prefix cached under one is never
+// restored under another.
+//
 // Thread-safe: every method takes the one internal lock. Memory: exact byte accounting of
 // node tensors; least-recently-used leaves are evicted to stay within the budget.
 #pragma once
@@ -13,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "model/state.h"
@@ -30,13 +34,14 @@ class PrefixCache {
 
   // Restores into `st` (fresh, KV capacity for the whole prompt: Model::reserve) the state after the longest
   // cached run of leading parts; returns how many parts that covers (0: nothing cached).
-  int restore(const std::vector<const std::vector<int32_t>*>& parts, SeqState* st);
+  int restore(const std::string& ns, const std::vector<const std::vector<int32_t>*>& parts,
+              SeqState* st);
 
   // Records the state after parts[0..i], given that parts[0..i−1] are already in the tree
   // (restore() matched them or earlier insert() calls added them). `st` holds the KV of all
   // tokens so far and the linear states after part i, which started at position `pos0`.
-  void insert(const std::vector<const std::vector<int32_t>*>& parts, int i, const SeqState& st,
-              int64_t pos0);
+  void insert(const std::string& ns, const std::vector<const std::vector<int32_t>*>& parts, int i,
+              const SeqState& st, int64_t pos0);
 
   Stats stats() const;
   size_t budget() const { return budget_; }
@@ -58,7 +63,7 @@ class PrefixCache {
 
   mutable std::mutex mu_;
   size_t budget_;
-  Node root_;
+  std::map<std::string, Node> roots_;  // one tree per namespace
   uint64_t tick_ = 0;
   Stats stats_;
 };

@@ -69,7 +69,7 @@ Status Composer::prefill(const PromptParts& parts, const ComposeOptions& opt, Se
                         " tokens exceeds the model's context of " +
                         std::to_string(model_.config().max_position_embeddings) + " tokens");
   model_.reserve(*st, st->pos + stats->prompt_tokens);
-  if (opt.mode == PicMode::kPrefix) return prefill_prefix_mode(parts, st, logits, stats);
+  if (opt.mode == PicMode::kPrefix) return prefill_prefix_mode(parts, opt, st, logits, stats);
 
   ForwardPlan plan;
   plan.rule = opt.mode == PicMode::kNaive ? ComposeRule::kNaive : ComposeRule::kTransition;
@@ -110,7 +110,7 @@ Status Composer::prefill(const PromptParts& parts, const ComposeOptions& opt, Se
   return Status::ok();
 }
 
-Status Composer::prefill_prefix_mode(const PromptParts& parts, SeqState* st,
+Status Composer::prefill_prefix_mode(const PromptParts& parts, const ComposeOptions& opt, SeqState* st,
                                      std::vector<float>* logits, ComposeStats* stats) const {
   if (!prefix_) return invalid_argument("prefix mode needs a prefix cache");
   std::vector<const std::vector<int32_t>*> seq;
@@ -121,7 +121,7 @@ Status Composer::prefill_prefix_mode(const PromptParts& parts, SeqState* st,
   Timer tp;
   // The suffix (question) is never cached: only the parts before it are reusable.
   const std::vector<const std::vector<int32_t>*> cacheable(seq.begin(), seq.end() - 1);
-  const int matched = prefix_->restore(cacheable, st);
+  const int matched = prefix_->restore(opt.salt, cacheable, st);
   for (int i = 0; i < matched; ++i) {
     stats->reused_tokens += int64_t(seq[size_t(i)]->size());
     if (seq[size_t(i)] != &parts.prefix) ++stats->segments_hit;
@@ -134,7 +134,7 @@ Status Composer::prefill_prefix_mode(const PromptParts& parts, SeqState* st,
     stats->recomputed_tokens += int64_t(seq[i]->size());
     if (!last) {
       if (seq[i] != &parts.prefix) ++stats->segments_missed;
-      prefix_->insert(cacheable, int(i), *st, pos0);
+      prefix_->insert(opt.salt, cacheable, int(i), *st, pos0);
     }
   }
   stats->prefill_ms = tp.ms();

@@ -74,8 +74,8 @@ class Composer {
                                       const ComposeOptions& opt, bool* hit) const;
 
  private:
-  Status prefill_prefix_mode(const PromptParts& parts, SeqState* st, std::vector<float>* logits,
-                             ComposeStats* stats) const;
+  Status prefill_prefix_mode(const PromptParts& parts, const ComposeOptions& opt, SeqState* st,
+                             std::vector<float>* logits, ComposeStats* stats) const;
   const Model& model_;
   std::shared_ptr<SegmentStore> store_;
   std::shared_ptr<PrefixCache> prefix_;

@@ -171,6 +171,23 @@ TEST(Compose, SaltIsolatesTenants) {
   EXPECT_EQ(a2.segments_hit, 1);
 }
 
+// The prefix cache too: nothing cached under one salt (not even the shared system prefix) is
+// restored under another.
+TEST(Compose, SaltIsolatesTenantsInPrefixMode) {
+  const Model& m = model();
+  Composer c(m, nullptr, std::make_shared<PrefixCache>(64 << 20));
+  const auto p = parts({doc(17, 90)});
+  ComposeStats a, b, a2;
+  const auto la = run(m, c, p, PicMode::kPrefix, 0, &a, "tenant-a");
+  const auto lb = run(m, c, p, PicMode::kPrefix, 0, &b, "tenant-b");
+  run(m, c, p, PicMode::kPrefix, 0, &a2, "tenant-a");
+  EXPECT_EQ(a.segments_missed, 1);
+  EXPECT_EQ(b.segments_missed, 1);
+  EXPECT_EQ(b.reused_tokens, 0);
+  EXPECT_EQ(a2.segments_hit, 1);
+  EXPECT_EQ(la, lb);
+}
+
 TEST(Compose, CorruptDiskEntryIsRecomputedWithTheSameResult) {
   const Model& m = model();
   const std::string dir = testing::TempDir() + "/hypic_compose_disk";
