@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PKGS=(cmake g++ libcpp-httplib-dev make pkg-config libdnnl-dev nlohmann-json3-dev libgtest-dev
-          python3 python3-venv)
+          python3 python3-venv libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -18,7 +18,7 @@ if ((${#missing[@]})); then
 fi
 
 # Test-side Python (no torch: heavy tools live in tools/ and use their own environment).
-PY_PKGS=(numpy tokenizers safetensors)
+PY_PKGS=(numpy tokenizers safetensors openai)
 STAMP=.venv/.hypic-stamp
 WANT="${PY_PKGS[*]}"
 if [[ ! -f $STAMP || "$(cat $STAMP)" != "$WANT" ]]; then

@@ -1,5 +1,6 @@
 // hypic serve: the OpenAI-compatible HTTP server (src/server/). SIGTERM / SIGINT stop it
 // gracefully: no new requests, running ones finish, exit 0.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -23,8 +24,9 @@ extern "C" void on_stop_signal(int) { g_stop = 1; }
 int cmd_serve(int argc, char** argv) {
   Args a("hypic serve --model DIR [--host H] [--port P] [--api-key KEY] ...",
          "Serves the model over HTTP: POST /v1/chat/completions, POST /v1/completions,\n"
-         "GET /v1/models, GET /health (OpenAI-compatible, SSE streaming). Binds to loopback\n"
-         "unless --host says otherwise. One JSON line per request on stderr.");
+         "GET /v1/models, GET /health (OpenAI-compatible, SSE streaming), /v1/segments\n"
+         "(register / get / list / delete cached segments), GET /metrics (Prometheus).\n"
+         "Binds to loopback unless --host says otherwise. One JSON line per request on stderr.");
   a.opt("model", "DIR", "model directory")
       .opt("host", "H", "address to bind", "127.0.0.1")
       .opt("port", "P", "port (0: any free port, printed at start)", "8080")
@@ -37,6 +39,9 @@ int cmd_serve(int argc, char** argv) {
       .opt("max-tokens-limit", "N", "largest max_tokens a request may ask for", "4096")
       .opt("max-body", "MiB", "largest request body", "8")
       .opt("max-segments", "N", "most segments in one request", "64")
+      .opt("registered-mem", "MiB", "cache memory registered segments may pin (default: half of --cache-mem)")
+      .opt("max-registered-segments", "N", "most registered segments at once", "1024")
+      .opt("max-pending-connections", "N", "accepted connections waiting for an HTTP thread", "64")
       .opt("dtype", "bf16|f32", "compute type", "bf16");
   if (Status s = a.parse(argc, argv); !s) return report_error("serve", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
@@ -50,14 +55,20 @@ int cmd_serve(int argc, char** argv) {
   auto maxtok = a.integer("max-tokens-limit");
   auto body = a.integer("max-body");
   auto segs = a.integer("max-segments");
+  auto regmem = a.has("registered-mem") ? a.integer("registered-mem") : Result<int64_t>(int64_t(-1));
+  auto regs = a.integer("max-registered-segments");
+  auto pending = a.integer("max-pending-connections");
   for (const Status* s : {&port.status(), &mem.status(), &conc.status(), &queue.status(),
-                          &maxtok.status(), &body.status(), &segs.status()})
+                          &maxtok.status(), &body.status(), &segs.status(), &regmem.status(),
+                          &regs.status(), &pending.status()})
     if (!s->is_ok()) return report_error("serve", *s);
   if (*port < 0 || *port > 65535 || *mem < 0 || *conc < 1 || *conc > 256 || *queue < 0 ||
-      *maxtok < 1 || *body < 1 || *segs < 0)
+      *maxtok < 1 || *body < 1 || *segs < 0 || (a.has("registered-mem") && *regmem < 1) ||
+      *regs < 0 || *pending < 1)
     return report_error("serve", invalid_argument(
         "need 0 <= --port <= 65535, --cache-mem >= 0, 1 <= --max-concurrency <= 256, "
-        "--max-queue >= 0, --max-tokens-limit >= 1, --max-body >= 1, --max-segments >= 0"));
+        "--max-queue >= 0, --max-tokens-limit >= 1, --max-body >= 1, --max-segments >= 0, "
+        "--registered-mem >= 1, --max-registered-segments >= 0, --max-pending-connections >= 1"));
 
   server::ServerOptions so;
   so.host = a.str("host");
@@ -78,6 +89,9 @@ int cmd_serve(int argc, char** argv) {
   so.limits.default_max_tokens = std::min(so.limits.default_max_tokens, so.limits.max_tokens);
   so.limits.max_body_bytes = size_t(*body) << 20;
   so.limits.max_segments = int(*segs);
+  if (a.has("registered-mem")) so.registered_mem_bytes = size_t(std::min<int64_t>(*regmem, int64_t(1) << 30)) << 20;
+  so.max_registered_segments = int(std::min<int64_t>(*regs, 1 << 30));
+  so.max_pending_connections = int(std::min<int64_t>(*pending, 1 << 20));
 
   // Installed before loading, so that a SIGTERM during a long load still exits cleanly.
   std::signal(SIGTERM, on_stop_signal);

@@ -7,11 +7,15 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "engine/compose.h"
 #include "engine/generate.h"
+#include "server/connection.h"
+#include "server/metrics.h"
+#include "server/segment_registry.h"
 
 namespace hypic::server {
 
@@ -44,23 +48,74 @@ ApiError make_error(int status, std::string msg, std::string type, std::string c
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+ApiError model_not_found(const std::string& asked, const std::string& served) {
+  return make_error(404, "the model '" + asked + "' does not exist; this server serves '" + served + "'",
+                    "invalid_request_error", "model_not_found", "model");
+}
+
+ApiError status_error(const Status& s) {
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kOutOfRange
+             ? bad_request(s.message())
+             : make_error(500, s.message(), "server_error", "internal_error");
+}
+
+ApiError cancelled_error() {
+  return make_error(499, "cancelled by the client", "invalid_request_error", "cancelled");
+}
+
+json segment_json(const RegisteredSegment& s) {
+  return json{{"id", s.id},
+              {"object", "segment"},
+              {"tokens", s.tokens.size()},
+              {"cached", s.pin != nullptr},
+              {"bytes", s.bytes},
+              {"seam", s.seam},
+              {"created", s.created},
+              {"expires_at", s.expires_at ? json(*s.expires_at) : json(nullptr)}};
+}
+
+// Copies the fields of a completion's usage that the request log line shows at top level.
+void log_usage(json& log, const json& usage) {
+  log["usage"] = usage;
+  if (auto h = usage.find("hypic"); h != usage.end())
+    for (const char* k : {"ttft_ms", "segments_hit", "segments_missed"})
+      if (h->contains(k)) log[k] = (*h)[k];
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
+  using Clock = SegmentRegistry::Clock;
   const Model& model;
   const Tokenizer& tok;
   ServerOptions opt;
+  // Declared before the scheduler, whose workers use them (members die in reverse order).
+  ServerMetrics metrics;
+  std::unique_ptr<SegmentRegistry> registry;
+  std::shared_ptr<SegmentStore> store;
   std::unique_ptr<Composer> composer;
   std::unique_ptr<Scheduler> scheduler;
   httplib::Server http;
   std::atomic<uint64_t> next_id{1};
+  std::atomic<bool> stopping{false};
   std::once_flag stop_once;
 
   Impl(const Model& m, const Tokenizer& t, ServerOptions o) : model(m), tok(t), opt(std::move(o)) {}
 
   Outcome run_job(const Scheduler::Job& job);
+  Outcome run_registration(const Scheduler::Job& job);
   void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint ep);
+  void handle_register(const httplib::Request& req, httplib::Response& res);
+  void handle_segment(const httplib::Request& req, httplib::Response& res, bool del);
+  void handle_segment_list(const httplib::Request& req, httplib::Response& res);
+  void handle_metrics(httplib::Response& res);
+  std::optional<ApiError> query_salt(const httplib::Request& req, std::string* salt) const;
+  std::optional<ApiError> capacity_error(SegmentRegistry::Admit a, size_t bytes) const;
+  void sweep_registry(Clock::time_point now);
   void setup_routes();
+  bool authorized(const httplib::Request& req) const;
+  static bool has_body(const httplib::Request& req);
+  static void send_unauthorized(httplib::Response& res);
   void log_line(const json& j) {
     if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
   }
@@ -71,6 +126,11 @@ Outcome HttpServer::Impl::run_job(const Scheduler::Job& job) {
   if (opt.debug_delay_ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(opt.debug_delay_ms));
   const ApiRequest& r = job.request;
+  if (r.registration) return run_registration(job);
+  if (r.client_gone && r.client_gone()) {  // left while queued
+    out.error = cancelled_error();
+    return out;
+  }
   ComposeOptions co;
   co.mode = r.mode;
   co.seam = r.seam;
@@ -79,19 +139,29 @@ Outcome HttpServer::Impl::run_job(const Scheduler::Job& job) {
   std::vector<float> logits;
   ComposeStats cs;
   if (Status s = composer->prefill(job.parts, co, &st, &logits, &cs); !s) {
-    out.error = s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kOutOfRange
-                    ? bad_request(s.message())
-                    : make_error(500, s.message(), "server_error", "internal_error");
+    out.error = status_error(s);
     return out;
   }
+  metrics.record_compose(cs);
   GenerateResult g;
   g.prompt_tokens = cs.prompt_tokens;
   const auto& ticket = job.ticket;
-  Status d = decode(model, tok, st, std::move(logits), generate_options(r),
-                    [&ticket](const std::string& t) { return ticket->push_text(t); }, job.arrival, &g);
+  InterTokenTimer itl(&metrics.inter_token);
+  auto on_text = [&](const std::string& t) {
+    itl.tick();
+    if (opt.debug_piece_delay_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt.debug_piece_delay_ms));
+    if (r.client_gone && r.client_gone()) {  // non-streaming client gone
+      ticket->cancel();
+      return false;
+    }
+    return ticket->push_text(t);
+  };
+  Status d = decode(model, tok, st, std::move(logits), generate_options(r), on_text, job.arrival, &g);
+  metrics.record_generation(int64_t(g.tokens.size()), g.tokens.empty() ? -1.0 : g.ttft_ms);
   if (!d) {
     out.error = d.code() == StatusCode::kCancelled
-                    ? make_error(499, "cancelled by the client", "invalid_request_error", "cancelled")
+                    ? cancelled_error()
                     : make_error(500, d.message(), "server_error", "internal_error");
     return out;
   }
@@ -115,31 +185,115 @@ Outcome HttpServer::Impl::run_job(const Scheduler::Job& job) {
   return out;
 }
 
+// Builds (or finds) the entry of parts.segments[0] and registers it, pinned.
+Outcome HttpServer::Impl::run_registration(const Scheduler::Job& job) {
+  Outcome out;
+  const SegmentRequest& sr = *job.request.registration;
+  const std::vector<int32_t>& ids = job.parts.segments.front();
+  auto seg = std::make_shared<RegisteredSegment>();
+  seg->id = SegmentRegistry::new_id();
+  seg->salt = job.request.cache_salt;
+  seg->seam = sr.seam;
+  seg->tokens = ids;
+  // Too short to have a body: registered all the same, recomputed wherever it is used.
+  if (int64_t(ids.size()) >= model.min_segment_tokens(sr.seam)) {
+    ComposeOptions co;
+    co.seam = sr.seam;
+    co.salt = seg->salt;
+    bool hit = false;  // an inline use may have cached it already
+    auto pin = composer->entry_for(ids, co, &hit);
+    if (!pin) {
+      out.error = status_error(pin.status());
+      return out;
+    }
+    seg->pin = std::move(pin).value();
+    seg->bytes = seg->pin->bytes();
+  }
+  seg->created = int64_t(std::time(nullptr));
+  const auto now = Clock::now();
+  if (sr.ttl_seconds) {
+    seg->expires_at = seg->created + *sr.ttl_seconds;
+    seg->deadline = now + std::chrono::seconds(*sr.ttl_seconds);
+  }
+  if (auto e = capacity_error(registry->add(seg, now), seg->bytes)) {
+    out.error = *e;
+    return out;
+  }
+  out.result = segment_json(*seg);
+  return out;
+}
+
+std::optional<ApiError> HttpServer::Impl::capacity_error(SegmentRegistry::Admit a,
+                                                         size_t bytes) const {
+  const auto& o = registry->options();
+  switch (a) {
+    case SegmentRegistry::Admit::kOk: return std::nullopt;
+    case SegmentRegistry::Admit::kTooMany:
+      return make_error(507, "too many registered segments (at most " + std::to_string(o.max_segments) +
+                                 "); DELETE /v1/segments/{id} ones you no longer need, or register with a 'ttl'",
+                        "invalid_request_error", "segment_capacity_exceeded");
+    case SegmentRegistry::Admit::kTooManyBytes:
+      return make_error(507, "registering this segment (" + std::to_string(bytes) + " bytes of cache) would pin more than the " +
+                                 std::to_string(o.max_bytes) + " bytes allowed for registered segments; DELETE /v1/segments/{id} "
+                                 "ones you no longer need, or register with a 'ttl'",
+                        "invalid_request_error", "segment_capacity_exceeded");
+  }
+  return std::nullopt;
+}
+
+void HttpServer::Impl::sweep_registry(Clock::time_point now) {
+  for (const std::string& id : registry->sweep(now))
+    log_line(json{{"event", "segment.expire"}, {"id", id}});
+}
+
+std::optional<ApiError> HttpServer::Impl::query_salt(const httplib::Request& req,
+                                                     std::string* salt) const {
+  *salt = req.has_param("cache_salt") ? req.get_param_value("cache_salt") : "";
+  if (salt->size() > opt.limits.max_salt_bytes)
+    return bad_request("'cache_salt' longer than " + std::to_string(opt.limits.max_salt_bytes) + " bytes",
+                       "cache_salt", "invalid_value");
+  return std::nullopt;
+}
+
 void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::Response& res,
                                          Endpoint ep) {
   const Timer arrival;
   const bool chat = ep == Endpoint::kChat;
   const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
   json log{{"id", id}, {"path", req.path}};
-  auto fail = [&](const ApiError& e) {
-    send_error(res, e);
-    log["status"] = e.http_status;
-    log["error"] = e.code;
+  auto finish = [&](int status) {
+    log["status"] = status;
     log["ms"] = arrival.ms();
     log_line(log);
+    metrics.count_request(status);
+  };
+  auto fail = [&](const ApiError& e) {
+    send_error(res, e);
+    log["error"] = e.code;
+    finish(e.http_status);
   };
   ApiRequest r;
   if (auto e = parse_request(req.body, ep, opt.limits, &r)) return fail(*e);
-  if (r.model != opt.model_name)
-    return fail(make_error(404, "the model '" + r.model + "' does not exist; this server serves '" + opt.model_name + "'",
-                           "invalid_request_error", "model_not_found", "model"));
+  if (r.model != opt.model_name) return fail(model_not_found(r.model, opt.model_name));
+  // Registered segments referenced by id: tokens from the tenant's registration.
+  const auto now = Clock::now();
+  sweep_registry(now);
+  const SegmentResolver resolve = [this, &r, now](const std::string& sid, std::vector<int32_t>* ids)
+      -> std::optional<ApiError> {
+    SegmentRegistry::Ptr s = registry->find(sid, r.cache_salt, now);
+    if (!s) return segment_not_found(sid);
+    *ids = s->tokens;
+    return std::nullopt;
+  };
   PromptParts parts;
   const int64_t ctx = model.config().max_position_embeddings;
-  if (auto e = build_prompt(tok, r, ctx - r.max_tokens, &parts)) return fail(*e);
+  if (auto e = build_prompt(tok, r, ctx - r.max_tokens, &parts, resolve)) return fail(*e);
   Scheduler::Rejection why = Scheduler::Rejection::kNone;
   const bool stream = r.stream, include_usage = r.include_usage;
   log["stream"] = stream;
   log["mode"] = pic_mode_name(r.mode);
+  // Streaming requests notice a gone client when a write fails; others poll the socket.
+  if (!stream) r.client_gone = disconnect_probe(req);
   auto ticket = scheduler->submit(std::move(r), std::move(parts), arrival, &why);
   if (!ticket) {
     if (why == Scheduler::Rejection::kQueueFull)
@@ -159,10 +313,8 @@ void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::R
               {"created", created}, {"model", model_name}, {"choices", json::array({choice})},
               {"usage", o.result["usage"]}};
     res.set_content(dump(body), "application/json");
-    log["status"] = 200;
-    log["usage"] = o.result["usage"];
-    log["ms"] = arrival.ms();
-    log_line(log);
+    log_usage(log, o.result["usage"]);
+    finish(200);
     return;
   }
   // SSE: every event "data: {json}\n\n", then "data: [DONE]\n\n". Errors after the 200
@@ -174,17 +326,33 @@ void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::R
     return json{{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
                 {"created", created}, {"model", model_name}, {"choices", json::array({choice})}};
   };
+  // The log line is written once, by the provider or (client gone before it ran, or while
+  // it wrote) by the releaser; both run on this connection's thread.
+  struct StreamLog {
+    json log;
+    bool written = false;
+  };
+  auto slog = std::make_shared<StreamLog>(StreamLog{log, false});
+  auto end_log = [this, slog, arrival](int status) {
+    if (slog->written) return;
+    slog->written = true;
+    slog->log["status"] = status;
+    slog->log["ms"] = arrival.ms();
+    log_line(slog->log);
+    metrics.count_request(status);
+  };
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, ticket, chunk, chat, include_usage, id, created, model_name, log, arrival](
-          size_t, httplib::DataSink& sink) mutable {
+      [ticket, chunk, chat, include_usage, id, created, model_name, slog, end_log](
+          size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string s = "data: " + dump(j) + "\n\n";
           return sink.write(s.data(), s.size());
         };
         if (chat && !send(chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr))) {
           ticket->cancel();
+          end_log(499);
           return false;
         }
         std::string piece;
@@ -192,49 +360,159 @@ void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::R
         while (ticket->next(&piece, &o)) {
           if (!send(chunk(chat ? json{{"content", piece}} : json(piece), nullptr))) {
             ticket->cancel();
-            log["status"] = 499;
-            log_line(log);
+            end_log(499);
             return false;
           }
         }
+        int status = 200;
         if (o.error) {
           send(o.error->to_json());
-          log["status"] = o.error->http_status;
+          status = o.error->http_status;
+          slog->log["error"] = o.error->code;
         } else {
           send(chunk(chat ? json::object() : json(""), o.result["finish_reason"]));
           if (include_usage)
             send(json{{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
                       {"created", created}, {"model", model_name}, {"choices", json::array()},
                       {"usage", o.result["usage"]}});
-          log["status"] = 200;
-          log["usage"] = o.result["usage"];
+          log_usage(slog->log, o.result["usage"]);
         }
         const std::string done = "data: [DONE]\n\n";
         sink.write(done.data(), done.size());
         sink.done();
-        log["ms"] = arrival.ms();
-        log_line(log);
+        end_log(status);
         return true;
       },
-      [ticket](bool success) {
-        if (!success) ticket->cancel();
+      [ticket, end_log](bool success) {
+        if (success) return;
+        ticket->cancel();
+        end_log(499);
       });
+}
+
+void HttpServer::Impl::handle_register(const httplib::Request& req, httplib::Response& res) {
+  const Timer arrival;
+  json log{{"event", "segment.register"}, {"path", req.path}};
+  auto fail = [&](const ApiError& e) {
+    send_error(res, e);
+    log["status"] = e.http_status;
+    log["error"] = e.code;
+    log["ms"] = arrival.ms();
+    log_line(log);
+  };
+  SegmentRequest sr;
+  if (auto e = parse_segment_request(req.body, opt.limits, &sr)) return fail(*e);
+  if (!sr.model.empty() && sr.model != opt.model_name) return fail(model_not_found(sr.model, opt.model_name));
+  // Tokenised exactly as an inline segment part is, so the two share one cache entry.
+  std::vector<int32_t> ids = tok.encode(sr.text, /*parse_special=*/false);
+  const int64_t ctx = model.config().max_position_embeddings;
+  if (ids.empty()) return fail(bad_request("'text' tokenises to nothing", "text", "invalid_value"));
+  if (int64_t(ids.size()) >= ctx)
+    return fail(bad_request("the segment has " + std::to_string(ids.size()) + " tokens; a prompt holding it needs more than the model's context of " +
+                                std::to_string(ctx) + " tokens; split it into smaller segments",
+                            "text", "context_length_exceeded"));
+  const auto now = Clock::now();
+  sweep_registry(now);
+  if (auto e = capacity_error(registry->would_admit(0, now), 0)) return fail(*e);  // before building
+  ApiRequest r;
+  r.cache_salt = sr.cache_salt;
+  r.seam = sr.seam;
+  log["ttl"] = sr.ttl_seconds ? json(*sr.ttl_seconds) : json(nullptr);
+  sr.text.clear();  // the tokens travel in parts
+  r.registration = std::move(sr);
+  PromptParts parts;
+  parts.segments.push_back(std::move(ids));
+  Scheduler::Rejection why = Scheduler::Rejection::kNone;
+  auto ticket = scheduler->submit(std::move(r), std::move(parts), arrival, &why);
+  if (!ticket) {
+    if (why == Scheduler::Rejection::kQueueFull)
+      return fail(make_error(429, "the server is busy (request queue full); retry later", "rate_limit_error", "overloaded"));
+    return fail(make_error(503, "the server is shutting down", "server_error", "shutting_down"));
+  }
+  std::string ignored;
+  Outcome o = ticket->wait(&ignored);
+  if (o.error) return fail(*o.error);
+  res.set_content(dump(o.result), "application/json");
+  for (const char* k : {"id", "tokens", "cached", "bytes", "seam"}) log[k] = o.result[k];
+  log["status"] = 200;
+  log["ms"] = arrival.ms();
+  log_line(log);
+}
+
+void HttpServer::Impl::handle_segment(const httplib::Request& req, httplib::Response& res,
+                                      bool del) {
+  const std::string sid = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
+  std::string salt;
+  if (auto e = query_salt(req, &salt)) return send_error(res, *e);
+  const auto now = Clock::now();
+  sweep_registry(now);
+  if (!del) {
+    SegmentRegistry::Ptr s = registry->find(sid, salt, now);
+    if (!s) return send_error(res, segment_not_found(sid));
+    res.set_content(dump(segment_json(*s)), "application/json");
+    return;
+  }
+  const bool ok = registry->erase(sid, salt, now);
+  log_line(json{{"event", "segment.delete"}, {"id", sid}, {"status", ok ? 200 : 404}});
+  if (!ok) return send_error(res, segment_not_found(sid));
+  res.set_content(dump(json{{"id", sid}, {"object", "segment.deleted"}, {"deleted", true}}), "application/json");
+}
+
+void HttpServer::Impl::handle_segment_list(const httplib::Request& req, httplib::Response& res) {
+  std::string salt;
+  if (auto e = query_salt(req, &salt)) return send_error(res, *e);
+  const auto now = Clock::now();
+  sweep_registry(now);
+  json data = json::array();
+  for (const auto& s : registry->list(salt, now)) data.push_back(segment_json(*s));
+  res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
+}
+
+void HttpServer::Impl::handle_metrics(httplib::Response& res) {
+  const auto now = Clock::now();
+  sweep_registry(now);
+  ServerMetrics::Live live;
+  live.queue_depth = scheduler->queued();
+  live.running = scheduler->running();
+  const auto t = registry->totals(now);
+  live.registered_segments = t.count;
+  live.registered_bytes = t.bytes;
+  live.cache = store->stats();
+  res.set_content(metrics.render(live), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+bool HttpServer::Impl::authorized(const httplib::Request& req) const {
+  return opt.api_key.empty() || req.path == "/health" ||
+         constant_time_equal(req.get_header_value("Authorization"), "Bearer " + opt.api_key);
+}
+
+bool HttpServer::Impl::has_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
+void HttpServer::Impl::send_unauthorized(httplib::Response& res) {
+  send_error(res, make_error(401, "missing or invalid API key (send 'Authorization: Bearer KEY')",
+                             "invalid_request_error", "invalid_api_key"));
 }
 
 void HttpServer::Impl::setup_routes() {
   http.set_payload_max_length(opt.limits.max_body_bytes);
   // Handlers block while their job waits or runs, so the pool needs a thread per admitted
-  // job plus some to answer 429s and cheap routes. (httplib's own connection queue behind
-  // the pool is unbounded: a per-connection limit is left for the next step.)
+  // job plus some to answer 429s and cheap routes. Connections beyond those wait in a
+  // bounded queue, then in the kernel's backlog (ConnectionQueue).
   const size_t threads = size_t(std::max(8, opt.scheduler.workers + opt.scheduler.max_queue + 4));
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const size_t pending = size_t(std::max(1, opt.max_pending_connections));
+  http.new_task_queue = [this, threads, pending] {
+    return new ConnectionQueue(threads, pending, [this] { return stopping.load(); });
+  };
+  // Authentication. A request with a body is checked in its handler, after httplib has read
+  // the body: answering from the pre-routing hook would leave the body unread on a kept-alive
+  // connection, where its bytes would be parsed as the next request (seen with httpx, which
+  // sends the body in its own segment). Requests without a body are refused before routing.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (opt.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    const std::string h = req.get_header_value("Authorization");
-    const std::string want = "Bearer " + opt.api_key;
-    if (constant_time_equal(h, want)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, make_error(401, "missing or invalid API key (send 'Authorization: Bearer KEY')",
-                               "invalid_request_error", "invalid_api_key"));
+    if (authorized(req) || has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
+    send_unauthorized(res);
     return httplib::Server::HandlerResponse::Handled;
   });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -249,15 +527,40 @@ void HttpServer::Impl::setup_routes() {
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json m{{"id", opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "hypic"}};
-    res.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
+  const json model_object{{"id", opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "hypic"}};
+  http.Get("/v1/models", [model_object](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dump(json{{"object", "list"}, {"data", json::array({model_object})}}), "application/json");
   });
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
+    if (req.matches[1] == opt.model_name) return res.set_content(dump(model_object), "application/json");
+    send_error(res, make_error(404, "the model '" + std::string(req.matches[1]) + "' does not exist; this server serves '" +
+                                        opt.model_name + "'", "invalid_request_error", "model_not_found", "model"));
+  });
+  // POST handlers: authenticated here (see the pre-routing hook).
+  auto post = [this](const std::string& path, std::function<void(const httplib::Request&, httplib::Response&)> fn) {
+    http.Post(path, [this, fn](const httplib::Request& req, httplib::Response& res) {
+      if (!authorized(req)) return send_unauthorized(res);
+      fn(req, res);
+    });
+  };
+  post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(req, res, Endpoint::kChat);
   });
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_completion(req, res, Endpoint::kCompletions);
+  });
+  post("/v1/segments", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_register(req, res);
+  });
+  http.Get("/v1/segments", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_segment_list(req, res);
+  });
+  http.Get(R"(/v1/segments/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_segment(req, res, /*del=*/false);
+  });
+  http.Delete(R"(/v1/segments/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_segment(req, res, /*del=*/true);
   });
 }
 
@@ -273,9 +576,14 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   auto store = SegmentStore::open(so);
   if (!store) return store.status().with_context("opening the segment cache");
   auto impl = std::make_unique<Impl>(model, tok, std::move(opt));
+  SegmentRegistry::Options ro;
+  ro.max_bytes = impl->opt.registered_mem_bytes > 0 ? impl->opt.registered_mem_bytes
+                                                    : impl->opt.cache_mem_bytes / 2;
+  ro.max_segments = std::max(0, impl->opt.max_registered_segments);
+  impl->registry = std::make_unique<SegmentRegistry>(ro);
+  impl->store = std::shared_ptr<SegmentStore>(std::move(store).value());
   impl->composer = std::make_unique<Composer>(
-      model, std::shared_ptr<SegmentStore>(std::move(store).value()),
-      std::make_shared<PrefixCache>(impl->opt.cache_mem_bytes));
+      model, impl->store, std::make_shared<PrefixCache>(impl->opt.cache_mem_bytes));
   Impl* p = impl.get();
   impl->scheduler = std::make_unique<Scheduler>(
       impl->opt.scheduler, [p](const Scheduler::Job& j) { return p->run_job(j); });
@@ -299,6 +607,7 @@ void HttpServer::run() { impl_->http.listen_after_bind(); }
 
 void HttpServer::stop() {
   std::call_once(impl_->stop_once, [this] {
+    impl_->stopping = true;
     impl_->scheduler->shutdown();
     impl_->http.stop();
   });

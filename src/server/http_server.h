@@ -1,11 +1,19 @@
 // The OpenAI-compatible HTTP front end (cpp-httplib): routes, authentication, request
-// limits, SSE streaming. All queueing and locking is in Scheduler; the handlers parse,
-// validate, tokenise, submit and write responses.
+// limits, SSE streaming. Queueing and the jobs' locking are in Scheduler; the registry of
+// segments, the metrics and the connection queue keep their own small locks (see their
+// headers). The handlers parse, validate, tokenise, submit and write responses.
 //
-//   GET  /health                 {"status":"ok"} (no API key needed)
-//   GET  /v1/models              the one served model
-//   POST /v1/chat/completions    ChatML; content parts may be marked as segments
-//   POST /v1/completions         a plain prompt
+//   GET    /health                 {"status":"ok"} (no API key needed)
+//   GET    /metrics                Prometheus text format
+//   GET    /v1/models              the one served model
+//   POST   /v1/chat/completions    ChatML; content parts may be (or reference) segments
+//   POST   /v1/completions         a plain prompt
+//   POST   /v1/segments            register a segment: prefill, cache and pin its entry
+//   GET    /v1/segments[/{id}]     a tenant's registrations (?cache_salt=...)
+//   DELETE /v1/segments/{id}       end a registration (?cache_salt=...)
+//
+// A registration is a job on the scheduler like a completion (same workers, same 429).
+// Non-streaming requests stop when their client disconnects (see disconnect_probe()).
 #pragma once
 
 #include <memory>
@@ -30,8 +38,12 @@ struct ServerOptions {
   Scheduler::Options scheduler;
   size_t cache_mem_bytes = size_t(1) << 30;
   std::string cache_dir;
+  size_t registered_mem_bytes = 0;  // cap on bytes pinned by /v1/segments; 0: cache_mem_bytes / 2
+  int max_registered_segments = 1024;
+  int max_pending_connections = 64; // accepted connections waiting for an HTTP thread
   bool log_requests = true;         // one JSON line per request on stderr
   int debug_delay_ms = 0;           // tests: each job sleeps this long before running
+  int debug_piece_delay_ms = 0;     // tests: and this long after each piece of text
 };
 
 class HttpServer {

@@ -105,9 +105,26 @@ bool is_segment_marker(const json& part) {
   return false;
 }
 
-std::optional<ApiError> parse_content(const json& c, const std::string& param, Message* m) {
+std::optional<ApiError> parse_segment_ref(const json& p, const std::string& pp,
+                                          const RequestLimits& lim, Message* m) {
+  auto id = p.find("segment_id");
+  if (id == p.end())
+    return bad_request("'" + pp + ".segment_id' is required", pp + ".segment_id", "missing_required_parameter");
+  if (!id->is_string()) return wrong_type(pp + ".segment_id", "a string", *id);
+  std::string s = id->get<std::string>();
+  if (s.empty() || s.size() > lim.max_segment_id_bytes)
+    return bad_request("'" + pp + ".segment_id' must be a segment id from POST /v1/segments (1 to " +
+                           std::to_string(lim.max_segment_id_bytes) + " bytes)", pp + ".segment_id", "invalid_value");
+  if (p.contains("text"))
+    return bad_request("a 'segment' part takes no 'text': the registered segment's text is used", pp + ".text", "invalid_value");
+  m->parts.push_back({"", true, std::move(s)});
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_content(const json& c, const std::string& param,
+                                      const RequestLimits& lim, Message* m) {
   if (c.is_string()) {
-    m->parts.push_back({c.get<std::string>(), false});
+    m->parts.push_back({c.get<std::string>(), false, ""});
     return std::nullopt;
   }
   if (!c.is_array()) return wrong_type(param, "a string or an array of content parts", c);
@@ -119,9 +136,13 @@ std::optional<ApiError> parse_content(const json& c, const std::string& param, M
     auto t = p.find("type");
     if (t == p.end()) return bad_request("'" + pp + ".type' is required", pp + ".type", "missing_required_parameter");
     if (!t->is_string()) return wrong_type(pp + ".type", "a string", *t);
+    if (t->get<std::string>() == "segment") {
+      if (auto e = parse_segment_ref(p, pp, lim, m)) return e;
+      continue;
+    }
     if (t->get<std::string>() != "text")
       return bad_request("content part type '" + t->get<std::string>() +
-                             "' is not supported; only 'text' parts are", pp + ".type", "invalid_value");
+                             "' is not supported; only 'text' and 'segment' parts are", pp + ".type", "invalid_value");
     auto x = p.find("text");
     if (x == p.end()) return bad_request("'" + pp + ".text' is required", pp + ".text", "missing_required_parameter");
     if (!x->is_string()) return wrong_type(pp + ".text", "a string", *x);
@@ -137,7 +158,7 @@ std::optional<ApiError> parse_content(const json& c, const std::string& param, M
       if (cts != "segment" && cts != "ephemeral")
         return bad_request("cache_control type must be 'segment' or 'ephemeral'", pp + ".cache_control.type", "invalid_value");
     }
-    m->parts.push_back({x->get<std::string>(), is_segment_marker(p)});
+    m->parts.push_back({x->get<std::string>(), is_segment_marker(p), ""});
   }
   return std::nullopt;
 }
@@ -164,7 +185,7 @@ std::optional<ApiError> parse_messages(const json& v, const RequestLimits& lim, 
     auto content = m.find("content");
     if (content == m.end() || content->is_null())
       return bad_request("'" + pm + ".content' is required", pm + ".content", "missing_required_parameter");
-    if (auto e = parse_content(*content, pm + ".content", &msg)) return e;
+    if (auto e = parse_content(*content, pm + ".content", lim, &msg)) return e;
     if (msg.role != Role::kUser)
       for (size_t j = 0; j < msg.parts.size(); ++j)
         if (msg.parts[j].segment)
@@ -187,7 +208,7 @@ std::optional<ApiError> parse_messages(const json& v, const RequestLimits& lim, 
       return bad_request("text between two segment parts is not supported; mark it as a segment or move it",
                          "messages[" + std::to_string(r->messages.size() - 1) + "].content[" + std::to_string(j) + "]", "invalid_value");
   for (int j = first; first >= 0 && j <= last; ++j)
-    if (parts[j].text.empty())
+    if (parts[j].text.empty() && parts[j].segment_id.empty())
       return bad_request("a segment must not be empty", "messages[" + std::to_string(r->messages.size() - 1) + "].content[" + std::to_string(j) + "]", "invalid_value");
   if (r->segment_count() > lim.max_segments)
     return bad_request("too many segments (at most " + std::to_string(lim.max_segments) + ")", "messages", "too_many_segments");
@@ -333,6 +354,58 @@ std::optional<ApiError> parse_request(std::string_view body, Endpoint ep,
   return parse_object(j, ep, limits, out);
 }
 
+std::optional<ApiError> parse_segment_request(std::string_view body, const RequestLimits& lim,
+                                              SegmentRequest* out) {
+  *out = SegmentRequest{};
+  if (body.size() > lim.max_body_bytes) {
+    ApiError e = bad_request("request body larger than " + std::to_string(lim.max_body_bytes) + " bytes", "", "request_too_large");
+    e.http_status = 413;
+    return e;
+  }
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return bad_request("the request body is not valid JSON (or not valid UTF-8)", "", "invalid_json");
+  if (!j.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");
+  if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return wrong_type("model", "a string", *it);
+    out->model = it->get<std::string>();
+  }
+  auto text = j.find("text");
+  if (text == j.end() || text->is_null()) return bad_request("'text' is required", "text", "missing_required_parameter");
+  if (!text->is_string()) return wrong_type("text", "a string", *text);
+  out->text = text->get<std::string>();
+  if (out->text.empty()) return bad_request("'text' must not be empty", "text", "invalid_value");
+  if (auto it = j.find("ttl"); it != j.end() && !it->is_null()) {
+    int64_t v = 0;
+    if (auto e = get_int(*it, "ttl", 1, lim.max_segment_ttl_s, &v)) {
+      e->message += " (seconds; omit it to keep the segment until DELETE)";
+      return e;
+    }
+    out->ttl_seconds = v;
+  }
+  if (auto it = j.find("cache_salt"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return wrong_type("cache_salt", "a string", *it);
+    out->cache_salt = it->get<std::string>();
+    if (out->cache_salt.size() > lim.max_salt_bytes)
+      return bad_request("'cache_salt' longer than " + std::to_string(lim.max_salt_bytes) + " bytes", "cache_salt", "invalid_value");
+  }
+  if (auto it = j.find("seam"); it != j.end() && !it->is_null()) {
+    int64_t v = 0;
+    if (auto e = get_int(*it, "seam", 0, lim.max_seam, &v)) return e;
+    out->seam = int(v);
+  }
+  return std::nullopt;
+}
+
+ApiError segment_not_found(const std::string& id, std::string param) {
+  // Echo at most 64 bytes of a client-chosen id (dumped with invalid UTF-8 replaced).
+  const std::string shown = id.size() > 64 ? id.substr(0, 64) + "..." : id;
+  ApiError e = bad_request("segment '" + shown + "' not found (unknown, expired or deleted; or registered under another cache_salt); register it with POST /v1/segments",
+                           std::move(param), "segment_not_found");
+  e.http_status = 404;
+  return e;
+}
+
 GenerateOptions generate_options(const ApiRequest& r) {
   GenerateOptions g;
   g.max_tokens = r.max_tokens;
@@ -356,7 +429,8 @@ std::string chatml_text(const ApiRequest& r) {
 }
 
 std::optional<ApiError> build_prompt(const Tokenizer& tok, const ApiRequest& r,
-                                     int64_t max_prompt_tokens, PromptParts* out) {
+                                     int64_t max_prompt_tokens, PromptParts* out,
+                                     const SegmentResolver& resolve) {
   *out = PromptParts{};
   if (r.endpoint == Endpoint::kCompletions) {
     // Completions prompts are raw text: special-token text in them is parsed, as vLLM does.
@@ -381,11 +455,24 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ApiRequest& r,
       // Consecutive plain parts are tokenised as one text, so that splitting a string into
       // parts does not change its tokens.
       std::string run;
-      for (const auto& p : m.parts) {
+      for (size_t j = 0; j < m.parts.size(); ++j) {
+        const ContentPart& p = m.parts[j];
         if (last && p.segment) {
           plain(run, cur);
           run.clear();
-          out->segments.push_back(tok.encode(p.text, /*parse_special=*/false));
+          if (p.segment_id.empty()) {
+            out->segments.push_back(tok.encode(p.text, /*parse_special=*/false));
+          } else {
+            const std::string param = "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "].segment_id";
+            std::vector<int32_t> ids;
+            std::optional<ApiError> e = resolve ? resolve(p.segment_id, &ids) : segment_not_found(p.segment_id);
+            if (!e && ids.empty()) e = segment_not_found(p.segment_id);
+            if (e) {
+              if (e->param.empty()) e->param = param;
+              return e;
+            }
+            out->segments.push_back(std::move(ids));
+          }
           cur = &out->suffix;
         } else {
           run += p.text;

@@ -1,5 +1,5 @@
-// OpenAI-compatible request parsing and validation (/v1/chat/completions, /v1/completions)
-// and the mapping of a validated request onto the engine's prompt layout.
+// OpenAI-compatible request parsing and validation (/v1/chat/completions, /v1/completions,
+// POST /v1/segments) and the mapping of a validated request onto the engine's prompt layout.
 //
 // Every violation is an ApiError: the OpenAI error object (message, type, param, code) plus
 // the HTTP status to answer with. Parsing never throws and never aborts, whatever the bytes.
@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,9 +39,18 @@ ApiError bad_request(std::string message, std::string param = "", std::string co
 enum class Endpoint { kChat, kCompletions };
 enum class Role { kSystem, kUser, kAssistant };
 
+// A content part of a chat message. Three forms:
+//   {"type": "text", "text": "..."}                                   plain text
+//   {"type": "text", "text": "...", "cache_control": {"type": "segment"}}  (or
+//     "hypic_segment": true)                                          an inline segment
+//   {"type": "segment", "segment_id": "seg_..."}                      a registered segment
+//     (POST /v1/segments): segment = true, text empty; build_prompt's resolver supplies its
+//     tokens. Allowed wherever an inline segment is (the last user message) and counted by
+//     max_segments.
 struct ContentPart {
   std::string text;
-  bool segment = false;  // cache_control {"type":"segment"} or "hypic_segment": true
+  bool segment = false;
+  std::string segment_id;  // non-empty: a reference to a registered segment
 };
 
 struct Message {
@@ -58,6 +68,17 @@ struct RequestLimits {
   int default_max_tokens = 256;
   int max_seam = 1024;
   size_t max_salt_bytes = 256;
+  int64_t max_segment_ttl_s = 30 * 86400;  // POST /v1/segments "ttl"
+  size_t max_segment_id_bytes = 64;
+};
+
+// POST /v1/segments: {"text", "ttl"?, "cache_salt"?, "seam"?, "model"?}.
+struct SegmentRequest {
+  std::string model;  // "" when absent (then any served model)
+  std::string text;
+  std::string cache_salt;
+  int seam = 8;       // as ApiRequest's default, so that plain requests hit the entry
+  std::optional<int64_t> ttl_seconds;  // none: kept until DELETE
 };
 
 struct ApiRequest {
@@ -76,6 +97,12 @@ struct ApiRequest {
   PicMode mode = PicMode::kHypic;
   int seam = 8;
   std::string user;
+  // Not parsed; set by the HTTP layer.
+  // A registration job (POST /v1/segments): build and pin the entry of parts.segments[0].
+  std::optional<SegmentRequest> registration;
+  // True once the client has disconnected; the runner polls it between tokens. Empty: no
+  // probe (streaming requests notice a failed write instead).
+  std::function<bool()> client_gone;
   int segment_count() const;
 };
 
@@ -83,6 +110,15 @@ struct ApiRequest {
 // The model name is checked by the caller (404 for an unknown model).
 std::optional<ApiError> parse_request(std::string_view body, Endpoint ep,
                                       const RequestLimits& limits, ApiRequest* out);
+
+// Parses and validates a POST /v1/segments body (400 / 413 as above; the model name and the
+// token count are checked by the caller).
+std::optional<ApiError> parse_segment_request(std::string_view body, const RequestLimits& limits,
+                                              SegmentRequest* out);
+
+// The 404 for a segment id that is unknown, expired, deleted or registered under another
+// cache_salt: one message for all of them, so that it never reveals another tenant's ids.
+ApiError segment_not_found(const std::string& id, std::string param = "");
 
 // Sampling / stop options for the engine from a validated request.
 GenerateOptions generate_options(const ApiRequest& r);
@@ -93,10 +129,17 @@ GenerateOptions generate_options(const ApiRequest& r);
 // between two segments is not allowed (no place for it in the layout): 400.
 // Completions prompt -> all of it in the prefix (plain prompt ids, no template).
 // `max_prompt_tokens` (the context minus max_tokens) is checked after tokenisation.
+// A registered-segment reference takes its tokens from `resolve` (its error, e.g.
+// segment_not_found, is returned with the part's param filled in); without a resolver a
+// reference is answered segment_not_found.
+using SegmentResolver =
+    std::function<std::optional<ApiError>(const std::string& id, std::vector<int32_t>* tokens)>;
 std::optional<ApiError> build_prompt(const Tokenizer& tok, const ApiRequest& r,
-                                     int64_t max_prompt_tokens, PromptParts* out);
+                                     int64_t max_prompt_tokens, PromptParts* out,
+                                     const SegmentResolver& resolve = {});
 
-// The ChatML text of a chat request (segments in place), for reference runs and logs.
+// The ChatML text of a chat request (segments in place; a registered segment's text is not
+// kept, so a reference contributes nothing), for reference runs and logs.
 std::string chatml_text(const ApiRequest& r);
 
 }  // namespace hypic::server

@@ -5,11 +5,13 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/generate.h"
+#include "server/exposition_check.h"
 #include "server/http_server.h"
 
 namespace hypic::server {
@@ -73,6 +75,11 @@ class HttpTest : public ::testing::Test {
                 {"messages", json::array({json{{"role", "system"}, {"content", "Be brief."}},
                                           json{{"role", "user"}, {"content", "Tell me a story"}}})}};
   }
+  static json bad_model_body() {
+    json b = chat_body(1);
+    b["model"] = "gpt-9";
+    return b;
+  }
   static json seg_body(const std::string& salt) {
     json content = json::array(
         {json{{"type", "text"}, {"text", "The first document talks about rivers and lakes."}, {"cache_control", {{"type", "segment"}}}},
@@ -93,6 +100,63 @@ class HttpTest : public ::testing::Test {
     }
     *status = r->status;
     return json::parse(r->body, nullptr, false);
+  }
+  static json get(httplib::Client& c, const std::string& path, int* status,
+                  const httplib::Headers& h = {}) {
+    auto r = c.Get(path.c_str(), h);
+    if (!r) {
+      ADD_FAILURE() << "no response from GET " << path;
+      *status = -1;
+      return json();
+    }
+    *status = r->status;
+    return json::parse(r->body, nullptr, false);
+  }
+  static json del(httplib::Client& c, const std::string& path, int* status) {
+    auto r = c.Delete(path.c_str());
+    if (!r) {
+      ADD_FAILURE() << "no response from DELETE " << path;
+      *status = -1;
+      return json();
+    }
+    *status = r->status;
+    return json::parse(r->body, nullptr, false);
+  }
+  // A document long enough to have a cache entry with the default seam.
+  static std::string doc(const std::string& topic) {
+    std::string d;
+    for (int i = 0; i < 4; ++i) d += "This document is about " + topic + ", part " + std::to_string(i) + ". ";
+    return d;
+  }
+  // A chat request whose last user message is `parts` then a question.
+  static json parts_body(json parts, const std::string& salt, int max_tokens = 4) {
+    parts.push_back(json{{"type", "text"}, {"text", "Summarise."}});
+    json b{{"model", "tiny"}, {"temperature", 0}, {"max_tokens", max_tokens},
+           {"messages", json::array({json{{"role", "user"}, {"content", parts}}})}};
+    if (!salt.empty()) b["cache_salt"] = salt;
+    return b;
+  }
+  static json ref(const std::string& id) { return json{{"type", "segment"}, {"segment_id", id}}; }
+  static json inline_seg(const std::string& text) {
+    return json{{"type", "text"}, {"text", text}, {"hypic_segment", true}};
+  }
+  static std::string metrics_text(httplib::Client& c) {
+    auto r = c.Get("/metrics");
+    if (!r || r->status != 200) {
+      ADD_FAILURE() << "GET /metrics failed";
+      return "";
+    }
+    EXPECT_EQ(r->get_header_value("Content-Type").rfind("text/plain", 0), 0u);
+    EXPECT_EQ(check_exposition(r->body), "") << r->body;
+    return r->body;
+  }
+  // The value of one series ("name" or "name{label=\"v\"}"); 0 if absent.
+  static double metric(const std::string& text, const std::string& series) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    return 0;
   }
   static Model* model_;
   static Tokenizer* tok_;
@@ -257,8 +321,19 @@ TEST_F(HttpTest, ApiKeyRequired) {
   auto h = c.Get("/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
+  for (const char* path : {"/metrics", "/v1/segments", "/v1/segments/seg_x"}) {
+    auto g = c.Get(path);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g->status, 401) << path;
+  }
+  post(c, "/v1/segments", json{{"text", "x"}}, &st);
+  EXPECT_EQ(st, 401);
   post(c, "/v1/chat/completions", chat_body(1), &st, {{"Authorization", "Bearer sekrit"}});
   EXPECT_EQ(st, 200);
+  auto m2 = c.Get("/metrics", {{"Authorization", "Bearer sekrit"}});
+  ASSERT_TRUE(m2);
+  EXPECT_EQ(m2->status, 200);
+  EXPECT_EQ(check_exposition(m2->body), "");
 }
 
 TEST_F(HttpTest, FullQueueGives429WithRetryAfter) {
@@ -312,6 +387,70 @@ TEST_F(HttpTest, BadRequestsThenGoodOne) {
   too_long["max_tokens"] = 4096;  // more than the tiny model's context leaves
   e = post(c, "/v1/chat/completions", too_long, &st);
   EXPECT_EQ(st, 400) << e.dump();
+  // Segments: registrations and references.
+  auto r2 = c.Post("/v1/segments", "{not json", "application/json");
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->status, 400);
+  EXPECT_EQ(json::parse(r2->body)["error"]["code"], "invalid_json");
+  struct BadSeg {
+    json body;
+    int status;
+    std::string param;
+  };
+  const std::vector<BadSeg> bad_segs = {
+      {json::array(), 400, ""},
+      {json{{"ttl", 5}}, 400, "text"},
+      {json{{"text", 5}}, 400, "text"},
+      {json{{"text", json::object()}}, 400, "text"},
+      {json{{"text", ""}}, 400, "text"},
+      {json{{"text", "a"}, {"ttl", -5}}, 400, "ttl"},
+      {json{{"text", "a"}, {"ttl", 0}}, 400, "ttl"},
+      {json{{"text", "a"}, {"ttl", 1e18}}, 400, "ttl"},
+      {json{{"text", "a"}, {"ttl", 10000000000LL}}, 400, "ttl"},
+      {json{{"text", "a"}, {"ttl", "1h"}}, 400, "ttl"},
+      {json{{"text", "a"}, {"cache_salt", json::array()}}, 400, "cache_salt"},
+      {json{{"text", "a"}, {"seam", -1}}, 400, "seam"},
+      {json{{"text", "a"}, {"seam", 1.5}}, 400, "seam"},
+      {json{{"text", "a"}, {"model", "gpt-9"}}, 404, "model"},
+      {json{{"text", std::string(5000, 'y')}}, 413, ""},
+  };
+  for (const auto& b : bad_segs) {
+    e = post(c, "/v1/segments", b.body, &st);
+    EXPECT_EQ(st, b.status) << b.body.dump().substr(0, 80) << " -> " << e.dump();
+    if (st == 413) continue;  // httplib's own limit may answer first
+    EXPECT_EQ(e["error"]["param"], b.param.empty() ? json(nullptr) : json(b.param)) << b.body.dump().substr(0, 80);
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error");
+  }
+  for (const std::string& id : std::vector<std::string>{"seg_0123456789abcdef0123456789abcdef", "nope", "seg_%00", "..", std::string(200, 'z')}) {
+    e = get(c, "/v1/segments/" + id, &st);
+    EXPECT_EQ(st, 404) << id;
+    EXPECT_TRUE(e.contains("error")) << id;
+    e = del(c, "/v1/segments/" + id, &st);
+    EXPECT_EQ(st, 404) << id;
+  }
+  e = get(c, "/v1/segments/seg_x?cache_salt=" + std::string(300, 's'), &st);
+  EXPECT_EQ(st, 400);
+  EXPECT_EQ(e["error"]["param"], "cache_salt");
+  e = post(c, "/v1/chat/completions", parts_body(json::array({ref("seg_0123456789abcdef0123456789abcdef")}), ""), &st);
+  EXPECT_EQ(st, 404);
+  EXPECT_EQ(e["error"]["code"], "segment_not_found");
+  EXPECT_EQ(e["error"]["param"], "messages[0].content[0].segment_id");
+  e = post(c, "/v1/chat/completions", parts_body(json::array({json{{"type", "segment"}, {"segment_id", 12}}}), ""), &st);
+  EXPECT_EQ(st, 400);
+  EXPECT_EQ(e["error"]["param"], "messages[0].content[0].segment_id");
+  e = post(c, "/v1/chat/completions", parts_body(json::array({json{{"type", "segment"}}}), ""), &st);
+  EXPECT_EQ(st, 400);
+  // Registered, deleted twice, then referenced.
+  json reg = post(c, "/v1/segments", json{{"text", "short"}}, &st);
+  ASSERT_EQ(st, 200) << reg.dump();
+  const std::string id = reg["id"];
+  e = del(c, "/v1/segments/" + id, &st);
+  EXPECT_EQ(st, 200);
+  e = del(c, "/v1/segments/" + id, &st);
+  EXPECT_EQ(st, 404);
+  EXPECT_EQ(e["error"]["code"], "segment_not_found");
+  e = post(c, "/v1/chat/completions", parts_body(json::array({ref(id)}), ""), &st);
+  EXPECT_EQ(st, 404);
   e = post(c, "/v1/chat/completions", chat_body(2), &st);
   EXPECT_EQ(st, 200) << e.dump();
 }
@@ -340,6 +479,249 @@ TEST_F(HttpTest, ClientDisconnectCancelsAndServerKeepsServing) {
     if (st != 429) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  EXPECT_EQ(st, 200);
+}
+
+TEST_F(HttpTest, RegisteredSegmentsAreUsedByIdAndIsolatedByTenant) {
+  Running s(*model_, *tok_, opts());
+  auto c = s.client();
+  int st = 0;
+  const std::string text = doc("rivers and lakes");
+  json reg = post(c, "/v1/segments", json{{"text", text}, {"cache_salt", "A"}, {"model", "tiny"}}, &st);
+  ASSERT_EQ(st, 200) << reg.dump();
+  const std::string id = reg["id"];
+  EXPECT_EQ(id.rfind("seg_", 0), 0u);
+  EXPECT_EQ(reg["object"], "segment");
+  EXPECT_EQ(reg["tokens"], int64_t(tok_->encode(text, false).size()));
+  EXPECT_EQ(reg["cached"], true);
+  EXPECT_GT(reg["bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(reg["seam"], 8);
+  EXPECT_GT(reg["created"].get<int64_t>(), 0);
+  EXPECT_TRUE(reg["expires_at"].is_null());
+
+  // Referenced by id: its pinned entry is a hit.
+  json by_ref = post(c, "/v1/chat/completions",
+                     parts_body(json::array({ref(id), inline_seg(doc("mountains"))}), "A"), &st);
+  ASSERT_EQ(st, 200) << by_ref.dump();
+  EXPECT_EQ(by_ref["usage"]["hypic"]["segments_hit"], 1);
+  EXPECT_EQ(by_ref["usage"]["hypic"]["segments_missed"], 1);
+  EXPECT_GT(by_ref["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 0);
+  // The same text inline is the same segment: same entry, same answer.
+  json by_text = post(c, "/v1/chat/completions",
+                      parts_body(json::array({inline_seg(text), inline_seg(doc("mountains"))}), "A"), &st);
+  ASSERT_EQ(st, 200) << by_text.dump();
+  EXPECT_EQ(by_text["usage"]["hypic"]["segments_hit"], 2);
+  EXPECT_EQ(by_text["choices"][0]["message"]["content"], by_ref["choices"][0]["message"]["content"]);
+  EXPECT_EQ(by_text["usage"]["prompt_tokens"], by_ref["usage"]["prompt_tokens"]);
+
+  // Another tenant (or none) gets exactly the unknown-id answer.
+  json other = post(c, "/v1/chat/completions", parts_body(json::array({ref(id)}), "B"), &st);
+  EXPECT_EQ(st, 404);
+  const std::string fake = "seg_" + std::string(32, '0');
+  json unknown = post(c, "/v1/chat/completions", parts_body(json::array({ref(fake)}), "A"), &st);
+  EXPECT_EQ(st, 404);
+  auto scrub = [](json e, const std::string& sid) {
+    std::string m = e["error"]["message"];
+    m.replace(m.find(sid), sid.size(), "ID");
+    e["error"]["message"] = m;
+    return e;
+  };
+  EXPECT_EQ(scrub(other, id), scrub(unknown, fake));
+  EXPECT_EQ(other["error"]["code"], "segment_not_found");
+  post(c, "/v1/chat/completions", parts_body(json::array({ref(id)}), ""), &st);
+  EXPECT_EQ(st, 404);
+
+  // GET / list / DELETE are per tenant too.
+  json g = get(c, "/v1/segments/" + id + "?cache_salt=A", &st);
+  EXPECT_EQ(st, 200);
+  EXPECT_EQ(g, reg);
+  get(c, "/v1/segments/" + id, &st);
+  EXPECT_EQ(st, 404);
+  get(c, "/v1/segments/" + id + "?cache_salt=B", &st);
+  EXPECT_EQ(st, 404);
+  json short_reg = post(c, "/v1/segments", json{{"text", "Hi"}, {"cache_salt", "A"}, {"ttl", 3600}}, &st);
+  ASSERT_EQ(st, 200) << short_reg.dump();
+  EXPECT_EQ(short_reg["cached"], false);  // too short for an entry: recomputed when used
+  EXPECT_EQ(short_reg["bytes"], 0);
+  EXPECT_EQ(short_reg["expires_at"], short_reg["created"].get<int64_t>() + 3600);
+  json l = get(c, "/v1/segments?cache_salt=A", &st);
+  ASSERT_EQ(st, 200);
+  EXPECT_EQ(l["object"], "list");
+  ASSERT_EQ(l["data"].size(), 2u);
+  EXPECT_EQ(l["data"][0]["id"], id);
+  EXPECT_EQ(l["data"][1]["id"], short_reg["id"]);
+  EXPECT_TRUE(get(c, "/v1/segments?cache_salt=B", &st)["data"].empty());
+  EXPECT_TRUE(get(c, "/v1/segments", &st)["data"].empty());
+  json short_use = post(c, "/v1/chat/completions",
+                        parts_body(json::array({ref(short_reg["id"]), ref(id)}), "A"), &st);
+  ASSERT_EQ(st, 200) << short_use.dump();
+  EXPECT_EQ(short_use["usage"]["hypic"]["segments_hit"], 1);
+
+  del(c, "/v1/segments/" + id + "?cache_salt=B", &st);
+  EXPECT_EQ(st, 404);
+  json d = del(c, "/v1/segments/" + id + "?cache_salt=A", &st);
+  EXPECT_EQ(st, 200);
+  EXPECT_EQ(d, (json{{"id", id}, {"object", "segment.deleted"}, {"deleted", true}}));
+  del(c, "/v1/segments/" + id + "?cache_salt=A", &st);
+  EXPECT_EQ(st, 404);
+  get(c, "/v1/segments/" + id + "?cache_salt=A", &st);
+  EXPECT_EQ(st, 404);
+  post(c, "/v1/chat/completions", parts_body(json::array({ref(id)}), "A"), &st);
+  EXPECT_EQ(st, 404);
+}
+
+TEST_F(HttpTest, SegmentTtlExpires) {
+  Running s(*model_, *tok_, opts());
+  auto c = s.client();
+  int st = 0;
+  json reg = post(c, "/v1/segments", json{{"text", doc("time")}, {"ttl", 1}}, &st);
+  ASSERT_EQ(st, 200) << reg.dump();
+  EXPECT_EQ(reg["expires_at"], reg["created"].get<int64_t>() + 1);
+  EXPECT_EQ(metric(metrics_text(c), "hypic_registered_segments"), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  json e = get(c, "/v1/segments/" + reg["id"].get<std::string>(), &st);
+  EXPECT_EQ(st, 404);
+  EXPECT_EQ(e["error"]["code"], "segment_not_found");
+  EXPECT_EQ(metric(metrics_text(c), "hypic_registered_segments"), 0);
+  post(c, "/v1/chat/completions", parts_body(json::array({ref(reg["id"])}), ""), &st);
+  EXPECT_EQ(st, 404);
+}
+
+TEST_F(HttpTest, RegistrationsCannotExhaustTheCache) {
+  ServerOptions o = opts();
+  o.registered_mem_bytes = 1;  // no entry fits
+  o.max_registered_segments = 2;
+  Running s(*model_, *tok_, o);
+  auto c = s.client();
+  int st = 0;
+  json e = post(c, "/v1/segments", json{{"text", doc("space")}}, &st);
+  EXPECT_EQ(st, 507) << e.dump();
+  EXPECT_EQ(e["error"]["code"], "segment_capacity_exceeded");
+  post(c, "/v1/segments", json{{"text", "a"}}, &st);  // short: pins nothing
+  EXPECT_EQ(st, 200);
+  post(c, "/v1/segments", json{{"text", "b"}}, &st);
+  EXPECT_EQ(st, 200);
+  e = post(c, "/v1/segments", json{{"text", "c"}}, &st);
+  EXPECT_EQ(st, 507);
+  EXPECT_EQ(e["error"]["code"], "segment_capacity_exceeded");
+  EXPECT_EQ(metric(metrics_text(c), "hypic_registered_segment_bytes"), 0);
+  e = post(c, "/v1/chat/completions", chat_body(1), &st);
+  EXPECT_EQ(st, 200) << e.dump();
+}
+
+TEST_F(HttpTest, MetricsFollowRequests) {
+  Running s(*model_, *tok_, opts());
+  auto c = s.client();
+  int st = 0;
+  const std::string m0 = metrics_text(c);
+  EXPECT_EQ(metric(m0, "hypic_requests_total{status=\"200\"}"), 0);
+  EXPECT_EQ(metric(m0, "hypic_queue_depth"), 0);
+  EXPECT_EQ(metric(m0, "hypic_running_requests"), 0);
+  EXPECT_EQ(metric(m0, "hypic_cache_entries"), 0);
+  for (const char* name : {"hypic_ttft_seconds_count", "hypic_inter_token_latency_seconds_count",
+                           "hypic_prompt_tokens_total", "hypic_generation_tokens_total",
+                           "hypic_tokens_reused_total", "hypic_tokens_recomputed_total",
+                           "hypic_seam_tokens_total", "hypic_segment_hits_total",
+                           "hypic_segment_misses_total", "hypic_cache_bytes", "hypic_cache_evictions_total",
+                           "hypic_registered_segments"})
+    EXPECT_NE(m0.find(std::string("\n") + name + " "), std::string::npos) << name;
+
+  json a = post(c, "/v1/chat/completions", seg_body("m"), &st);
+  ASSERT_EQ(st, 200) << a.dump();
+  json sb = seg_body("m");
+  sb["stream"] = true;
+  sb["max_tokens"] = 6;
+  auto r = c.Post("/v1/chat/completions", sb.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  post(c, "/v1/chat/completions", bad_model_body(), &st);
+  EXPECT_EQ(st, 404);
+  post(c, "/v1/segments", json{{"text", doc("metrics")}}, &st);
+  ASSERT_EQ(st, 200);
+
+  std::string m1;
+  for (int i = 0; i < 100; ++i) {  // the streamed request is counted just after its last write
+    m1 = metrics_text(c);
+    if (metric(m1, "hypic_requests_total{status=\"200\"}") == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(metric(m1, "hypic_requests_total{status=\"200\"}"), 2);
+  EXPECT_EQ(metric(m1, "hypic_requests_total{status=\"404\"}"), 1);
+  EXPECT_EQ(metric(m1, "hypic_ttft_seconds_count"), 2);
+  EXPECT_EQ(metric(m1, "hypic_ttft_seconds_bucket{le=\"+Inf\"}"), 2);
+  EXPECT_GT(metric(m1, "hypic_ttft_seconds_sum"), 0);
+  const int64_t p1 = a["usage"]["prompt_tokens"];
+  EXPECT_EQ(metric(m1, "hypic_prompt_tokens_total"), 2 * p1);
+  EXPECT_GE(metric(m1, "hypic_generation_tokens_total"), a["usage"]["completion_tokens"].get<double>());
+  EXPECT_EQ(metric(m1, "hypic_segment_misses_total"), 2);
+  EXPECT_EQ(metric(m1, "hypic_segment_hits_total"), 2);
+  EXPECT_GT(metric(m1, "hypic_tokens_reused_total"), 0);
+  EXPECT_GT(metric(m1, "hypic_tokens_recomputed_total"), 0);
+  EXPECT_GT(metric(m1, "hypic_seam_tokens_total"), 0);
+  // The warm request reused both bodies: at most the two requests' prompts minus the cold one's work.
+  EXPECT_LE(metric(m1, "hypic_tokens_reused_total") + metric(m1, "hypic_tokens_recomputed_total"),
+            metric(m1, "hypic_prompt_tokens_total"));
+  EXPECT_EQ(metric(m1, "hypic_cache_entries"), 3);  // two documents and the registered one
+  EXPECT_GT(metric(m1, "hypic_cache_bytes"), 0);
+  EXPECT_EQ(metric(m1, "hypic_registered_segments"), 1);
+  EXPECT_GT(metric(m1, "hypic_registered_segment_bytes"), 0);
+  EXPECT_GT(metric(m1, "hypic_cache_pinned_bytes"), 0);
+  EXPECT_EQ(metric(m1, "hypic_queue_depth"), 0);
+  EXPECT_EQ(metric(m1, "hypic_running_requests"), 0);
+}
+
+TEST_F(HttpTest, NonStreamingClientDisconnectCancels) {
+  ServerOptions o = opts();
+  o.scheduler.workers = 1;
+  o.scheduler.max_queue = 0;
+  o.debug_delay_ms = 600;  // the client gives up while the job waits
+  Running s(*model_, *tok_, o);
+  {
+    auto impatient = s.client();
+    impatient.set_read_timeout(0, 200000);
+    auto r = impatient.Post("/v1/chat/completions", chat_body(50).dump(), "application/json");
+    EXPECT_FALSE(r);  // timed out; the connection is closed
+  }
+  auto c = s.client();
+  std::string m;
+  for (int i = 0; i < 100; ++i) {
+    m = metrics_text(c);
+    if (metric(m, "hypic_requests_total{status=\"499\"}") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(metric(m, "hypic_requests_total{status=\"499\"}"), 1) << m;
+  EXPECT_EQ(metric(m, "hypic_prompt_tokens_total"), 0);  // stopped before its prefill
+  EXPECT_EQ(metric(m, "hypic_generation_tokens_total"), 0);
+  int st = 0;
+  post(c, "/v1/chat/completions", chat_body(1), &st);
+  EXPECT_EQ(st, 200);
+}
+
+TEST_F(HttpTest, NonStreamingClientDisconnectStopsDecoding) {
+  ServerOptions o = opts();
+  o.scheduler.workers = 1;
+  o.scheduler.max_queue = 0;
+  o.debug_piece_delay_ms = 20;  // decoding 100 tokens takes 2 s or more
+  Running s(*model_, *tok_, o);
+  const json b = chat_body(100);  // greedy, it runs to the length limit (no EOS before 134)
+  {
+    auto impatient = s.client();
+    impatient.set_read_timeout(0, 300000);
+    auto r = impatient.Post("/v1/chat/completions", b.dump(), "application/json");
+    EXPECT_FALSE(r);
+  }
+  auto c = s.client();
+  std::string m;
+  for (int i = 0; i < 500; ++i) {
+    m = metrics_text(c);
+    if (metric(m, "hypic_requests_total{status=\"499\"}") + metric(m, "hypic_requests_total{status=\"200\"}") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(metric(m, "hypic_requests_total{status=\"499\"}"), 1) << m;
+  EXPECT_GT(metric(m, "hypic_generation_tokens_total"), 0);  // stopped while decoding
+  EXPECT_LT(metric(m, "hypic_generation_tokens_total"), 100);
+  int st = 0;
+  post(c, "/v1/chat/completions", chat_body(1), &st);
   EXPECT_EQ(st, 200);
 }
 

@@ -90,6 +90,62 @@ TEST(PromptMap, CompletionsPromptIsPlainIds) {
   EXPECT_EQ(p.suffix, tok().encode("Once upon a time"));
 }
 
+TEST(PromptMap, SegmentReferencesResolveToTheSameLayoutAsInline) {
+  ApiRequest inline_req = parse(R"({"model":"m","messages":[{"role":"user","content":[
+      {"type":"text","text":"Read: "},
+      {"type":"text","text":"First document.","hypic_segment":true},
+      {"type":"text","text":"Second one.","hypic_segment":true},
+      {"type":"text","text":"What now?"}]}]})");
+  ApiRequest ref_req = parse(R"({"model":"m","messages":[{"role":"user","content":[
+      {"type":"text","text":"Read: "},
+      {"type":"segment","segment_id":"seg_a"},
+      {"type":"text","text":"Second one.","hypic_segment":true},
+      {"type":"text","text":"What now?"}]}]})");
+  PromptParts want, got;
+  ASSERT_FALSE(build_prompt(tok(), inline_req, 100000, &want));
+  std::vector<std::string> asked;
+  SegmentResolver resolve = [&](const std::string& id, std::vector<int32_t>* ids) -> std::optional<ApiError> {
+    asked.push_back(id);
+    *ids = tok().encode("First document.", false);  // as POST /v1/segments tokenises
+    return std::nullopt;
+  };
+  ASSERT_FALSE(build_prompt(tok(), ref_req, 100000, &got, resolve));
+  EXPECT_EQ(asked, std::vector<std::string>{"seg_a"});
+  EXPECT_EQ(got.prefix, want.prefix);
+  EXPECT_EQ(got.segments, want.segments);
+  EXPECT_EQ(got.suffix, want.suffix);
+}
+
+TEST(PromptMap, UnresolvedReferenceIs404WithItsParam) {
+  ApiRequest r = parse(R"({"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[
+      {"type":"segment","segment_id":"seg_x"},{"type":"text","text":"Q"}]}]})");
+  PromptParts p;
+  auto e = build_prompt(tok(), r, 100000, &p);  // no resolver
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 404);
+  EXPECT_EQ(e->code, "segment_not_found");
+  EXPECT_EQ(e->param, "messages[1].content[0].segment_id");
+  e = build_prompt(tok(), r, 100000, &p, [](const std::string& id, std::vector<int32_t>*) -> std::optional<ApiError> {
+    return segment_not_found(id);
+  });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 404);
+  EXPECT_EQ(e->param, "messages[1].content[0].segment_id");
+  // A resolver that yields no tokens is a not-found too, never an empty segment.
+  e = build_prompt(tok(), r, 100000, &p, [](const std::string&, std::vector<int32_t>*) -> std::optional<ApiError> {
+    return std::nullopt;
+  });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "segment_not_found");
+  // Registered tokens count towards the context check.
+  e = build_prompt(tok(), r, 20, &p, [](const std::string&, std::vector<int32_t>* ids) -> std::optional<ApiError> {
+    ids->assign(100, 5);
+    return std::nullopt;
+  });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, "context_length_exceeded");
+}
+
 TEST(PromptMap, TooLongPromptIsRejectedAfterTokenisation) {
   ApiRequest r = parse(R"({"model":"m","messages":[{"role":"user","content":"a b c d e f g h"}]})");
   PromptParts p;

@@ -132,6 +132,16 @@ TEST(Request, HostileInputsGiveTypedErrors) {
       {"negative seam", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"hypic":{"seam":-1}})", 400, "hypic.seam"},
       {"hypic not object", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"hypic":"fast"})", 400, "hypic"},
       {"logprobs", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"logprobs":true})", 400, "logprobs"},
+      {"segment ref without id", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment"},{"type":"text","text":"q"}]}]})", 400, "messages[0].content[0].segment_id"},
+      {"segment id number", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":7},{"type":"text","text":"q"}]}]})", 400, "messages[0].content[0].segment_id"},
+      {"segment id null", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":null},{"type":"text","text":"q"}]}]})", 400, "messages[0].content[0].segment_id"},
+      {"segment id empty", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":""},{"type":"text","text":"q"}]}]})", 400, "messages[0].content[0].segment_id"},
+      {"segment id too long", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":")" + std::string(65, 'a') + R"("},{"type":"text","text":"q"}]}]})", 400, "messages[0].content[0].segment_id"},
+      {"segment ref with text", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":"seg_1","text":"x"},{"type":"text","text":"q"}]}]})", 400, "messages[0].content[0].text"},
+      {"segment ref in system", Endpoint::kChat, R"({"model":"m","messages":[{"role":"system","content":[{"type":"segment","segment_id":"seg_1"}]},{"role":"user","content":"q"}]})", 400, "messages[0].content[0]"},
+      {"segment ref in earlier turn", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":"seg_1"}]},{"role":"assistant","content":"b"},{"role":"user","content":"q"}]})", 400, "messages[0].content[0]"},
+      {"text between refs", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":"seg_1"},{"type":"text","text":"mid"},{"type":"segment","segment_id":"seg_2"}]}]})", 400, "messages[0].content[1]"},
+      {"too many refs", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":"seg_1"},{"type":"segment","segment_id":"seg_2"},{"type":"text","text":"c","hypic_segment":true},{"type":"segment","segment_id":"seg_1"},{"type":"text","text":"q"}]}]})", 400, "messages"},
       {"missing prompt", Endpoint::kCompletions, R"({"model":"m"})", 400, "prompt"},
       {"empty prompt", Endpoint::kCompletions, R"({"model":"m","prompt":""})", 400, "prompt"},
       {"token prompt", Endpoint::kCompletions, R"({"model":"m","prompt":[1,2,3]})", 400, "prompt"},
@@ -153,6 +163,83 @@ TEST(Request, HostileInputsGiveTypedErrors) {
   }
 }
 
+TEST(Request, SegmentReferenceParses) {
+  ApiRequest r;
+  auto e = parse_request(R"({"model":"m","messages":[{"role":"user","content":[
+      {"type":"segment","segment_id":"seg_00ff"},
+      {"type":"text","text":"inline","hypic_segment":true},
+      {"type":"text","text":"Q?"}]}]})",
+                         Endpoint::kChat, limits(), &r);
+  ASSERT_FALSE(e) << e->message;
+  const auto& p = r.messages[0].parts;
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_TRUE(p[0].segment);
+  EXPECT_EQ(p[0].segment_id, "seg_00ff");
+  EXPECT_TRUE(p[0].text.empty());
+  EXPECT_TRUE(p[1].segment);
+  EXPECT_TRUE(p[1].segment_id.empty());
+  EXPECT_EQ(r.segment_count(), 2);
+}
+
+TEST(Request, SegmentRegistrationParses) {
+  SegmentRequest s;
+  auto e = parse_segment_request(R"({"text":"a document"})", limits(), &s);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(s.text, "a document");
+  EXPECT_EQ(s.seam, ApiRequest{}.seam);
+  EXPECT_FALSE(s.ttl_seconds);
+  EXPECT_TRUE(s.cache_salt.empty());
+  EXPECT_TRUE(s.model.empty());
+  e = parse_segment_request(R"({"text":"d","ttl":60.0,"cache_salt":"t","seam":4,"model":"m","extra":1})", limits(), &s);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(*s.ttl_seconds, 60);
+  EXPECT_EQ(s.cache_salt, "t");
+  EXPECT_EQ(s.seam, 4);
+  EXPECT_EQ(s.model, "m");
+  e = parse_segment_request(R"({"text":"d","ttl":null,"seam":null,"cache_salt":null})", limits(), &s);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_FALSE(s.ttl_seconds);
+}
+
+TEST(Request, HostileSegmentRegistrations) {
+  const std::string big(70000, 'a');
+  const std::vector<std::pair<std::string, std::pair<int, std::string>>> cases = {
+      {"", {400, ""}},
+      {"nope", {400, ""}},
+      {"[]", {400, ""}},
+      {"\"text\"", {400, ""}},
+      {"{\"text\":\"\xff\"}", {400, ""}},
+      {"{\"text\":\"" + big + "\"}", {413, ""}},
+      {R"({})", {400, "text"}},
+      {R"({"text":null})", {400, "text"}},
+      {R"({"text":5})", {400, "text"}},
+      {R"({"text":["a"]})", {400, "text"}},
+      {R"({"text":""})", {400, "text"}},
+      {R"({"text":"a","ttl":-1})", {400, "ttl"}},
+      {R"({"text":"a","ttl":0})", {400, "ttl"}},
+      {R"({"text":"a","ttl":1e300})", {400, "ttl"}},
+      {R"({"text":"a","ttl":99999999999})", {400, "ttl"}},
+      {R"({"text":"a","ttl":18446744073709551615})", {400, "ttl"}},
+      {R"({"text":"a","ttl":1.5})", {400, "ttl"}},
+      {R"({"text":"a","ttl":"60"})", {400, "ttl"}},
+      {R"({"text":"a","ttl":true})", {400, "ttl"}},
+      {R"({"text":"a","cache_salt":1})", {400, "cache_salt"}},
+      {R"({"text":"a","cache_salt":")" + std::string(300, 's') + R"("})", {400, "cache_salt"}},
+      {R"({"text":"a","seam":-1})", {400, "seam"}},
+      {R"({"text":"a","seam":100000})", {400, "seam"}},
+      {R"({"text":"a","seam":"8"})", {400, "seam"}},
+      {R"({"text":"a","model":3})", {400, "model"}},
+  };
+  for (const auto& [body, want] : cases) {
+    SegmentRequest s;
+    auto e = parse_segment_request(body, limits(), &s);
+    ASSERT_TRUE(e.has_value()) << body.substr(0, 80);
+    EXPECT_EQ(e->http_status, want.first) << body.substr(0, 80) << ": " << e->message;
+    EXPECT_EQ(e->param, want.second) << body.substr(0, 80) << ": " << e->message;
+    EXPECT_FALSE(e->message.empty());
+  }
+}
+
 TEST(Request, DeepNestingDoesNotCrash) {
   std::string s = "{\"model\":\"m\",\"x\":" + std::string(20000, '[') + std::string(20000, ']') + "}";
   ApiRequest r;
@@ -168,6 +255,7 @@ TEST(Request, FuzzMutationsNeverCrash) {
       R"({"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"d","cache_control":{"type":"segment"}},{"type":"text","text":"q"}]}],"max_tokens":5,"temperature":0.5,"top_p":0.9,"seed":1,"stop":["x"],"stream":true,"stream_options":{"include_usage":true},"hypic":{"mode":"naive","seam":2}})",
       R"({"model":"m","prompt":"hello world","max_completion_tokens":3,"n":1,"cache_salt":"s"})",
       R"({"model":"m","messages":[{"role":"user","content":"hi"}]})",
+      R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":"seg_ab"},{"type":"text","text":"q"}]}]})",
   };
   const std::string alphabet = "{}[]\":,0123456789-.eE truefalsnl\\u\xff\xc3\xa9";
   std::mt19937 rng(1234);

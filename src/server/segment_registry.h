@@ -1,0 +1,102 @@
+// Registered segments (POST /v1/segments): id -> tokens + a pinned cache entry, per tenant.
+//
+// A registration holds a SegmentStore::Pin, so its entry stays in memory until the
+// registration ends (DELETE, or its TTL passing) and requests that reference it (or repeat
+// its text inline with the same cache_salt and seam) hit. Pinned bytes are bounded here
+// (max_bytes, plus max_segments registrations) so registrations cannot take the cache away
+// from requests: add() refuses what would exceed either bound.
+//
+// Tenant isolation: every lookup names the cache_salt; a registration under another salt is
+// indistinguishable from an unknown id (find / erase return nothing, list() omits it).
+//
+// Expiry is lazy: every method first drops the registrations whose deadline has passed
+// (their Pins are released), so an expired id is never returned; sweep() does the same and
+// says which ids went (for the log). Time is passed in (`now`, steady clock) so tests can
+// step it.
+//
+// Threading: a dedicated mutex (the server's only lock outside the scheduler module, see
+// STYLE "Serving code"); every method may be called from any thread. Registrations are
+// immutable once added and handed out as shared_ptr<const>, so a caller may keep using one
+// after it was erased.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/segment_store.h"
+
+namespace hypic::server {
+
+struct RegisteredSegment {
+  using Clock = std::chrono::steady_clock;
+  std::string id;    // "seg_" + 32 random hex digits
+  std::string salt;  // cache_salt it was registered under
+  int seam = 8;
+  std::vector<int32_t> tokens;
+  SegmentStore::Pin pin;  // null: too short to have an entry (recomputed when used)
+  size_t bytes = 0;       // pin's SegmentEntry::bytes(), 0 without one
+  int64_t created = 0;      // unix seconds
+  std::optional<int64_t> expires_at;    // unix seconds; none: until DELETE
+  std::optional<Clock::time_point> deadline;  // steady-clock twin of expires_at
+};
+
+class SegmentRegistry {
+ public:
+  using Clock = RegisteredSegment::Clock;
+  using Ptr = std::shared_ptr<const RegisteredSegment>;
+  struct Options {
+    size_t max_bytes = 0;  // pinned bytes of all registrations together
+    int max_segments = 1024;
+  };
+  enum class Admit { kOk, kTooMany, kTooManyBytes };
+  struct Totals {
+    size_t count = 0, bytes = 0;
+  };
+
+  explicit SegmentRegistry(Options opt) : opt_(opt) {}
+  SegmentRegistry(const SegmentRegistry&) = delete;
+  SegmentRegistry& operator=(const SegmentRegistry&) = delete;
+
+  const Options& options() const { return opt_; }
+  // A fresh id from the OS's random source (not guessable; ids are capabilities too).
+  static std::string new_id();
+
+  // Adds `s` (its id must be new) unless it would exceed max_segments or max_bytes.
+  Admit add(Ptr s, Clock::time_point now);
+  // Whether one more registration of `bytes` would fit now (a cheap check before building).
+  Admit would_admit(size_t bytes, Clock::time_point now);
+  // The registration `id` under `salt`; nullptr if unknown, expired or another tenant's.
+  Ptr find(const std::string& id, const std::string& salt, Clock::time_point now);
+  // Removes it; false exactly when find() would have returned nullptr.
+  bool erase(const std::string& id, const std::string& salt, Clock::time_point now);
+  // The tenant's registrations, oldest first.
+  std::vector<Ptr> list(const std::string& salt, Clock::time_point now);
+  Totals totals(Clock::time_point now);
+  // Drops expired registrations; returns their ids.
+  std::vector<std::string> sweep(Clock::time_point now);
+
+ private:
+  // Moves the expired registrations into *dropped (callers destroy them after unlocking:
+  // releasing a Pin takes the store's lock).
+  std::vector<std::string> sweep_locked(Clock::time_point now, std::vector<Ptr>* dropped);
+  Admit admit_locked(size_t bytes) const;
+  struct Slot {
+    Ptr seg;
+    uint64_t seq = 0;  // insertion order, for list()
+  };
+  const Options opt_;
+  std::mutex mu_;
+  // Guarded by mu_:
+  std::map<std::string, Slot> by_id_;
+  size_t bytes_ = 0;  // Σ seg->bytes over by_id_
+  uint64_t next_seq_ = 0;
+};
+
+}  // namespace hypic::server
