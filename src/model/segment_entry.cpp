@@ -10,6 +10,8 @@
 // The checksum is XXH64 over every other metadata pair (in key order) followed by each
 // tensor's name, dtype, shape and bytes in the order above, so every byte load_entry
 // interprets is covered, not only the tensor data.
+// serialize_entry / deserialize_entry hold the same bytes in memory (the wire form between
+// instances); encode() and decode() are shared by both forms.
 #include "model/segment_entry.h"
 
 #include <algorithm>
@@ -18,7 +20,9 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include "core/sha256.h"
 #include "model/safetensors.h"
@@ -322,9 +326,19 @@ std::string segment_key(const std::string& model_fingerprint, DType dtype, int s
   return h.final_hex();
 }
 
-Status save_entry(const std::string& path, const SegmentEntry& e) {
-  HYPIC_RETURN_IF_ERROR(check_structure(e).with_context("saving segment entry to '" + path + "'"));
+namespace {
+
+// An entry in its serialised form: metadata (checksum included) and the tensors to store,
+// in the fixed order above. Tensors are views of the entry's memory.
+struct Encoded {
   std::map<std::string, std::string> meta;
+  std::vector<std::pair<std::string, Tensor>> tensors;
+};
+
+Result<Encoded> encode(const SegmentEntry& e) {
+  HYPIC_RETURN_IF_ERROR(check_structure(e));
+  Encoded out;
+  std::map<std::string, std::string>& meta = out.meta;
   meta["format"] = kFormat;
   meta["format_version"] = kFormatVersion;
   meta["key"] = e.key;
@@ -339,7 +353,6 @@ Status save_entry(const std::string& path, const SegmentEntry& e) {
   meta["n_attn"] = std::to_string(e.attn.size());
 
   Xxh64 h = checksum_start(meta);
-  std::vector<std::pair<std::string, Tensor>> tensors;
   // slots_of needs a mutable entry only to hand out pointers; nothing is modified.
   for (const Slot& s : slots_of(const_cast<SegmentEntry&>(e))) {
     Tensor t;
@@ -353,24 +366,115 @@ Status save_entry(const std::string& path, const SegmentEntry& e) {
     }
     checksum_tensor_header(h, s.name, safetensors_dtype_name(t.dtype()), t.shape(), t.nbytes());
     h.update(t.raw(), t.nbytes());
-    tensors.emplace_back(s.name, std::move(t));
+    out.tensors.emplace_back(s.name, std::move(t));
   }
   meta["checksum"] = checksum_string(h.digest());
-  return write_safetensors(path, tensors, meta);
+  return out;
 }
 
-Result<SegmentEntry> load_entry(const std::string& path) {
-  const std::string where = "segment entry '" + path + "'";
-  auto bad = [&](const std::string& m) { return corrupt(where + ": " + m + "; recompute it"); };
+// The tensors and metadata of a safetensors container (a mapped file or a byte string),
+// header validated: dtypes known, byte sizes match shapes, ranges inside the data section
+// and not overlapping. `data` points into memory the caller keeps alive.
+struct Container {
+  struct Item {
+    std::string dtype;
+    std::optional<DType> float_dtype;
+    Shape shape;
+    const uint8_t* data = nullptr;
+    uint64_t nbytes = 0;
+  };
+  std::map<std::string, std::string> meta;
+  std::map<std::string, Item> tensors;
+  uint64_t data_size = 0;
+};
 
-  Result<SafetensorsFile> fr = SafetensorsFile::open(path);
-  if (!fr.is_ok()) {
-    const Status& s = fr.status();
-    if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kIoError) return s;
-    return corrupt(s.message());  // any malformed file, whatever the reader's code
+Result<Container> container_of_file(const SafetensorsFile& f) {
+  Container c;
+  c.meta = f.metadata();
+  c.data_size = f.data_size();
+  for (const SafetensorsEntry& fe : f.entries()) {
+    Result<RawTensor> r = f.raw(fe.name);
+    if (!r.is_ok()) return r.status();
+    c.tensors[fe.name] = {fe.dtype, fe.float_dtype, fe.shape, r->bytes.data(), fe.nbytes()};
   }
-  const SafetensorsFile& f = *fr;
-  const std::map<std::string, std::string>& meta = f.metadata();
+  return c;
+}
+
+bool json_u64(const json& j, uint64_t* out) {
+  if (j.is_number_unsigned()) return *out = j.get<uint64_t>(), true;
+  if (j.is_number_integer() && j.get<int64_t>() >= 0) return *out = uint64_t(j.get<int64_t>()), true;
+  return false;
+}
+
+// Parses the safetensors layout (model/safetensors.h) from memory. Stricter than the file
+// reader where save_entry's output allows it: metadata values must be strings.
+Result<Container> container_of_bytes(std::string_view b) {
+  if (b.size() < 8) return corrupt(std::to_string(b.size()) + " bytes: truncated");
+  uint64_t hl = 0;
+  for (int i = 7; i >= 0; --i) hl = hl << 8 | uint8_t(b[size_t(i)]);
+  if (hl > b.size() - 8)
+    return corrupt("header length " + std::to_string(hl) + " exceeds the " +
+                   std::to_string(b.size() - 8) + " bytes that follow: truncated");
+  Container c;
+  c.data_size = b.size() - 8 - hl;
+  const auto* data = reinterpret_cast<const uint8_t*>(b.data()) + 8 + hl;
+  std::string_view hs = b.substr(8, size_t(hl));
+  while (!hs.empty() && hs.back() == ' ') hs.remove_suffix(1);
+  const json header = json::parse(hs.begin(), hs.end(), nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object()) return corrupt("header is not a JSON object");
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [name, v] : header.items()) {
+    if (name == "__metadata__") {
+      if (!v.is_object()) return corrupt("'__metadata__' is not an object");
+      for (const auto& [k, mv] : v.items()) {
+        if (!mv.is_string()) return corrupt("metadata field '" + k + "' is not a string");
+        c.meta[k] = mv.get<std::string>();
+      }
+      continue;
+    }
+    const std::string w = "tensor '" + name + "': ";
+    if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() ||
+        !v.contains("shape") || !v["shape"].is_array() || !v.contains("data_offsets") ||
+        !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
+      return corrupt(w + "entry is not {dtype, shape, data_offsets}");
+    Container::Item it;
+    it.dtype = v["dtype"].get<std::string>();
+    const size_t es = safetensors_dtype_size(it.dtype);
+    if (es == 0) return corrupt(w + "unknown dtype '" + it.dtype + "'");
+    it.float_dtype = safetensors_float_dtype(it.dtype);
+    unsigned __int128 want = es;
+    for (const json& d : v["shape"]) {
+      uint64_t u = 0;
+      if (!json_u64(d, &u) || u > uint64_t(kMaxDim) * kMaxDim)
+        return corrupt(w + "shape " + v["shape"].dump() + " is not non-negative integers");
+      it.shape.push_back(int64_t(u));
+      want = std::min<unsigned __int128>(want * u, (unsigned __int128)1 << 64);
+    }
+    uint64_t b0 = 0, b1 = 0;
+    if (!json_u64(v["data_offsets"][0], &b0) || !json_u64(v["data_offsets"][1], &b1) ||
+        b0 > b1 || b1 > c.data_size)
+      return corrupt(w + "data_offsets " + v["data_offsets"].dump() +
+                     " are not a range inside the " + std::to_string(c.data_size) +
+                     "-byte data section");
+    if (want != b1 - b0)
+      return corrupt(w + "holds " + std::to_string(b1 - b0) + " bytes, not what shape " +
+                     shape_str(it.shape) + " of " + it.dtype + " needs");
+    it.data = data + b0;
+    it.nbytes = b1 - b0;
+    if (it.nbytes) ranges.emplace_back(b0, b1);
+    c.tensors[name] = std::move(it);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second) return corrupt("tensor byte ranges overlap");
+  return c;
+}
+
+// The entry in a container: every field checked, the checksum verified over the bytes copied
+// out. `where` names the source in messages.
+Result<SegmentEntry> decode(const Container& f, const std::string& where) {
+  auto bad = [&](const std::string& m) { return corrupt(where + ": " + m + "; recompute it"); };
+  const std::map<std::string, std::string>& meta = f.meta;
 
   for (const auto& [k, v] : meta)
     if (!metadata_keys().count(k)) return bad("unexpected metadata field '" + k + "'");
@@ -399,7 +503,7 @@ Result<SegmentEntry> load_entry(const std::string& path) {
     e.tokens[i] = int32_t(u);
   }
   if (!parse_i64(meta.at("n_attn"), &n_attn) || n_attn < 0 ||
-      n_attn > int64_t(f.entries().size()) + 4096)
+      n_attn > int64_t(f.tensors.size()) + 4096)
     return bad("n_attn '" + meta.at("n_attn") + "' is not a plausible layer count");
   json layers;
   try {
@@ -407,7 +511,7 @@ Result<SegmentEntry> load_entry(const std::string& path) {
   } catch (const json::exception&) {
     return bad("linear layer list is not valid JSON");
   }
-  if (!layers.is_array() || layers.size() > f.entries().size() + 4096)
+  if (!layers.is_array() || layers.size() > f.tensors.size() + 4096)
     return bad("linear layer list is not a JSON array of plausible size");
   e.linear.resize(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -430,7 +534,8 @@ Result<SegmentEntry> load_entry(const std::string& path) {
   size_t used = 0;
   uint64_t covered = 0;
   for (const Slot& s : slots_of(e)) {
-    const SafetensorsEntry* fe = f.find(s.name);
+    auto it = f.tensors.find(s.name);
+    const Container::Item* fe = it == f.tensors.end() ? nullptr : &it->second;
     if (s.T && s.T->form == TransitionForm::kIdentity) {
       if (fe) return bad("tensor '" + s.name + "' present for an identity transition");
       continue;
@@ -440,40 +545,96 @@ Result<SegmentEntry> load_entry(const std::string& path) {
       continue;
     }
     ++used;
-    covered += fe->nbytes();
+    covered += fe->nbytes;
     if (!fe->float_dtype) return bad("tensor '" + s.name + "' has dtype " + fe->dtype);
-    Result<Tensor> src = f.tensor(s.name);
-    if (!src.is_ok()) return bad(src.status().message());
     checksum_tensor_header(h, s.name, safetensors_dtype_name(*fe->float_dtype), fe->shape,
-                           fe->nbytes());
+                           fe->nbytes);
     if (s.T) {
       if (*fe->float_dtype != DType::kF32 || fe->shape != transition_shape(*s.T))
         return bad("tensor '" + s.name + "' is " + fe->dtype + " " + shape_str(fe->shape) +
                    ", expected F32 " + shape_str(transition_shape(*s.T)));
       s.T->data.resize(size_t(shape_numel(fe->shape)));
-      copy_and_hash(h, s.T->data.data(), src->raw(), fe->nbytes());
+      copy_and_hash(h, s.T->data.data(), fe->data, fe->nbytes);
     } else {
       *s.t = alloc_uninit(*fe->float_dtype, fe->shape);
-      copy_and_hash(h, s.t->raw(), src->raw(), fe->nbytes());
+      copy_and_hash(h, s.t->raw(), fe->data, fe->nbytes);
     }
   }
-  if (used != f.entries().size()) {
+  if (used != f.tensors.size()) {
     std::set<std::string> known;
     for (const Slot& s : slots_of(e)) known.insert(s.name);
-    for (const SafetensorsEntry& fe : f.entries())
-      if (!known.count(fe.name)) return bad("unexpected tensor '" + fe.name + "'");
+    for (const auto& [name, fe] : f.tensors)
+      if (!known.count(name)) return bad("unexpected tensor '" + name + "'");
     return bad("unexpected tensors");
   }
   // save_entry packs the tensors back to back: any other byte is not ours.
-  if (covered != f.data_size())
-    return bad("the data section holds " + std::to_string(f.data_size()) +
+  if (covered != f.data_size)
+    return bad("the data section holds " + std::to_string(f.data_size) +
                " bytes but the tensors cover " + std::to_string(covered));
   if (Status st = check_structure(e); !st.is_ok()) return bad(st.message());
   const std::string sum = checksum_string(h.digest());
   if (meta.at("checksum") != sum)
-    return bad("checksum mismatch (file says " + meta.at("checksum") + ", contents hash to " +
-               sum + "): the file is damaged");
+    return bad("checksum mismatch (it says " + meta.at("checksum") + ", contents hash to " +
+               sum + "): the data is damaged");
   return e;
+}
+
+}  // namespace
+
+Status save_entry(const std::string& path, const SegmentEntry& e) {
+  Result<Encoded> enc = encode(e);
+  if (!enc.is_ok()) return enc.status().with_context("saving segment entry to '" + path + "'");
+  return write_safetensors(path, enc->tensors, enc->meta);
+}
+
+Result<SegmentEntry> load_entry(const std::string& path) {
+  Result<SafetensorsFile> fr = SafetensorsFile::open(path);
+  if (!fr.is_ok()) {
+    const Status& s = fr.status();
+    if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kIoError) return s;
+    return corrupt(s.message());  // any malformed file, whatever the reader's code
+  }
+  const std::string where = "segment entry '" + path + "'";
+  Result<Container> c = container_of_file(*fr);  // views into fr's mapping
+  if (!c.is_ok()) return corrupt(where + ": " + c.status().message());
+  return decode(*c, where);
+}
+
+Result<std::string> serialize_entry(const SegmentEntry& e) {
+  Result<Encoded> enc = encode(e);
+  if (!enc.is_ok()) return enc.status().with_context("serialising segment entry");
+  // The layout write_safetensors_raw produces (model/safetensors.h): largest element size
+  // first, header padded with spaces so the data section starts 8-byte aligned.
+  std::vector<const std::pair<std::string, Tensor>*> order;
+  for (const auto& t : enc->tensors) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return dtype_size(a->second.dtype()) > dtype_size(b->second.dtype());
+  });
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto* t : order) {
+    const uint64_t n = t->second.nbytes();
+    header[t->first] = {{"dtype", safetensors_dtype_name(t->second.dtype())},
+                        {"shape", t->second.shape()},
+                        {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  }
+  header["__metadata__"] = enc->meta;
+  std::string hs = header.dump();
+  hs.append((8 - (8 + hs.size()) % 8) % 8, ' ');
+  std::string out;
+  out.reserve(8 + hs.size() + offset);
+  for (int i = 0; i < 8; ++i) out += char(uint8_t(uint64_t(hs.size()) >> (8 * i)));
+  out += hs;
+  for (const auto* t : order) out.append(static_cast<const char*>(t->second.raw()), t->second.nbytes());
+  return out;
+}
+
+Result<SegmentEntry> deserialize_entry(std::string_view bytes) {
+  const std::string where = "segment entry (" + std::to_string(bytes.size()) + " bytes)";
+  Result<Container> c = container_of_bytes(bytes);
+  if (!c.is_ok()) return corrupt(where + ": " + c.status().message() + "; recompute it");
+  return decode(*c, where);
 }
 
 }  // namespace hypic

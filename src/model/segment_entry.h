@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -58,5 +59,14 @@ std::string segment_key(const std::string& model_fingerprint, DType dtype, int s
 // (kCorrupt), never a partially valid entry.
 Status save_entry(const std::string& path, const SegmentEntry& e);
 Result<SegmentEntry> load_entry(const std::string& path);
+
+// The same bytes in memory (the wire form between instances, src/dist/): serialize_entry
+// returns exactly what save_entry writes to its file (errors only for an entry of
+// inconsistent shapes); deserialize_entry verifies like load_entry (structure, checksum,
+// no stray bytes) and copies the tensors out, so `bytes` may be dropped afterwards.
+// Damage of any kind is kCorrupt. Neither checks the key against the tokens: a receiver
+// that knows the expected key recomputes it (segment_key) and compares.
+Result<std::string> serialize_entry(const SegmentEntry& e);
+Result<SegmentEntry> deserialize_entry(std::string_view bytes);
 
 }  // namespace hypic

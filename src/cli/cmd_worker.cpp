@@ -1,0 +1,85 @@
+// hypic worker: a scatter worker for segment parallelism (SPEC §5, src/dist/worker.h). It
+// builds the segment entries a combine worker sends over gRPC and streams them back.
+// SIGTERM / SIGINT stop it gracefully: no new calls, running ones get 2 s, exit 0.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "dist/wire.h"
+#include "dist/worker.h"
+#include "model/model.h"
+
+namespace hypic::cli {
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_worker_stop_signal(int) { g_stop = 1; }
+}  // namespace
+
+int cmd_worker(int argc, char** argv) {
+  Args a("hypic worker --model DIR [--host H] [--port P] [--dtype bf16|f32] ...",
+         "Scatter worker: builds the cached-segment entries a combine worker (hypic serve)\n"
+         "sends it over gRPC (proto/hypic_dist.proto) and streams each back as soon as it is\n"
+         "built. It must load the same checkpoint with the same --dtype as the combine worker.\n"
+         "Binds to loopback unless --host says otherwise; the port is printed on stderr.");
+  a.opt("model", "DIR", "model directory")
+      .opt("host", "H", "address to bind", "127.0.0.1")
+      .opt("port", "P", "port (0: any free port, printed at start)", "50051")
+      .opt("dtype", "bf16|f32", "compute type", "bf16")
+      .opt("max-message", "MiB", "largest gRPC message sent or received", "4")
+      .opt("debug-corrupt-every", "N", "testing: damage every Nth entry sent (0: never)", "0")
+      .opt("debug-delay-ms", "N", "testing: sleep before building each segment", "0");
+  if (Status s = a.parse(argc, argv); !s) return report_error("worker", s);
+  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (!a.has("model")) return report_error("worker", invalid_argument("--model is required"));
+  auto dt = parse_dtype(a.str("dtype"));
+  if (!dt) return report_error("worker", dt.status());
+  auto port = a.integer("port");
+  auto msg = a.integer("max-message");
+  auto corrupt_every = a.integer("debug-corrupt-every");
+  auto delay = a.integer("debug-delay-ms");
+  for (const Status* s : {&port.status(), &msg.status(), &corrupt_every.status(), &delay.status()})
+    if (!s->is_ok()) return report_error("worker", *s);
+  if (*port < 0 || *port > 65535 || *msg < 1 || *msg > int64_t(dist::kMaxMessageBytes >> 20) ||
+      *corrupt_every < 0 || *delay < 0 || *delay > 3600000)
+    return report_error("worker", invalid_argument(
+        "need 0 <= --port <= 65535, 1 <= --max-message <= " +
+        std::to_string(dist::kMaxMessageBytes >> 20) +
+        ", --debug-corrupt-every >= 0, 0 <= --debug-delay-ms <= 3600000"));
+  dist::WorkerOptions wo;
+  wo.host = a.str("host");
+  wo.port = int(*port);
+  wo.max_message_bytes = size_t(*msg) << 20;
+  wo.debug_corrupt_every = int(std::min<int64_t>(*corrupt_every, 1 << 30));
+  wo.debug_delay_ms = int(*delay);
+
+  std::signal(SIGTERM, on_worker_stop_signal);
+  std::signal(SIGINT, on_worker_stop_signal);
+  LoadOptions lo;
+  lo.compute = *dt;
+  auto model = Model::load(a.str("model"), lo);
+  if (!model) return report_error("worker", model.status());
+  auto srv = dist::WorkerServer::start(*model.value(), wo);
+  if (!srv) return report_error("worker", srv.status());
+  std::fprintf(stderr, "hypic worker: model '%s' (%s) on %s\n", a.str("model").c_str(),
+               dtype_name(*dt), (*srv)->address().c_str());
+  std::fflush(stderr);
+
+  dist::WorkerServer* s = srv->get();
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s->shutdown(2000);
+  });
+  s->wait();
+  done = true;
+  watcher.join();
+  std::fprintf(stderr, "hypic worker: stopped\n");
+  return 0;
+}
+
+}  // namespace hypic::cli

@@ -1,0 +1,465 @@
+#include "dist/scatter.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "core/log.h"
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "dist/wire.h"
+#include "hypic_dist.grpc.pb.h"
+#include "model/safetensors.h"
+
+namespace hypic::dist {
+
+struct Scatter::Remote {
+  std::string address;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::SegmentWorker::Stub> stub;
+};
+
+namespace {
+
+// One missed segment to build (duplicates within a request share one job).
+struct Job {
+  int segment = 0;  // index in PromptParts::segments of its first occurrence
+  const std::vector<int32_t>* tokens = nullptr;
+  std::string key;
+};
+
+// A lane of the schedule: a remote worker (index into remotes_) or a local lane.
+struct LaneRef {
+  bool remote = false;
+  int index = 0;
+};
+
+std::chrono::system_clock::time_point after(double seconds) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+// The state of one prefill_segments() call. Everything below `mu` is guarded by it.
+struct Scatter::Call {
+  const ComposeOptions* opt = nullptr;
+  std::string dtype;  // safetensors spelling of the compute type
+  std::vector<Job> jobs;
+  std::vector<LaneRef> lanes;  // schedule lane → remote worker or local lane
+  std::vector<double> load;    // [lanes] seconds each is already busy for
+  Schedule plan;
+  ScatterStats* stats = nullptr;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<SegmentStore::Pin> pins;  // [jobs]
+  std::deque<int> orphans;              // jobs to rebuild locally
+  int remote_running = 0;
+  bool aborted = false;  // cancelled by the caller, or a local build failed
+  bool cancelled = false;
+  bool finished = false;  // every lane joined (ends the cancellation watcher)
+  Status local_error;
+  std::set<grpc::ClientContext*> contexts;  // RPCs in flight
+
+  void abort_locked() {
+    aborted = true;
+    for (grpc::ClientContext* c : contexts) c->TryCancel();
+    cv.notify_all();
+  }
+};
+
+// The stable name of a schedule lane: a worker's index in ScatterOptions::workers, or
+// workers.size() + i for local lane i (schedule lanes skip workers found dead).
+int Scatter::lane_id(const Call& c, int lane) const {
+  const LaneRef& r = c.lanes[size_t(lane)];
+  return r.remote ? r.index : int(remotes_.size()) + r.index;
+}
+
+Scatter::Scatter(const Model& model, std::shared_ptr<SegmentStore> store, ScatterOptions opt)
+    : model_(model), store_(std::move(store)), opt_(std::move(opt)) {
+  grpc::ChannelArguments args;
+  const int max_message = int(std::clamp(opt_.max_message_bytes, kMinMessageBytes, kMaxMessageBytes));
+  args.SetMaxReceiveMessageSize(max_message);
+  args.SetMaxSendMessageSize(max_message);
+  // A restarted worker is found again within seconds, not after gRPC's default 2 minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  for (const std::string& a : opt_.workers) {
+    auto r = std::make_unique<Remote>();
+    r->address = a;
+    r->channel = grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args);
+    r->stub = pb::SegmentWorker::NewStub(r->channel);
+    remotes_.push_back(std::move(r));
+  }
+  // Prior: the model's FLOPs at a nominal 20 GFLOP/s plus 1 ms per segment, as a + bL + cL².
+  std::vector<CostSample> flops;
+  for (int64_t L : {64, 512, 4096, 32768})
+    flops.push_back({L, 1e-3 + model_.forward_flops(L, 0, true) / 2e10});
+  prior_ = fit_cost_model(flops, CostModel{1e-3, 1e-3, 3e-8});
+  fit_ = prior_;
+}
+
+Scatter::~Scatter() = default;
+
+CostModel Scatter::cost_model() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return fit_;
+}
+
+void Scatter::add_sample(int64_t tokens, double seconds) {
+  std::lock_guard<std::mutex> l(mu_);
+  samples_.push_back({tokens, seconds});
+  if (samples_.size() > opt_.max_samples)
+    samples_.erase(samples_.begin(), samples_.end() - std::ptrdiff_t(opt_.max_samples));
+  fit_ = fit_cost_model(samples_, prior_);
+}
+
+// Asks every worker for its status at once (one completion queue); a worker that does not
+// answer in time or serves another model gets no work. Fills c.lanes / c.load for remotes.
+void Scatter::probe_workers(Call& c) {
+  const CostModel cm = cost_model();
+  if (!opt_.query_load) {
+    for (size_t i = 0; i < remotes_.size(); ++i) {
+      c.lanes.push_back({true, int(i)});
+      c.load.push_back(0);
+    }
+    return;
+  }
+  struct Probe {
+    grpc::ClientContext ctx;
+    pb::WorkerStatus resp;
+    grpc::Status st;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<pb::WorkerStatus>> rpc;
+  };
+  grpc::CompletionQueue cq;
+  std::vector<std::unique_ptr<Probe>> probes;
+  for (size_t i = 0; i < remotes_.size(); ++i) {
+    auto p = std::make_unique<Probe>();
+    p->ctx.set_deadline(after(opt_.status_timeout_s));
+    p->rpc = remotes_[i]->stub->AsyncGetStatus(&p->ctx, pb::StatusRequest(), &cq);
+    p->rpc->Finish(&p->resp, &p->st, reinterpret_cast<void*>(i));
+    probes.push_back(std::move(p));
+  }
+  void* tag = nullptr;
+  bool ok = false;
+  for (size_t n = 0; n < probes.size() && cq.Next(&tag, &ok); ++n) {
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const Probe& p = *probes[i];
+    std::string why;
+    if (!p.st.ok()) {
+      why = "status: " + p.st.error_message();
+    } else if (p.resp.model_fingerprint() != model_.fingerprint() || p.resp.dtype() != c.dtype) {
+      why = "serves model " + p.resp.model_fingerprint() + " in " + p.resp.dtype() +
+            ", not this instance's " + model_.fingerprint() + " in " + c.dtype +
+            ": start it with the same --model and --dtype";
+    }
+    if (!why.empty()) {
+      c.stats->worker_failures += 1;
+      c.stats->errors.push_back(remotes_[i]->address + ": " + why);
+      continue;
+    }
+    const double q = double(p.resp.queued_tokens());
+    c.lanes.push_back({true, int(i)});
+    c.load.push_back(p.resp.tokens_per_second() > 0 ? q / p.resp.tokens_per_second() : cm.b * q);
+  }
+}
+
+Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptParts& parts,
+                                                                 const ComposeOptions& opt,
+                                                                 const std::atomic<bool>* cancel,
+                                                                 ScatterStats* stats) {
+  *stats = ScatterStats{};
+  Timer wall;
+  std::vector<SegmentStore::Pin> out;
+  if (!store_) return invalid_argument("no segment store configured");
+  if (opt.seam < 0) return invalid_argument("seam width must be >= 0");
+  if (opt.mode != PicMode::kHypic && opt.mode != PicMode::kNaive) return out;
+
+  Call c;
+  c.opt = &opt;
+  c.dtype = safetensors_dtype_name(model_.compute_type());
+  c.stats = stats;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < parts.segments.size(); ++i) {
+    const std::vector<int32_t>& seg = parts.segments[i];
+    if (int64_t(seg.size()) < model_.min_segment_tokens(opt.seam)) continue;
+    std::string key =
+        segment_key(model_.fingerprint(), model_.compute_type(), opt.seam, opt.salt, seg);
+    if (!seen.insert(key).second) continue;
+    stats->segments += 1;
+    if (SegmentStore::Pin p = store_->lookup(key)) {
+      stats->hits += 1;
+      out.push_back(std::move(p));
+      continue;
+    }
+    c.jobs.push_back({int(i), &seg, std::move(key)});
+  }
+  if (c.jobs.empty()) return out;
+
+  // Plan: live workers first, then the local lanes.
+  probe_workers(c);
+  const int m = std::max(0, opt_.local_lanes);
+  for (int i = 0; i < m; ++i) {
+    c.lanes.push_back({false, i});
+    c.load.push_back(0);
+  }
+  const CostModel cm = cost_model();
+  std::vector<double> cost;
+  std::vector<int64_t> length;
+  for (const Job& j : c.jobs) {
+    cost.push_back(cm.seconds(int64_t(j.tokens->size())));
+    length.push_back(int64_t(j.tokens->size()));
+  }
+  c.pins.resize(c.jobs.size());
+  if (c.lanes.empty()) {  // no live worker and no local lane: the caller builds everything
+    for (size_t j = 0; j < c.jobs.size(); ++j) c.orphans.push_back(int(j));
+    stats->lane_of.assign(c.jobs.size(), -1);
+  } else {
+    c.plan = assign(opt_.policy, cost, length, c.load);
+    for (int l : c.plan.lane) stats->lane_of.push_back(lane_id(c, l));
+    stats->predicted_makespan_s = c.plan.makespan();
+  }
+
+  std::vector<std::thread> threads;
+  int first_local = -1;  // the schedule lane the calling thread runs (-1: fallback only)
+  for (size_t l = 0; l < c.lanes.size(); ++l)  // counted before any lane thread starts
+    c.remote_running += c.lanes[l].remote && !c.plan.order[l].empty();
+  for (size_t l = 0; l < c.lanes.size(); ++l) {
+    if (c.lanes[l].remote) {
+      if (c.plan.order[l].empty()) continue;
+      threads.emplace_back([this, &c, l] { run_remote(c, int(l)); });
+    } else if (first_local < 0) {
+      first_local = int(l);
+    } else {
+      threads.emplace_back([this, &c, l] { run_local(c, int(l)); });
+    }
+  }
+  std::thread watcher;
+  if (cancel) {
+    watcher = std::thread([&c, cancel] {
+      std::unique_lock<std::mutex> l(c.mu);
+      while (!c.finished) {
+        if (!c.aborted && cancel->load()) {
+          c.cancelled = true;
+          c.abort_locked();
+        }
+        c.cv.wait_for(l, std::chrono::milliseconds(20));
+      }
+    });
+  }
+  run_local(c, first_local);
+  for (std::thread& t : threads) t.join();
+  {
+    std::lock_guard<std::mutex> l(c.mu);
+    c.finished = true;
+    c.cv.notify_all();
+  }
+  if (watcher.joinable()) watcher.join();
+  stats->wall_s = wall.seconds();
+
+  if (c.cancelled) return Status(StatusCode::kCancelled, "segment prefill cancelled by the caller");
+  if (!c.local_error.is_ok()) return c.local_error;
+  for (size_t j = 0; j < c.jobs.size(); ++j) {
+    if (!c.pins[j])
+      return internal_error("segment " + std::to_string(c.jobs[j].segment) + " got no entry");
+    out.push_back(std::move(c.pins[j]));
+  }
+  return out;
+}
+
+// A local lane: its own jobs, then whatever failed elsewhere, until every remote lane has
+// ended. lane < 0: the fallback lane (no jobs of its own).
+void Scatter::run_local(Call& c, int lane) {
+  const int seam = c.opt->seam;
+  struct Threads {  // per-thread OpenMP setting for this lane, restored on exit
+    int saved = 0;
+    explicit Threads(int n) {
+      if (n > 0) saved = num_threads(), set_num_threads(n);
+    }
+    ~Threads() {
+      if (saved > 0) set_num_threads(saved);
+    }
+  } threads(opt_.local_lane_threads);
+  auto build = [&](int j, bool retry) {
+    const Job& job = c.jobs[size_t(j)];
+    // A retried job may have been built by another request in the meantime.
+    SegmentStore::Pin pin = retry ? store_->lookup(job.key) : nullptr;
+    if (!pin) {
+      Timer t;
+      Result<SegmentEntry> e = model_.build_entry(*job.tokens, seam);
+      if (!e.is_ok()) {
+        std::lock_guard<std::mutex> l(c.mu);
+        if (c.local_error.is_ok())
+          c.local_error = e.status().with_context("segment " + std::to_string(job.segment));
+        c.abort_locked();
+        return;
+      }
+      const double s = t.seconds();
+      e->key = job.key;
+      pin = store_->insert(job.key, std::move(*e), s);
+      add_sample(int64_t(job.tokens->size()), s);
+    }
+    {
+      std::lock_guard<std::mutex> l(c.mu);
+      c.pins[size_t(j)] = std::move(pin);
+      c.stats->built_local += 1;
+    }
+    if (opt_.on_ingest) opt_.on_ingest(lane < 0 ? -1 : lane_id(c, lane), job.segment, false);
+  };
+  if (lane >= 0)
+    for (int j : c.plan.order[size_t(lane)]) {
+      {
+        std::lock_guard<std::mutex> l(c.mu);
+        if (c.aborted) return;
+      }
+      build(j, false);
+    }
+  for (;;) {
+    int j = -1;
+    {
+      std::unique_lock<std::mutex> l(c.mu);
+      c.cv.wait(l, [&] { return c.aborted || !c.orphans.empty() || c.remote_running == 0; });
+      if (c.aborted || c.orphans.empty()) return;
+      j = c.orphans.front();
+      c.orphans.pop_front();
+    }
+    build(j, true);
+  }
+}
+
+// A remote lane: one streaming Prefill of the lane's jobs; entries are verified and stored
+// as they complete. On any failure the jobs not yet stored go to the local lanes.
+void Scatter::run_remote(Call& c, int lane) {
+  Remote& r = *remotes_[size_t(c.lanes[size_t(lane)].index)];
+  const std::vector<int>& mine = c.plan.order[size_t(lane)];
+  std::set<int> pending(mine.begin(), mine.end());
+  std::string failure;  // empty: the stream delivered every entry
+
+  auto reject = [&](int j, const std::string& why) {  // under c.mu
+    c.stats->corrupt += 1;
+    c.stats->rescheduled += 1;
+    c.stats->errors.push_back(r.address + ": segment " +
+                              std::to_string(c.jobs[size_t(j)].segment) + " rejected: " + why);
+    c.orphans.push_back(j);
+    c.cv.notify_all();
+  };
+  // Verifies one complete entry and stores it (or hands the job to the local lanes).
+  auto ingest = [&](int j, const std::string& bytes, double seconds) {
+    const Job& job = c.jobs[size_t(j)];
+    Result<SegmentEntry> e = deserialize_entry(bytes);
+    std::string why;
+    if (!e.is_ok()) {
+      why = e.status().message();
+    } else if (e->key != job.key || e->seam != c.opt->seam || e->tokens != *job.tokens ||
+               segment_key(model_.fingerprint(), model_.compute_type(), c.opt->seam,
+                           c.opt->salt, e->tokens) != job.key) {
+      why = "its key, seam or tokens are not the segment's";
+    }
+    if (!why.empty()) {
+      std::lock_guard<std::mutex> l(c.mu);
+      reject(j, why);
+      return;
+    }
+    SegmentStore::Pin pin = store_->insert(job.key, std::move(*e), seconds);
+    if (seconds > 0) add_sample(int64_t(job.tokens->size()), seconds);
+    {
+      std::lock_guard<std::mutex> l(c.mu);
+      c.pins[size_t(j)] = std::move(pin);
+      c.stats->built_remote += 1;
+    }
+    if (opt_.on_ingest) opt_.on_ingest(lane_id(c, lane), job.segment, true);
+  };
+
+  grpc::ClientContext ctx;
+  ctx.set_deadline(after(opt_.deadline_floor_s + opt_.deadline_slack * c.plan.finish[size_t(lane)]));
+  pb::PrefillRequest req;
+  req.set_model_fingerprint(model_.fingerprint());
+  req.set_dtype(c.dtype);
+  req.set_seam(c.opt->seam);
+  req.set_salt(c.opt->salt);
+  for (int j : mine) {
+    pb::Segment* s = req.add_segments();
+    s->set_index(uint32_t(j));
+    s->mutable_tokens()->Add(c.jobs[size_t(j)].tokens->begin(), c.jobs[size_t(j)].tokens->end());
+  }
+  bool started = false;
+  {
+    std::lock_guard<std::mutex> l(c.mu);
+    if (!c.aborted) {
+      c.contexts.insert(&ctx);
+      started = true;
+    }
+  }
+  if (started) {
+    std::unique_ptr<grpc::ClientReader<pb::EntryChunk>> reader = r.stub->Prefill(&ctx, req);
+    pb::EntryChunk ch;
+    std::string buf;
+    int cur = -1;  // job whose chunks are arriving
+    uint64_t total = 0;
+    while (reader->Read(&ch)) {
+      std::string bad;
+      if (cur < 0) {
+        if (ch.offset() != 0 || !pending.count(int(ch.index())))
+          bad = "chunk for segment job " + std::to_string(ch.index()) + " at offset " +
+                std::to_string(ch.offset()) + " does not start a pending entry";
+        else if (ch.total_bytes() == 0 || ch.total_bytes() > opt_.max_entry_bytes)
+          bad = "entry of " + std::to_string(ch.total_bytes()) + " bytes exceeds the " +
+                std::to_string(opt_.max_entry_bytes) + "-byte limit";
+        cur = int(ch.index());
+        total = ch.total_bytes();
+        buf.clear();
+      } else if (int(ch.index()) != cur || ch.total_bytes() != total || ch.offset() != buf.size()) {
+        bad = "chunk out of sequence";
+      }
+      if (bad.empty() && (ch.data().empty() || ch.data().size() > total - buf.size()))
+        bad = "chunk of " + std::to_string(ch.data().size()) + " bytes overruns the entry";
+      if (!bad.empty()) {
+        failure = "protocol error: " + bad;
+        ctx.TryCancel();
+        while (reader->Read(&ch)) {
+        }
+        break;
+      }
+      buf += ch.data();
+      if (buf.size() == total) {
+        pending.erase(cur);
+        ingest(cur, buf, ch.build_seconds());
+        cur = -1;
+        std::string().swap(buf);
+      }
+    }
+    const grpc::Status st = reader->Finish();
+    if (failure.empty() && !st.ok())
+      failure = "Prefill failed (" + std::to_string(int(st.error_code())) + "): " + st.error_message();
+    if (failure.empty() && !pending.empty()) failure = "stream ended before every entry";
+  }
+  std::lock_guard<std::mutex> l(c.mu);
+  c.contexts.erase(&ctx);
+  if (!c.aborted && !pending.empty()) {
+    if (failure.empty()) failure = "not started";
+    c.stats->worker_failures += 1;
+    c.stats->errors.push_back(r.address + ": " + failure + "; " + std::to_string(pending.size()) +
+                              " segment(s) rescheduled locally");
+    HYPIC_LOG_WARN("dist: worker %s: %s; rebuilding %zu segment(s) locally", r.address.c_str(),
+                   failure.c_str(), pending.size());
+    for (int j : pending) c.orphans.push_back(j);
+    c.stats->rescheduled += int(pending.size());
+  }
+  c.remote_running -= 1;
+  c.cv.notify_all();
+}
+
+}  // namespace hypic::dist

@@ -1,0 +1,113 @@
+// The combine worker's side of segment parallelism (SPEC §5). For a request's cold
+// segments, Scatter assigns them to lanes — remote scatter workers (dist/worker.h, by
+// address) and m local lanes building in-process — sends each worker one streaming Prefill
+// with a deadline, and ingests entries as they arrive (verify, then SegmentStore::insert),
+// so a Composer::prefill that follows finds every segment cached.
+//
+// Faults: a worker that is unreachable, errs, misses its deadline, breaks the stream
+// protocol or disconnects has its unfinished segments rescheduled onto the local lanes; an
+// entry that fails verification (structure, checksum, key recomputed from fingerprint,
+// dtype, seam, salt and tokens) is rejected and rebuilt locally. So a call completes with
+// every entry present unless a local build itself fails or the caller cancels. With m = 0
+// the calling thread is still the fallback lane (it builds nothing else).
+//
+// Bounds: every RPC has a deadline = floor + slack × the lane's projected finish (cost
+// model); messages are at most max_message_bytes; an entry claiming more than
+// max_entry_bytes is a protocol error.
+//
+// Threading: one Scatter may serve many requests at once; prefill_segments() is safe from
+// any number of threads. All locking of the dist client is in this class: each call has its
+// own state under its own mutex, and the cost samples are under the Scatter's mutex. gRPC
+// channels are created once and shared (they are thread-safe). A call uses the calling
+// thread plus one thread per remote lane, m − 1 local lanes and a cancellation watcher.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cache/segment_store.h"
+#include "dist/balance.h"
+#include "engine/compose.h"
+#include "model/model.h"
+
+namespace hypic::dist {
+
+struct ScatterOptions {
+  std::vector<std::string> workers;  // "host:port" of each scatter worker
+  int local_lanes = 1;               // m in-process build lanes
+  // OpenMP threads of each local lane's builds (0: the caller's setting). With m > 1 lanes,
+  // cores / m avoids oversubscription; builds are bit-identical across thread counts (f32,
+  // tested).
+  int local_lane_threads = 0;
+  Policy policy = Policy::kLpt;
+  double deadline_slack = 4.0;       // × projected seconds of the lane's work
+  double deadline_floor_s = 10.0;    // + this, so a cold cost model cannot starve a worker
+  bool query_load = true;            // GetStatus before assigning (load-aware; skips dead ones)
+  double status_timeout_s = 0.5;
+  size_t max_message_bytes = size_t(4) << 20;
+  size_t max_entry_bytes = size_t(2) << 30;
+  size_t max_samples = 256;          // cost samples kept (the most recent)
+  // Called after each entry is ingested (from the lane's thread, outside the call's lock):
+  // the lane (a worker's index in `workers`, workers.size() + i for local lane i, −1 for the
+  // fallback lane), the segment's index in the request's parts, whether a worker built it.
+  // For tests and metrics.
+  std::function<void(int lane, int segment, bool remote)> on_ingest;
+};
+
+struct ScatterStats {
+  int segments = 0;     // cacheable segments of the request (duplicates counted once)
+  int hits = 0;         // already in the store
+  int built_remote = 0, built_local = 0;
+  int rescheduled = 0;  // segments moved to the local lanes after their worker failed
+  int corrupt = 0;      // entries rejected by verification (then rebuilt)
+  int worker_failures = 0;  // workers unreachable or failing during the call
+  std::vector<std::string> errors;  // one line per failure or rejection
+  std::vector<int> lane_of;  // per missed segment (request order): planned lane, as on_ingest
+  double predicted_makespan_s = 0, wall_s = 0;
+};
+
+class Scatter {
+ public:
+  Scatter(const Model& model, std::shared_ptr<SegmentStore> store, ScatterOptions opt);
+  ~Scatter();
+  Scatter(const Scatter&) = delete;
+  Scatter& operator=(const Scatter&) = delete;
+
+  // Makes sure every segment of `parts` that Composer::prefill would compose under `opt`
+  // (hypic / naive mode, at least model.min_segment_tokens(seam) tokens) is in the store,
+  // and returns their Pins (hold them across the prefill so nothing is evicted in between).
+  // `cancel` (may be null): once it reads true the in-flight RPCs are cancelled, local lanes
+  // stop after their current build and the call returns kCancelled.
+  Result<std::vector<SegmentStore::Pin>> prefill_segments(const PromptParts& parts,
+                                                          const ComposeOptions& opt,
+                                                          const std::atomic<bool>* cancel,
+                                                          ScatterStats* stats);
+
+  // The cost model now in use (fitted from builds seen so far; a FLOP-based prior before).
+  CostModel cost_model() const;
+  void add_sample(int64_t tokens, double seconds);
+
+ private:
+  struct Remote;
+  struct Call;
+  void run_remote(Call& c, int lane);
+  void run_local(Call& c, int lane);
+  void probe_workers(Call& c);
+  int lane_id(const Call& c, int lane) const;
+
+  const Model& model_;
+  std::shared_ptr<SegmentStore> store_;
+  const ScatterOptions opt_;
+  std::vector<std::unique_ptr<Remote>> remotes_;  // one per worker address
+  CostModel prior_;
+
+  mutable std::mutex mu_;  // guards samples_, fit_
+  std::vector<CostSample> samples_;
+  CostModel fit_;
+};
+
+}  // namespace hypic::dist
