@@ -73,48 +73,71 @@ Result<GenerateResult> generate(const Model& model, const Tokenizer& tok,
   return r;
 }
 
+DecodeCursor::DecodeCursor(const ModelConfig& cfg, const Tokenizer& tok,
+                           const GenerateOptions& opt, TextCallback on_text, const Timer& start,
+                           GenerateResult* out)
+    : vocab_(cfg.vocab_size),
+      context_(cfg.max_position_embeddings),
+      opt_(opt),
+      eos_(eos_ids(cfg, tok)),
+      sampler_(opt.sampling),
+      stop_(opt.stop),
+      dec_(tok),
+      on_text_(std::move(on_text)),
+      start_(start),
+      out_(out) {
+  out_->finish_reason = "length";
+  ended_ = opt.max_tokens <= 0;
+}
+
+int32_t DecodeCursor::sample(const float* logits) { return sampler_.sample(logits, vocab_); }
+
+bool DecodeCursor::accept(int32_t id, int64_t pos) {
+  GenerateResult& r = *out_;
+  if (sampled_++ == 0) {
+    r.ttft_ms = start_.ms();
+    decode_timer_.reset();
+  }
+  last_ = id;
+  r.tokens.push_back(id);
+  if (opt_.stop_at_eos && std::find(eos_.begin(), eos_.end(), id) != eos_.end()) {
+    r.finish_reason = "stop";
+    return end();
+  }
+  const std::string piece = stop_.push(dec_.push(id));
+  r.text += piece;
+  if (on_text_ && !piece.empty() && !on_text_(piece)) {
+    cancelled_ = true;
+    return end();
+  }
+  if (stop_.stopped()) {
+    r.finish_reason = "stop";
+    return end();
+  }
+  // The token still has to be fed, at position pos: it needs a free position.
+  if (sampled_ == opt_.max_tokens || pos + 1 > context_) return end();
+  return true;
+}
+
+Status DecodeCursor::finish() {
+  GenerateResult& r = *out_;
+  if (!cancelled_ && !stop_.stopped()) {
+    const std::string rest = stop_.push(dec_.flush()) + stop_.flush();
+    r.text += rest;
+    if (on_text_ && !rest.empty()) on_text_(rest);
+  }
+  r.decode_ms = sampled_ == 0 ? 0 : decode_timer_.ms();
+  if (cancelled_) return Status(StatusCode::kCancelled, "generation cancelled by the caller");
+  return Status::ok();
+}
+
 Status decode(const Model& model, const Tokenizer& tok, SeqState& st, std::vector<float> logits,
               const GenerateOptions& opt, const TextCallback& on_text, const Timer& start,
               GenerateResult* out) {
-  GenerateResult& r = *out;
-  const int64_t V = model.config().vocab_size;
-  const int64_t ctx = model.config().max_position_embeddings;
-  const auto eos = eos_ids(model.config(), tok);
-  Sampler sampler(opt.sampling);
-  StopMatcher stop(opt.stop);
-  IncrementalDecoder dec(tok);
-  r.finish_reason = "length";
-  Timer td;
-  bool cancelled = false;
-  for (int i = 0; i < opt.max_tokens; ++i) {
-    const int32_t id = sampler.sample(logits.data(), V);
-    if (i == 0) {
-      r.ttft_ms = start.ms();
-      td.reset();
-    }
-    r.tokens.push_back(id);
-    if (opt.stop_at_eos && std::find(eos.begin(), eos.end(), id) != eos.end()) {
-      r.finish_reason = "stop";
-      break;
-    }
-    const std::string piece = stop.push(dec.push(id));
-    r.text += piece;
-    if (on_text && !piece.empty() && !on_text(piece)) { cancelled = true; break; }
-    if (stop.stopped()) {
-      r.finish_reason = "stop";
-      break;
-    }
-    if (i + 1 == opt.max_tokens || st.pos + 1 > ctx) break;
-    HYPIC_RETURN_IF_ERROR(model.forward(st, {id}, LogitsFor::kLast, &logits));
-  }
-  if (!cancelled && !stop.stopped()) {
-    const std::string rest = stop.push(dec.flush()) + stop.flush();
-    r.text += rest;
-    if (on_text && !rest.empty()) on_text(rest);
-  }
-  r.decode_ms = r.tokens.empty() ? 0 : td.ms();
-  if (cancelled) return Status(StatusCode::kCancelled, "generation cancelled by the caller");
-  return Status::ok();
+  DecodeCursor cur(model.config(), tok, opt, on_text, start, out);
+  while (cur.next(logits.data(), st.pos))
+    HYPIC_RETURN_IF_ERROR(model.forward(st, {cur.token()}, LogitsFor::kLast, &logits));
+  return cur.finish();
 }
 
 }  // namespace hypic

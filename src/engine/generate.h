@@ -52,6 +52,57 @@ class StopMatcher {
 
 std::vector<int32_t> eos_ids(const ModelConfig& cfg, const Tokenizer& tok);
 
+// The per-token bookkeeping of one sequence's decode loop: sampling, EOS, stop strings,
+// streaming through on_text, max_tokens and the context limit. decode() and DecodeBatch
+// both drive one, so a sequence behaves the same alone or batched. The model call is the
+// caller's:
+//   DecodeCursor cur(...);
+//   while (cur.next(logits, state.pos)) logits = <forward cur.token() on state>;
+//   Status s = cur.finish();
+class DecodeCursor {
+ public:
+  // Fills the generation fields of *out (text, tokens, finish_reason, ttft_ms, decode_ms);
+  // out must outlive the cursor. TTFT is measured from `start`. on_text may be empty.
+  DecodeCursor(const ModelConfig& cfg, const Tokenizer& tok, const GenerateOptions& opt,
+               TextCallback on_text, const Timer& start, GenerateResult* out);
+  DecodeCursor(const DecodeCursor&) = delete;
+  DecodeCursor& operator=(const DecodeCursor&) = delete;
+
+  // Samples the next token from `logits` ([V]: those of the last token the state consumed,
+  // `pos` = state.pos) and accepts it. True: the sequence goes on — feed token() to the
+  // model and call again with its logits. False: it has ended (then call finish()).
+  bool next(const float* logits, int64_t pos) { return !ended_ && accept(sample(logits), pos); }
+  // next() in two halves, so a batch can sample its sequences in parallel: sample() touches
+  // only this cursor's sampler; accept() records, streams and decides (call in order).
+  int32_t sample(const float* logits);
+  bool accept(int32_t id, int64_t pos);
+
+  bool ended() const { return ended_; }  // true from the start when max_tokens == 0
+  int32_t token() const { return last_; }  // the last accepted token
+  // Once, after the end: releases held-back text (unless stopped or cancelled), sets
+  // decode_ms. kCancelled when on_text returned false, else ok.
+  Status finish();
+
+ private:
+  bool end() {
+    ended_ = true;
+    return false;
+  }
+
+  int64_t vocab_, context_;
+  GenerateOptions opt_;
+  std::vector<int32_t> eos_;
+  Sampler sampler_;
+  StopMatcher stop_;
+  IncrementalDecoder dec_;
+  TextCallback on_text_;
+  Timer start_, decode_timer_;  // request arrival; first token
+  GenerateResult* out_;
+  int sampled_ = 0;  // tokens accepted so far
+  int32_t last_ = -1;
+  bool ended_ = false, cancelled_ = false;
+};
+
 // The decode loop from a prefilled state: `logits` are those of the prompt's last token;
 // TTFT is measured from `start` (the request's arrival). Fills out's generation fields.
 Status decode(const Model& model, const Tokenizer& tok, SeqState& state,

@@ -114,4 +114,16 @@ void attention_causal(const AttnDims& d, const float* q, int64_t Lq, int64_t qpo
   });
 }
 
+void attention_decode(const AttnDims& d, int64_t B, const float* q, const int64_t* pos,
+                      const float* const* kb, const float* const* vb, float scale, float* out) {
+  HYPIC_CHECK(d.nkv > 0 && d.nh % d.nkv == 0);
+  const int64_t row = int64_t(d.nh) * d.hd;
+  parallel_for(B * d.nkv, [&](int64_t task) {
+    thread_local Scratch scratch;
+    const int64_t b = task / d.nkv;
+    attend_task(d, q + b * row, 0, 1, pos[b], kb[b], vb[b], int(task % d.nkv), scale,
+                out + b * row, scratch);
+  });
+}
+
 }  // namespace hypic::kernels

@@ -19,4 +19,12 @@ struct AttnDims {
 void attention_causal(const AttnDims& d, const float* q, int64_t Lq, int64_t qpos0,
                       const float* k, const float* v, int64_t Lk, float scale, float* out);
 
+// A decode batch: B sequences with one query each. Query b (q: [B, nh, hd], row b) sits at
+// position pos[b] and attends keys 0 … pos[b] of its own cache kb[b], vb[b] ([>= pos[b] + 1,
+// nkv, hd]). out: [B, nh, hd]. Row b is bit-identical to attention_causal(d, q + b·nh·hd, 1,
+// pos[b], kb[b], vb[b], pos[b] + 1, scale, out + b·nh·hd); the B·nkv (sequence, kv head)
+// tasks share one parallel region.
+void attention_decode(const AttnDims& d, int64_t B, const float* q, const int64_t* pos,
+                      const float* const* kb, const float* const* vb, float scale, float* out);
+
 }  // namespace hypic::kernels

@@ -26,11 +26,12 @@ Result<SegmentEntry> Model::build_entry(const std::vector<int32_t>& tokens, int 
   SeqState st = new_state(L);
   Pass pass;
   Pass::Piece piece;
+  piece.seq = &st;
   piece.rows = L;
   pass.pieces.push_back(piece);
   pass.capture = &e;
   pass.seam = seam;
-  HYPIC_RETURN_IF_ERROR(run_pass(st, tokens, pass, LogitsFor::kNone, nullptr));
+  HYPIC_RETURN_IF_ERROR(run_pass(tokens, pass, LogitsFor::kNone, nullptr));
   return e;
 }
 

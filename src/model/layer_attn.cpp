@@ -4,6 +4,7 @@
 // applied there); computed rows attend causally to everything before them.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/parallel.h"
 #include "core/profile.h"
@@ -17,8 +18,8 @@
 
 namespace hypic {
 
-void Model::attn_layer(const LayerWeights& lw, KvCache& kv, const float* x, int64_t R,
-                       float* h, Pass& pass, size_t ai) const {
+void Model::attn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
+                       size_t ai) const {
   HYPIC_PROFILE_SCOPE("attn_layer");
   const auto& c = cfg_;
   const AttnWeights& w = lw.attn;
@@ -55,6 +56,7 @@ void Model::attn_layer(const LayerWeights& lw, KvCache& kv, const float* x, int6
   // Every piece's keys and values go into the cache first (cached bodies rotated to their
   // positions); attention is causal by position, so later pieces never leak backwards.
   for (const Pass::Piece& p : pass.pieces) {
+    KvCache& kv = p.seq->kv[ai];
     float* kc = kv.k.f32() + p.pos0 * kw;
     float* vc = kv.v.f32() + p.pos0 * kw;
     const int64_t n = p.tokens();
@@ -69,11 +71,26 @@ void Model::attn_layer(const LayerWeights& lw, KvCache& kv, const float* x, int6
   {
     HYPIC_PROFILE_SCOPE("attn_core");
     const float scale = 1.0f / std::sqrt(float(hd));
-    for (const Pass::Piece& p : pass.pieces) {
-      if (p.entry) continue;
-      kernels::attention_causal({nh, nkv, hd}, q.f32() + p.row0 * nh * hd, p.rows, p.pos0,
-                                kv.k.f32(), kv.v.f32(), p.pos0 + p.rows, scale,
-                                o.f32() + p.row0 * nh * hd);
+    if (pass.batch) {
+      // One query per sequence, each over its own cache: one parallel region for all.
+      const size_t B = pass.pieces.size();
+      std::vector<int64_t> pos(B);
+      std::vector<const float*> kb(B), vb(B);
+      for (size_t b = 0; b < B; ++b) {
+        pos[b] = pass.pieces[b].pos0;
+        kb[b] = pass.pieces[b].seq->kv[ai].k.f32();
+        vb[b] = pass.pieces[b].seq->kv[ai].v.f32();
+      }
+      kernels::attention_decode({nh, nkv, hd}, int64_t(B), q.f32(), pos.data(), kb.data(),
+                                vb.data(), scale, o.f32());
+    } else {
+      for (const Pass::Piece& p : pass.pieces) {
+        if (p.entry) continue;
+        const KvCache& kv = p.seq->kv[ai];
+        kernels::attention_causal({nh, nkv, hd}, q.f32() + p.row0 * nh * hd, p.rows, p.pos0,
+                                  kv.k.f32(), kv.v.f32(), p.pos0 + p.rows, scale,
+                                  o.f32() + p.row0 * nh * hd);
+      }
     }
   }
   float* op = o.f32();

@@ -17,8 +17,8 @@
 
 namespace hypic {
 
-void Model::gdn_layer(const LayerWeights& lw, LinearState& st, const float* x, int64_t R,
-                      float* h, Pass& pass, size_t li) const {
+void Model::gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
+                      size_t li) const {
   HYPIC_PROFILE_SCOPE("gdn_layer");
   const auto& c = cfg_;
   const GdnWeights& w = lw.gdn;
@@ -66,62 +66,80 @@ void Model::gdn_layer(const LayerWeights& lw, LinearState& st, const float* x, i
     });
   };
   const kernels::GdnDims dims{nk, nv, dk, dv};
-  for (const Pass::Piece& p : pass.pieces) {
-    if (p.entry) {
-      HYPIC_PROFILE_SCOPE("gdn_compose");
-      const SegmentEntry::Linear& e = p.entry->linear[li];
-      if (!e.warm_mixed.empty()) {
-        // Conv warm-up: the first body tokens see the true preceding conv history.
-        const int64_t P = e.warm_mixed.dim(0);
-        std::vector<float> wc(size_t(P * conv_dim)), wq(size_t(P * kd)), wk(size_t(P * kd)),
-            wv(size_t(P * vd)), wo(size_t(P * vd));
-        kernels::causal_conv1d_silu(e.warm_mixed.f32(), P, conv_dim, w.conv_w.f32(), K,
-                                    st.conv.f32(), wc.data());
-        for (int64_t t = 0; t < P; ++t) {
-          std::memcpy(&wk[size_t(t * kd)], &wc[size_t(t * conv_dim + kd)], size_t(kd) * 4);
-          std::memcpy(&wv[size_t(t * vd)], &wc[size_t(t * conv_dim + 2 * kd)], size_t(vd) * 4);
-        }
-        kernels::l2norm(wk.data(), P * nk, dk, 1e-6f);
-        kernels::gdn_prefill(dims, int(P), wk.data(), wk.data(), wv.data(), e.warm_g.f32(),
-                             e.warm_beta.f32(), st.ssm.f32(), wo.data());
-      }
-      switch (pass.rule) {
-        case ComposeRule::kTransition:
-          kernels::transition_compose(e.T, dv, e.s0.f32(), st.ssm.f32());
-          break;
-        case ComposeRule::kNaive: {
-          float* s = st.ssm.f32();
-          const float* s0 = e.s0.f32();
-          for (int64_t i = 0; i < st.ssm.numel(); ++i) s[i] += s0[i];
-          break;
-        }
-      }
-      std::memcpy(st.conv.raw(), e.conv_tail.raw(), st.conv.nbytes());
-      continue;
-    }
-    {
-      HYPIC_PROFILE_SCOPE("gdn_conv");
-      kernels::causal_conv1d_silu(mixed.f32() + p.row0 * conv_dim, p.rows, conv_dim,
+  if (pass.batch) {
+    // Row b is the next token of sequence b: its conv, then one batched delta-rule step.
+    HYPIC_PROFILE_SCOPE("gdn_batch_step");
+    std::vector<float*> states(pass.pieces.size());
+    for (size_t b = 0; b < pass.pieces.size(); ++b) {
+      LinearState& st = pass.pieces[b].seq->linear[li];
+      kernels::causal_conv1d_silu(mixed.f32() + int64_t(b) * conv_dim, 1, conv_dim,
                                   w.conv_w.f32(), K, st.conv.f32(),
-                                  conv.f32() + p.row0 * conv_dim);
+                                  conv.f32() + int64_t(b) * conv_dim);
+      states[b] = st.ssm.f32();
     }
-    prep(p.row0, p.rows);
-    HYPIC_PROFILE_SCOPE("gdn_rule");
-    const int64_t r = p.row0;
-    if (p.rows == 1) {
-      float* s = st.ssm.f32();
-      kernels::gdn_step(dims, 1, q.f32() + r * kd, k.f32() + r * kd, v.f32() + r * vd,
-                        g.f32() + r * nv, beta.f32() + r * nv, &s, o.f32() + r * vd);
-    } else {
-      kernels::gdn_prefill(dims, int(p.rows), q.f32() + r * kd, k.f32() + r * kd,
-                           v.f32() + r * vd, g.f32() + r * nv, beta.f32() + r * nv,
-                           st.ssm.f32(), o.f32() + r * vd);
+    prep(0, R);
+    kernels::gdn_step(dims, int(R), q.f32(), k.f32(), v.f32(), g.f32(), beta.f32(),
+                      states.data(), o.f32());
+  } else {
+    for (const Pass::Piece& p : pass.pieces) {
+      LinearState& st = p.seq->linear[li];
+      if (p.entry) {
+        HYPIC_PROFILE_SCOPE("gdn_compose");
+        const SegmentEntry::Linear& e = p.entry->linear[li];
+        if (!e.warm_mixed.empty()) {
+          // Conv warm-up: the first body tokens see the true preceding conv history.
+          const int64_t P = e.warm_mixed.dim(0);
+          std::vector<float> wc(size_t(P * conv_dim)), wq(size_t(P * kd)), wk(size_t(P * kd)),
+              wv(size_t(P * vd)), wo(size_t(P * vd));
+          kernels::causal_conv1d_silu(e.warm_mixed.f32(), P, conv_dim, w.conv_w.f32(), K,
+                                      st.conv.f32(), wc.data());
+          for (int64_t t = 0; t < P; ++t) {
+            std::memcpy(&wk[size_t(t * kd)], &wc[size_t(t * conv_dim + kd)], size_t(kd) * 4);
+            std::memcpy(&wv[size_t(t * vd)], &wc[size_t(t * conv_dim + 2 * kd)], size_t(vd) * 4);
+          }
+          kernels::l2norm(wk.data(), P * nk, dk, 1e-6f);
+          kernels::gdn_prefill(dims, int(P), wk.data(), wk.data(), wv.data(), e.warm_g.f32(),
+                               e.warm_beta.f32(), st.ssm.f32(), wo.data());
+        }
+        switch (pass.rule) {
+          case ComposeRule::kTransition:
+            kernels::transition_compose(e.T, dv, e.s0.f32(), st.ssm.f32());
+            break;
+          case ComposeRule::kNaive: {
+            float* s = st.ssm.f32();
+            const float* s0 = e.s0.f32();
+            for (int64_t i = 0; i < st.ssm.numel(); ++i) s[i] += s0[i];
+            break;
+          }
+        }
+        std::memcpy(st.conv.raw(), e.conv_tail.raw(), st.conv.nbytes());
+        continue;
+      }
+      {
+        HYPIC_PROFILE_SCOPE("gdn_conv");
+        kernels::causal_conv1d_silu(mixed.f32() + p.row0 * conv_dim, p.rows, conv_dim,
+                                    w.conv_w.f32(), K, st.conv.f32(),
+                                    conv.f32() + p.row0 * conv_dim);
+      }
+      prep(p.row0, p.rows);
+      HYPIC_PROFILE_SCOPE("gdn_rule");
+      const int64_t r = p.row0;
+      if (p.rows == 1) {
+        float* s = st.ssm.f32();
+        kernels::gdn_step(dims, 1, q.f32() + r * kd, k.f32() + r * kd, v.f32() + r * vd,
+                          g.f32() + r * nv, beta.f32() + r * nv, &s, o.f32() + r * vd);
+      } else {
+        kernels::gdn_prefill(dims, int(p.rows), q.f32() + r * kd, k.f32() + r * kd,
+                             v.f32() + r * vd, g.f32() + r * nv, beta.f32() + r * nv,
+                             st.ssm.f32(), o.f32() + r * vd);
+      }
     }
   }
   if (pass.capture) {
     // Entry of the body [seam, R): with seam < K−1 the first K−1−seam body tokens are kept
     // for conv warm-up and the transition covers [K−1, R).
     HYPIC_PROFILE_SCOPE("gdn_capture");
+    const LinearState& st = pass.pieces.back().seq->linear[li];
     SegmentEntry::Linear& e = pass.capture->linear[li];
     const int64_t b0 = std::max<int64_t>(pass.seam, K - 1), n = R - b0;
     if (pass.seam < K - 1) {

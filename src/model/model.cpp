@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -92,6 +93,7 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
       return invalid_argument("forward: a computed piece needs at least one token");
     }
     Pass::Piece q;
+    q.seq = &st;
     q.row0 = row;
     q.rows = p.rows;
     q.pos0 = pos;
@@ -106,19 +108,26 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
     return out_of_range("sequence of " + std::to_string(pos) +
                         " tokens exceeds the model's context of " +
                         std::to_string(c.max_position_embeddings) + " tokens; shorten the prompt");
-  return run_pass(st, plan.tokens, pass, which, logits);
+  return run_pass(plan.tokens, pass, which, logits);
 }
 
-Status Model::run_pass(SeqState& st, const std::vector<int32_t>& tokens, Pass& pass,
-                       LogitsFor which, std::vector<float>* logits) const {
+Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
+                       std::vector<float>* logits) const {
   const auto& c = cfg_;
   const int64_t R = int64_t(tokens.size()), H = c.hidden_size;
   for (int32_t t : tokens)
     if (t < 0 || t >= c.vocab_size)
       return out_of_range("token id " + std::to_string(t) + " outside the vocabulary [0, " +
                           std::to_string(c.vocab_size) + ")");
-  const int64_t end = pass.pieces.back().pos0 + pass.pieces.back().tokens();
-  reserve(st, end);
+  // Each sequence ends where its last piece ends (pieces of one sequence are in order).
+  std::vector<std::pair<SeqState*, int64_t>> ends;
+  for (const Pass::Piece& p : pass.pieces) {
+    auto it = std::find_if(ends.begin(), ends.end(),
+                           [&](const auto& e) { return e.first == p.seq; });
+    if (it == ends.end()) it = ends.insert(ends.end(), {p.seq, 0});
+    it->second = p.pos0 + p.tokens();
+  }
+  for (auto& [seq, end] : ends) reserve(*seq, end);
 
   Workspace& ws = Workspace::local();
   Tensor h = ws.f32(slot::kHidden, {R, H});
@@ -134,11 +143,11 @@ Status Model::run_pass(SeqState& st, const std::vector<int32_t>& tokens, Pass& p
     kernels::rmsnorm(h.f32(), lw.input_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);
     switch (lw.kind) {
       case LayerKind::kLinear:
-        gdn_layer(lw, st.linear[li], x.f32(), R, h.f32(), pass, li);
+        gdn_layer(lw, x.f32(), R, h.f32(), pass, li);
         ++li;
         break;
       case LayerKind::kFull:
-        attn_layer(lw, st.kv[ai], x.f32(), R, h.f32(), pass, ai);
+        attn_layer(lw, x.f32(), R, h.f32(), pass, ai);
         ++ai;
         break;
     }
@@ -155,7 +164,7 @@ Status Model::run_pass(SeqState& st, const std::vector<int32_t>& tokens, Pass& p
       pass.trace->emplace_back(h.f32() + r0 * H, h.f32() + R * H);
     }
   }
-  st.pos = end;
+  for (auto& [seq, end] : ends) seq->pos = end;
   if (which == LogitsFor::kNone) return Status::ok();
   const int64_t r0 = which == LogitsFor::kLast ? R - 1 : 0, n = R - r0;
   kernels::rmsnorm(h.f32() + r0 * H, w_.final_norm.f32(), x.f32(), n, H, c.rms_norm_eps, true);

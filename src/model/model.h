@@ -1,7 +1,7 @@
 // A loaded Qwen3-Next / Qwen3.5 hybrid model and its forward pass on the CPU.
 //
-// Threading: a Model is immutable after load; forward() may run concurrently on different
-// SeqStates (each call uses both cores through OpenMP / oneDNN).
+// Threading: a Model is immutable after load; forward() / decode_batch() may run concurrently
+// on disjoint SeqStates (each call uses both cores through OpenMP / oneDNN).
 #pragma once
 
 #include <memory>
@@ -70,6 +70,18 @@ class Model {
   Status forward_plan(SeqState& state, const ForwardPlan& plan, LogitsFor which,
                       std::vector<float>* logits) const;
 
+  // One decode step for B = states.size() independent sequences (continuous batching):
+  // token b goes to states[b] at its own position states[b]->pos, which then advances by one.
+  // logits: [B, V], row b for sequence b. The matrix products (projections, MLP / MoE,
+  // lm_head) run once over the B rows, so each weight is read once per step instead of B
+  // times; the conv / delta-rule step, RoPE and attention over each sequence's own KV cache
+  // run per sequence. B = 1 is bit-identical to forward(state, {token}, kLast); for B > 1 a
+  // row can differ from its forward() by fp32 rounding (GEMM blocking depends on B).
+  // Errors (nothing modified): B == 0, size mismatch, a null or repeated state, a state of
+  // another model, a token id out of range, a state already at max_position_embeddings.
+  Status decode_batch(const std::vector<SeqState*>& states, const std::vector<int32_t>& tokens,
+                      std::vector<float>* logits) const;
+
   // Segment entries (SPEC §4): a standalone prefill of `tokens` from zero state at positions
   // 0 … L−1 that keeps, per layer, what composing the body [seam, L) needs. Errors when the
   // segment is too short to have a body (see min_segment_tokens()).
@@ -90,12 +102,13 @@ class Model {
  private:
   Model() = default;
   struct Pass;  // one forward pass's pieces, compose rule and optional entry capture
-  Status run_pass(SeqState& st, const std::vector<int32_t>& tokens, Pass& pass,
-                  LogitsFor which, std::vector<float>* logits) const;
-  void gdn_layer(const LayerWeights& lw, LinearState& st, const float* x, int64_t R, float* h,
-                 Pass& pass, size_t linear_index) const;
-  void attn_layer(const LayerWeights& lw, KvCache& kv, const float* x, int64_t R, float* h,
-                  Pass& pass, size_t attn_index) const;
+  // Runs the pass's pieces (each names its sequence) and advances every sequence's pos.
+  Status run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
+                  std::vector<float>* logits) const;
+  void gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
+                 size_t linear_index) const;
+  void attn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
+                  size_t attn_index) const;
   void mlp_layer(const MlpWeights& w, const float* x, int64_t L, float* h) const;
   void moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) const;
 

@@ -9,13 +9,18 @@ namespace hypic {
 
 struct Model::Pass {
   struct Piece {
+    SeqState* seq = nullptr;  // the sequence this piece extends (set for every piece)
     int64_t row0 = 0;  // first computed row (rows of the pass's token matrix)
     int64_t rows = 0;  // computed rows; 0 for a cached body
     int64_t pos0 = 0;  // absolute position of the first token (computed or cached)
     const SegmentEntry* entry = nullptr;
     int64_t tokens() const { return entry ? entry->body_tokens() : rows; }
   };
+  // Pieces of one sequence are in prompt order; pieces of different sequences are independent.
   std::vector<Piece> pieces;
+  // decode_batch: piece b is row b, one computed token of its own sequence, no two pieces
+  // share a sequence. Lets the layers run the per-sequence parts as one batch.
+  bool batch = false;
   ComposeRule rule = ComposeRule::kTransition;
   // build_entry: per layer, what the body rows [seam, R) leave behind is stored here.
   SegmentEntry* capture = nullptr;

@@ -1,0 +1,62 @@
+// Decode throughput of Model::decode_batch at B = 1, 8, 16 against B separate forward()
+// calls per step. A measurement, not a test (no timing assertions); run it explicitly:
+//   HYPIC_BENCH_MODEL=/path/to/checkpoint HYPIC_BENCH_DTYPE=bf16 test_model
+//     --gtest_also_run_disabled_tests --gtest_filter='*DecodeBatchBench*'
+// Default model: tests/models/qwen3_5_moe in f32 (tiny: shows per-call overhead only).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "core/timer.h"
+#include "model/model.h"
+
+namespace hypic {
+namespace {
+
+TEST(DecodeBatchBench, DISABLED_TokensPerSecond) {
+  const char* env = std::getenv("HYPIC_BENCH_MODEL");
+  const std::string dir =
+      env ? env : std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_moe";
+  const char* dt = std::getenv("HYPIC_BENCH_DTYPE");
+  const DType compute = dt && std::string(dt) == "bf16" ? DType::kBF16 : DType::kF32;
+  const int steps = std::getenv("HYPIC_BENCH_STEPS") ? std::atoi(std::getenv("HYPIC_BENCH_STEPS"))
+                                                      : 8;
+  auto m = Model::load(dir, {compute, false});
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  const Model& model = **m;
+  const int64_t V = model.config().vocab_size;
+  std::mt19937 rng(1);
+  std::printf("model %s (%s), prompt 32 tokens, %d timed steps after 2 warm-up\n", dir.c_str(),
+              dtype_name(compute), steps);
+  std::printf("%4s  %14s  %14s  %8s\n", "B", "batched tok/s", "separate tok/s", "speedup");
+  for (int B : {1, 8, 16}) {
+    std::vector<SeqState> seqs;
+    for (int b = 0; b < B; ++b) {
+      std::vector<int32_t> prompt(32);
+      for (auto& t : prompt) t = int32_t(rng() % uint32_t(V));
+      seqs.push_back(model.new_state(64));
+      std::vector<float> l;
+      ASSERT_TRUE(model.forward(seqs.back(), prompt, LogitsFor::kLast, &l).is_ok());
+    }
+    std::vector<SeqState*> ptrs;
+    for (auto& s : seqs) ptrs.push_back(&s);
+    std::vector<int32_t> toks(size_t(B), 1);
+    std::vector<float> logits;
+    auto batched = [&] { ASSERT_TRUE(model.decode_batch(ptrs, toks, &logits).is_ok()); };
+    auto separate = [&] {
+      for (auto& s : seqs) ASSERT_TRUE(model.forward(s, {1}, LogitsFor::kLast, &logits).is_ok());
+    };
+    auto rate = [&](auto&& one_step) {
+      for (int i = 0; i < 2; ++i) one_step();
+      Timer t;
+      for (int i = 0; i < steps; ++i) one_step();
+      return double(B) * steps / t.seconds();
+    };
+    const double rb = rate(batched), rs = rate(separate);
+    std::printf("%4d  %14.1f  %14.1f  %7.2fx\n", B, rb, rs, rb / rs);
+  }
+}
+
+}  // namespace
+}  // namespace hypic
