@@ -34,7 +34,8 @@ int cmd_serve(int argc, char** argv) {
       .opt("served-model-name", "NAME", "model id clients send (default: the directory name)")
       .opt("cache-mem", "MiB", "segment / prefix cache memory budget", "1024")
       .opt("cache-dir", "DIR", "disk tier for evicted segment entries")
-      .opt("max-concurrency", "N", "worker threads, each running one request", "1")
+      .opt("max-concurrency", "N", "requests in flight at once (decoded together: continuous batching)", "16")
+      .opt("prefill-threads", "N", "threads prefilling new requests while the batch decodes", "1")
       .opt("max-queue", "N", "requests waiting for a worker before 429", "16")
       .opt("max-tokens-limit", "N", "largest max_tokens a request may ask for", "4096")
       .opt("max-body", "MiB", "largest request body", "8")
@@ -51,6 +52,7 @@ int cmd_serve(int argc, char** argv) {
   auto port = a.integer("port");
   auto mem = a.integer("cache-mem");
   auto conc = a.integer("max-concurrency");
+  auto prefill_threads = a.integer("prefill-threads");
   auto queue = a.integer("max-queue");
   auto maxtok = a.integer("max-tokens-limit");
   auto body = a.integer("max-body");
@@ -62,11 +64,11 @@ int cmd_serve(int argc, char** argv) {
                           &maxtok.status(), &body.status(), &segs.status(), &regmem.status(),
                           &regs.status(), &pending.status()})
     if (!s->is_ok()) return report_error("serve", *s);
-  if (*port < 0 || *port > 65535 || *mem < 0 || *conc < 1 || *conc > 256 || *queue < 0 ||
+  if (*port < 0 || *port > 65535 || *mem < 0 || *conc < 1 || *conc > 256 || *prefill_threads < 1 || *prefill_threads > 16 || *queue < 0 ||
       *maxtok < 1 || *body < 1 || *segs < 0 || (a.has("registered-mem") && *regmem < 1) ||
       *regs < 0 || *pending < 1)
     return report_error("serve", invalid_argument(
-        "need 0 <= --port <= 65535, --cache-mem >= 0, 1 <= --max-concurrency <= 256, "
+        "need 0 <= --port <= 65535, --cache-mem >= 0, 1 <= --max-concurrency <= 256, 1 <= --prefill-threads <= 16, "
         "--max-queue >= 0, --max-tokens-limit >= 1, --max-body >= 1, --max-segments >= 0, "
         "--registered-mem >= 1, --max-registered-segments >= 0, --max-pending-connections >= 1"));
 
@@ -83,7 +85,8 @@ int cmd_serve(int argc, char** argv) {
   if (so.model_name.empty()) so.model_name = std::filesystem::path(dir).parent_path().filename().string();
   so.cache_mem_bytes = size_t(*mem) << 20;
   so.cache_dir = a.str("cache-dir");
-  so.scheduler.workers = int(*conc);
+  so.scheduler.max_batch = int(*conc);
+  so.scheduler.workers = int(*prefill_threads);
   so.scheduler.max_queue = int(*queue);
   so.limits.max_tokens = int(*maxtok);
   so.limits.default_max_tokens = std::min(so.limits.default_max_tokens, so.limits.max_tokens);

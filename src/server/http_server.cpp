@@ -102,7 +102,8 @@ struct HttpServer::Impl {
 
   Impl(const Model& m, const Tokenizer& t, ServerOptions o) : model(m), tok(t), opt(std::move(o)) {}
 
-  Outcome run_job(const Scheduler::Job& job);
+  std::variant<Outcome, Scheduler::Decoding> run_job(const Scheduler::Job& job);
+  Outcome finish_generation(GenerateResult&& g, const Status& st, const ComposeStats& cs, PicMode mode);
   Outcome run_registration(const Scheduler::Job& job);
   void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint ep);
   void handle_register(const httplib::Request& req, httplib::Response& res);
@@ -121,7 +122,7 @@ struct HttpServer::Impl {
   }
 };
 
-Outcome HttpServer::Impl::run_job(const Scheduler::Job& job) {
+std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Scheduler::Job& job) {
   Outcome out;
   if (opt.debug_delay_ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(opt.debug_delay_ms));
@@ -143,21 +144,32 @@ Outcome HttpServer::Impl::run_job(const Scheduler::Job& job) {
     return out;
   }
   metrics.record_compose(cs);
-  GenerateResult g;
-  g.prompt_tokens = cs.prompt_tokens;
-  const auto& ticket = job.ticket;
-  InterTokenTimer itl(&metrics.inter_token);
-  auto on_text = [&](const std::string& t) {
-    itl.tick();
+  // Decoding continues on the scheduler's decode thread, batched with the other requests.
+  Scheduler::Decoding d;
+  d.state = std::move(st);
+  d.logits = std::move(logits);
+  d.options = generate_options(r);
+  d.start = job.arrival;
+  auto itl = std::make_shared<InterTokenTimer>(&metrics.inter_token);
+  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone](const std::string& t) {
+    itl->tick();
     if (opt.debug_piece_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(opt.debug_piece_delay_ms));
-    if (r.client_gone && r.client_gone()) {  // non-streaming client gone
+    if (gone && gone()) {  // non-streaming client gone
       ticket->cancel();
       return false;
     }
     return ticket->push_text(t);
   };
-  Status d = decode(model, tok, st, std::move(logits), generate_options(r), on_text, job.arrival, &g);
+  d.finish = [this, cs, mode = r.mode](GenerateResult&& g, const Status& st) {
+    return finish_generation(std::move(g), st, cs, mode);
+  };
+  return d;
+}
+
+Outcome HttpServer::Impl::finish_generation(GenerateResult&& g, const Status& d, const ComposeStats& cs,
+                                            PicMode mode) {
+  Outcome out;
   metrics.record_generation(int64_t(g.tokens.size()), g.tokens.empty() ? -1.0 : g.ttft_ms);
   if (!d) {
     out.error = d.code() == StatusCode::kCancelled
@@ -175,7 +187,7 @@ Outcome HttpServer::Impl::run_job(const Scheduler::Job& job) {
         {"total_tokens", cs.prompt_tokens + completion},
         {"prompt_tokens_details", {{"cached_tokens", cs.reused_tokens}}},
         {"hypic",
-         {{"mode", pic_mode_name(r.mode)},
+         {{"mode", pic_mode_name(mode)},
           {"segments_hit", cs.segments_hit},
           {"segments_missed", cs.segments_missed},
           {"reused_tokens", cs.reused_tokens},
@@ -501,7 +513,7 @@ void HttpServer::Impl::setup_routes() {
   // Handlers block while their job waits or runs, so the pool needs a thread per admitted
   // job plus some to answer 429s and cheap routes. Connections beyond those wait in a
   // bounded queue, then in the kernel's backlog (ConnectionQueue).
-  const size_t threads = size_t(std::max(8, opt.scheduler.workers + opt.scheduler.max_queue + 4));
+  const size_t threads = size_t(std::max(8, opt.scheduler.max_batch + opt.scheduler.max_queue + 4));
   const size_t pending = size_t(std::max(1, opt.max_pending_connections));
   http.new_task_queue = [this, threads, pending] {
     return new ConnectionQueue(threads, pending, [this] { return stopping.load(); });
@@ -586,7 +598,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
       model, impl->store, std::make_shared<PrefixCache>(impl->opt.cache_mem_bytes));
   Impl* p = impl.get();
   impl->scheduler = std::make_unique<Scheduler>(
-      impl->opt.scheduler, [p](const Scheduler::Job& j) { return p->run_job(j); });
+      impl->opt.scheduler, [p](const Scheduler::Job& j) { return p->run_job(j); }, &model, &tok);
   impl->setup_routes();
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }

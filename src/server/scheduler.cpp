@@ -1,5 +1,9 @@
 #include "server/scheduler.h"
 
+#include <map>
+
+#include "engine/batch_decode.h"
+
 namespace hypic::server {
 
 bool Ticket::push_text(std::string text) {
@@ -47,10 +51,19 @@ void Ticket::cancel() {
   cv_.notify_all();
 }
 
-Scheduler::Scheduler(Options opt, Runner runner) : opt_(opt), runner_(std::move(runner)) {
+namespace {
+
+ApiError cancelled() { return ApiError{499, "cancelled by the client", "invalid_request_error", "", "cancelled"}; }
+
+}  // namespace
+
+Scheduler::Scheduler(Options opt, Prefill prefill, const Model* model, const Tokenizer* tok)
+    : opt_(opt), prefill_(std::move(prefill)), model_(model), tok_(tok) {
   if (opt_.workers < 1) opt_.workers = 1;
   if (opt_.max_queue < 0) opt_.max_queue = 0;
+  if (opt_.max_batch < 1) opt_.max_batch = 1;
   for (int i = 0; i < opt_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+  decoder_ = std::thread([this] { decode_loop(); });
 }
 
 Scheduler::~Scheduler() { shutdown(); }
@@ -62,15 +75,16 @@ std::shared_ptr<Ticket> Scheduler::submit(ApiRequest request, PromptParts parts,
     *why = Rejection::kShuttingDown;
     return nullptr;
   }
-  // Admitted jobs (running + waiting) are bounded by workers + max_queue.
-  if (running_ + int(queue_.size()) >= opt_.workers + opt_.max_queue) {
+  // Admitted jobs (in flight + waiting) are bounded by max_batch + max_queue.
+  const int in_flight = prefilling_ + int(ready_.size()) + decoding_;
+  if (in_flight + int(queue_.size()) >= opt_.max_batch + opt_.max_queue) {
     *why = Rejection::kQueueFull;
     return nullptr;
   }
   *why = Rejection::kNone;
   auto t = std::make_shared<Ticket>();
   queue_.push_back(Job{std::move(request), std::move(parts), arrival, t});
-  cv_.notify_one();
+  cv_.notify_all();
   return t;
 }
 
@@ -79,21 +93,86 @@ void Scheduler::worker_loop() {
     Job job;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lk, [&] {
+        const int in_flight = prefilling_ + int(ready_.size()) + decoding_;
+        return (stopping_ && queue_.empty()) || (!queue_.empty() && in_flight < opt_.max_batch);
+      });
       if (queue_.empty()) return;  // stopping and drained
       job = std::move(queue_.front());
       queue_.pop_front();
-      ++running_;
+      ++prefilling_;
     }
-    Outcome o;
+    std::variant<Outcome, Decoding> r;
     if (job.ticket->cancelled()) {
-      o.error = ApiError{499, "cancelled by the client", "invalid_request_error", "", "cancelled"};
+      r = Outcome{cancelled(), {}};
     } else {
-      o = runner_(job);
+      r = prefill_(job);
     }
-    job.ticket->finish(std::move(o));
-    std::lock_guard<std::mutex> lk(mu_);
-    --running_;
+    if (auto* d = std::get_if<Decoding>(&r); d && !model_) {
+      d->finish(GenerateResult{}, internal_error("the scheduler has no model to decode with"));
+      r = Outcome{ApiError{500, "no decoder", "server_error", "", "internal_error"}, {}};
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu_);  // counts are exact before the outcome is visible
+      --prefilling_;
+      if (auto* d = std::get_if<Decoding>(&r)) ready_.push_back(Ready{job.ticket, std::move(*d)});
+      cv_.notify_all();
+    }
+    if (auto* o = std::get_if<Outcome>(&r)) job.ticket->finish(std::move(*o));
+  }
+}
+
+void Scheduler::decode_loop() {
+  if (!model_) {  // queueing-only scheduler: nothing will ever be ready
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return stopping_ && queue_.empty() && prefilling_ == 0; });
+    return;
+  }
+  DecodeBatch batch(*model_, *tok_);
+  struct Owner {
+    std::shared_ptr<Ticket> ticket;
+    std::function<Outcome(GenerateResult&&, const Status&)> finish;
+  };
+  std::map<DecodeBatch::Id, Owner> owners;
+  auto end = [&](DecodeBatch::Id id, GenerateResult&& g, const Status& st) {
+    Owner o = std::move(owners.at(id));
+    owners.erase(id);
+    o.ticket->finish(o.finish(std::move(g), st));
+  };
+  for (;;) {
+    std::deque<Ready> joining;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] {
+        return !ready_.empty() || !batch.empty() || (stopping_ && queue_.empty() && prefilling_ == 0);
+      });
+      if (ready_.empty() && batch.empty()) return;  // stopping and drained
+      joining.swap(ready_);
+      decoding_ = int(batch.size() + joining.size());
+    }
+    for (Ready& r : joining) {
+      auto id = batch.add(std::move(r.d.state), std::move(r.d.logits), r.d.options, std::move(r.d.on_text),
+                          r.d.start);
+      if (!id) {
+        r.ticket->finish(r.d.finish(GenerateResult{}, id.status()));
+        continue;
+      }
+      owners.emplace(*id, Owner{r.ticket, std::move(r.d.finish)});
+    }
+    // Clients that left: their sequences go now, not at their next text piece.
+    std::vector<DecodeBatch::Id> gone;
+    for (const auto& [id, o] : owners)
+      if (o.ticket->cancelled() && batch.remove(id)) gone.push_back(id);
+    // A model error ends the affected sequences; take_finished() reports them with it.
+    if (!batch.empty()) static_cast<void>(batch.step());
+    auto finished = batch.take_finished();
+    {
+      std::lock_guard<std::mutex> lk(mu_);  // counts are exact before any outcome is visible
+      decoding_ = int(batch.size());
+      cv_.notify_all();
+    }
+    for (auto id : gone) end(id, GenerateResult{}, Status(StatusCode::kCancelled, "cancelled by the client"));
+    for (auto& f : finished) end(f.id, std::move(f.result), f.status);
   }
 }
 
@@ -114,6 +193,7 @@ void Scheduler::shutdown() {
   for (auto& w : workers_)
     if (w.joinable()) w.join();
   workers_.clear();
+  if (decoder_.joinable()) decoder_.join();
 }
 
 int Scheduler::queued() const {
@@ -123,7 +203,12 @@ int Scheduler::queued() const {
 
 int Scheduler::running() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return running_;
+  return prefilling_ + int(ready_.size()) + decoding_;
+}
+
+int Scheduler::decoding() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return decoding_;
 }
 
 }  // namespace hypic::server

@@ -1,13 +1,19 @@
-// The server's only module with locks, threads and condition variables (STYLE "Serving code").
+// The server's only module with locks, threads and condition variables for jobs (STYLE
+// "Serving code").
 //
-// A bounded FIFO of jobs and N worker threads. submit() never blocks: a full queue is
-// answered at once (the HTTP layer turns it into 429 + Retry-After), a shutting-down
-// scheduler likewise (503). Each job has a Ticket: the worker pushes text pieces and then
-// the final outcome into it; the HTTP thread blocks on next(). Ticket::cancel() (client
-// gone) makes the worker's next push return false, which stops decoding.
-//
-// Workers run one request at a time from prefill to the last token (no batching yet; the
-// next step is continuous batching of decode steps across requests, which belongs here).
+// A bounded FIFO of jobs, `workers` prefill threads and one decode thread:
+//   submit()   never blocks: a full queue is answered at once (the HTTP layer turns it into
+//              429 + Retry-After), a shutting-down scheduler likewise (503).
+//   prefill    a worker pops a job when fewer than max_batch requests are in flight and runs
+//              the Prefill function: it either finishes the job (an Outcome: errors,
+//              segment registrations) or hands over a prefilled sequence (Decoding).
+//   decode     the decode thread owns a DecodeBatch (continuous batching): sequences join at
+//              the next step as soon as their prefill ends, leave when they finish, and every
+//              step advances all of them with one Model::decode_batch. Prefill runs on its
+//              own threads, so a long prompt slows the streams but never stops them.
+// Each job has a Ticket: text pieces and then the outcome go into it; the HTTP thread blocks
+// on next(). Ticket::cancel() (client gone) makes the next push fail; the decode thread also
+// drops cancelled sequences before each step, freeing their state.
 #pragma once
 
 #include <condition_variable>
@@ -19,11 +25,14 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/timer.h"
+#include "engine/generate.h"
+#include "model/model.h"
 #include "server/request.h"
 
 namespace hypic::server {
@@ -66,18 +75,31 @@ class Scheduler {
     Timer arrival;      // TTFT is measured from here
     std::shared_ptr<Ticket> ticket;
   };
-  // Runs a job on a worker thread: streams text into job.ticket (stopping when push_text
-  // returns false) and returns the outcome. Must not throw.
-  using Runner = std::function<Outcome(const Job& job)>;
+  // A prefilled sequence for the decode thread. on_text runs on the decode thread (return
+  // false to stop); finish turns the generation into the job's outcome (status: ok,
+  // kCancelled, or the model's error).
+  struct Decoding {
+    SeqState state;
+    std::vector<float> logits;  // [V], the prompt's last token
+    GenerateOptions options;
+    TextCallback on_text;
+    std::function<Outcome(GenerateResult&&, const Status&)> finish;
+    Timer start;  // the request's arrival: TTFT is measured from here
+  };
+  // Runs on a prefill thread; must not throw.
+  using Prefill = std::function<std::variant<Outcome, Decoding>(const Job& job)>;
 
   struct Options {
-    int workers = 1;
-    int max_queue = 16;  // jobs waiting for a worker (running ones not counted)
+    int workers = 1;     // prefill threads
+    int max_queue = 16;  // jobs waiting beyond the in-flight ones
+    int max_batch = 16;  // requests in flight (prefilling or decoding) at once
   };
 
   enum class Rejection { kNone, kQueueFull, kShuttingDown };
 
-  Scheduler(Options opt, Runner runner);
+  // `model` and `tok` (for the decode batch) must outlive the scheduler; null only when the
+  // Prefill never returns a Decoding (tests of the queueing alone).
+  Scheduler(Options opt, Prefill prefill, const Model* model = nullptr, const Tokenizer* tok = nullptr);
   ~Scheduler();  // shutdown()
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -86,24 +108,33 @@ class Scheduler {
   std::shared_ptr<Ticket> submit(ApiRequest request, PromptParts parts, Timer arrival,
                                  Rejection* why);
 
-  // Stops accepting, answers queued jobs with 503, waits for running ones to finish (they
-  // run to completion unless their client cancels), joins the workers. Idempotent; call from one
-  // thread (the owner).
+  // Stops accepting, answers queued jobs with 503, lets in-flight ones finish (unless their
+  // clients cancel), joins the threads. Idempotent; call from one thread (the owner).
   void shutdown();
 
   int queued() const;
-  int running() const;
+  int running() const;  // in flight: prefilling, waiting for the batch, or decoding
+  int decoding() const;
 
  private:
+  struct Ready {
+    std::shared_ptr<Ticket> ticket;
+    Decoding d;
+  };
   void worker_loop();
+  void decode_loop();
   Options opt_;
-  Runner runner_;
+  Prefill prefill_;
+  const Model* model_;
+  const Tokenizer* tok_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;
-  int running_ = 0;
+  std::deque<Ready> ready_;  // prefilled, joining the batch at its next step
+  int prefilling_ = 0, decoding_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::thread decoder_;
 };
 
 }  // namespace hypic::server

@@ -339,6 +339,7 @@ TEST_F(HttpTest, ApiKeyRequired) {
 TEST_F(HttpTest, FullQueueGives429WithRetryAfter) {
   ServerOptions o = opts();
   o.scheduler.workers = 1;
+  o.scheduler.max_batch = 1;
   o.scheduler.max_queue = 0;
   o.debug_delay_ms = 700;
   Running s(*model_, *tok_, o);
@@ -673,6 +674,7 @@ TEST_F(HttpTest, MetricsFollowRequests) {
 TEST_F(HttpTest, NonStreamingClientDisconnectCancels) {
   ServerOptions o = opts();
   o.scheduler.workers = 1;
+  o.scheduler.max_batch = 1;
   o.scheduler.max_queue = 0;
   o.debug_delay_ms = 600;  // the client gives up while the job waits
   Running s(*model_, *tok_, o);
@@ -700,6 +702,7 @@ TEST_F(HttpTest, NonStreamingClientDisconnectCancels) {
 TEST_F(HttpTest, NonStreamingClientDisconnectStopsDecoding) {
   ServerOptions o = opts();
   o.scheduler.workers = 1;
+  o.scheduler.max_batch = 1;
   o.scheduler.max_queue = 0;
   o.debug_piece_delay_ms = 20;  // decoding 100 tokens takes 2 s or more
   Running s(*model_, *tok_, o);
