@@ -43,7 +43,10 @@ int cmd_serve(int argc, char** argv) {
       .opt("registered-mem", "MiB", "cache memory registered segments may pin (default: half of --cache-mem)")
       .opt("max-registered-segments", "N", "most registered segments at once", "1024")
       .opt("max-pending-connections", "N", "accepted connections waiting for an HTTP thread", "64")
-      .opt("dtype", "bf16|f32", "compute type", "bf16");
+      .opt("dtype", "bf16|f32", "compute type", "bf16")
+      .opt("scatter-workers", "LIST", "segment parallelism: host:port,... of `hypic worker`s that build cold segments")
+      .opt("local-lanes", "N", "segment parallelism: in-process lanes building cold segments in parallel", "1")
+      .opt("scatter-policy", "P", "lane assignment: lpt | round-robin | contiguous", "lpt");
   if (Status s = a.parse(argc, argv); !s) return report_error("serve", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   if (!a.has("model")) return report_error("serve", invalid_argument("--model is required"));
@@ -95,6 +98,21 @@ int cmd_serve(int argc, char** argv) {
   if (a.has("registered-mem")) so.registered_mem_bytes = size_t(std::min<int64_t>(*regmem, int64_t(1) << 30)) << 20;
   so.max_registered_segments = int(std::min<int64_t>(*regs, 1 << 30));
   so.max_pending_connections = int(std::min<int64_t>(*pending, 1 << 20));
+
+  auto lanes = a.integer("local-lanes");
+  if (!lanes) return report_error("serve", lanes.status());
+  if (*lanes < 1 || *lanes > 64) return report_error("serve", invalid_argument("need 1 <= --local-lanes <= 64"));
+  so.scatter.local_lanes = int(*lanes);
+  if (!dist::parse_policy(a.str("scatter-policy"), &so.scatter.policy))
+    return report_error("serve", invalid_argument("--scatter-policy must be lpt, round-robin or contiguous"));
+  for (std::string w, list = a.str("scatter-workers"); !list.empty();) {
+    const size_t comma = list.find(',');
+    w = list.substr(0, comma);
+    list = comma == std::string::npos ? "" : list.substr(comma + 1);
+    if (w.find(':') == std::string::npos)
+      return report_error("serve", invalid_argument("--scatter-workers takes host:port entries, got '" + w + "'"));
+    so.scatter.workers.push_back(w);
+  }
 
   // Installed before loading, so that a SIGTERM during a long load still exits cleanly.
   std::signal(SIGTERM, on_stop_signal);

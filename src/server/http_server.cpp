@@ -94,6 +94,7 @@ struct HttpServer::Impl {
   std::unique_ptr<SegmentRegistry> registry;
   std::shared_ptr<SegmentStore> store;
   std::unique_ptr<Composer> composer;
+  std::unique_ptr<dist::Scatter> scatter;  // set when segment parallelism is configured
   std::unique_ptr<Scheduler> scheduler;
   httplib::Server http;
   std::atomic<uint64_t> next_id{1};
@@ -139,6 +140,21 @@ std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Sched
   SeqState st = model.new_state(job.parts.total_tokens() + r.max_tokens + 1);
   std::vector<float> logits;
   ComposeStats cs;
+  // Segment parallelism: cold segments built by the scatter lanes first; the pins keep them
+  // in the store until the composition has read them.
+  std::vector<SegmentStore::Pin> scattered;
+  json scatter_info;  // usage.hypic.scatter when segment parallelism ran
+  if (scatter && (r.mode == PicMode::kHypic || r.mode == PicMode::kNaive)) {
+    dist::ScatterStats ss;
+    auto pins = scatter->prefill_segments(job.parts, co, nullptr, &ss);
+    if (!pins) {
+      out.error = status_error(pins.status());
+      return out;
+    }
+    scattered = std::move(pins).value();
+    scatter_info = {{"built_remote", ss.built_remote}, {"built_local", ss.built_local},
+                    {"rescheduled", ss.rescheduled}, {"corrupt", ss.corrupt}};
+  }
   if (Status s = composer->prefill(job.parts, co, &st, &logits, &cs); !s) {
     out.error = status_error(s);
     return out;
@@ -161,8 +177,10 @@ std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Sched
     }
     return ticket->push_text(t);
   };
-  d.finish = [this, cs, mode = r.mode](GenerateResult&& g, const Status& st) {
-    return finish_generation(std::move(g), st, cs, mode);
+  d.finish = [this, cs, mode = r.mode, scatter_info](GenerateResult&& g, const Status& st) {
+    Outcome o = finish_generation(std::move(g), st, cs, mode);
+    if (!o.error && !scatter_info.is_null()) o.result["usage"]["hypic"]["scatter"] = scatter_info;
+    return o;
   };
   return d;
 }
@@ -596,6 +614,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   impl->store = std::shared_ptr<SegmentStore>(std::move(store).value());
   impl->composer = std::make_unique<Composer>(
       model, impl->store, std::make_shared<PrefixCache>(impl->opt.cache_mem_bytes));
+  if (!impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1)
+    impl->scatter = std::make_unique<dist::Scatter>(model, impl->store, impl->opt.scatter);
   Impl* p = impl.get();
   impl->scheduler = std::make_unique<Scheduler>(
       impl->opt.scheduler, [p](const Scheduler::Job& j) { return p->run_job(j); }, &model, &tok);

@@ -22,6 +22,7 @@
 #include "cache/prefix_cache.h"
 #include "cache/segment_store.h"
 #include "core/status.h"
+#include "dist/scatter.h"
 #include "model/model.h"
 #include "server/request.h"
 #include "server/scheduler.h"
@@ -38,6 +39,10 @@ struct ServerOptions {
   Scheduler::Options scheduler;
   size_t cache_mem_bytes = size_t(1) << 30;
   std::string cache_dir;
+  // Segment parallelism (combine worker): when scatter.workers is non-empty or
+  // scatter.local_lanes > 1, the cold segments of hypic / naive requests are built by
+  // dist::Scatter (remote `hypic worker`s and local lanes) before the composition.
+  dist::ScatterOptions scatter;
   size_t registered_mem_bytes = 0;  // cap on bytes pinned by /v1/segments; 0: cache_mem_bytes / 2
   int max_registered_segments = 1024;
   int max_pending_connections = 64; // accepted connections waiting for an HTTP thread

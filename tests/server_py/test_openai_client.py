@@ -731,6 +731,49 @@ class Disconnect(ServerCase):
         sys.stderr.write("[slot free after %.3f s, %d x 429] " % (waited, rejected))
 
 
+class ScatterCombine(unittest.TestCase):
+    """`hypic serve --scatter-workers` (the combine worker of segment parallelism): cold
+    segments are built by a `hypic worker` process, and the answers are those of a plain
+    server, cold and warm."""
+
+    def _start_worker(self):
+        env = dict(os.environ)
+        env.setdefault("OMP_WAIT_POLICY", "passive")
+        log = tempfile.NamedTemporaryFile(prefix="hypic-worker-", suffix=".log", delete=False)
+        proc = subprocess.Popen([OPTS["hypic_bin"], "worker", "--model", MODEL_DIR, "--port", "0",
+                                 "--dtype", "f32"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=log, env=env)
+        self.addCleanup(lambda: (proc.poll() is None and proc.kill(), proc.wait(10)))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = re.search(r"(\d+\.\d+\.\d+\.\d+|localhost|\[?[0-9a-f:]+\]?):(\d+)", open(log.name).read())
+            if m:
+                return "127.0.0.1:" + m.group(2)
+            self.assertIsNone(proc.poll(), open(log.name).read())
+            time.sleep(0.05)
+        self.fail("hypic worker printed no port:\n" + open(log.name).read())
+
+    def test_same_answers_as_a_single_instance(self):
+        worker = self._start_worker()
+        plain = HypicServer().start()
+        self.addCleanup(plain.cleanup)
+        combine = HypicServer("--scatter-workers", worker).start()
+        self.addCleanup(combine.cleanup)
+        msgs = seg_messages([DOC_A, DOC_B], system="Answer from the documents.")
+        ask = lambda srv: srv.client().chat.completions.create(
+            model=MODEL, messages=msgs, temperature=0, max_tokens=8, extra_body={"cache_salt": "s"})
+        want = ask(plain).choices[0].message.content
+        cold = ask(combine)
+        warm = ask(combine)
+        self.assertEqual(cold.choices[0].message.content, want)
+        self.assertEqual(warm.choices[0].message.content, want)
+        sc = hypic_usage(cold.usage)["scatter"]
+        self.assertEqual(sc["built_remote"] + sc["built_local"], 2, sc)  # LPT over the worker + 1 local lane
+        self.assertGreaterEqual(sc["built_remote"], 1, sc)
+        self.assertEqual(hypic_usage(warm.usage)["segments_hit"], 2)
+        self.assertEqual(hypic_usage(warm.usage)["scatter"]["built_remote"], 0)
+
+
 class GracefulShutdown(unittest.TestCase):
     def test_sigterm_lets_the_running_stream_finish_and_exits_0(self):
         server = HypicServer()
