@@ -460,7 +460,9 @@ TEST_F(CliTest, EvalScoresEveryModeAgainstFull) {
   EXPECT_EQ(score["naive1000"], 1.0);
   EXPECT_LT(score["naive0"], 1.0);
   for (const auto& c : j["results"])
-    if (c["mode"] == "naive" && c["seam"] == 0) EXPECT_GT(c["relative_loss_vs_full"].get<double>(), 0);
+    if (c["mode"] == "naive" && c["seam"] == 0) {
+      EXPECT_GT(c["relative_loss_vs_full"].get<double>(), 0);
+    }
 }
 
 TEST_F(CliTest, EvalErrors) {
