@@ -110,7 +110,8 @@ int cmd_bench(int argc, char** argv) {
       "  prefill      prefill throughput vs the oneDNN GEMM peak of the same shape\n"
       "  make-model   write a random checkpoint with a real model's widths\n"
       "  compose      linear-attention segment transitions: exactness and build cost\n"
-      "  ttft         time to first token of a RAG trace in every caching mode\n";
+      "  ttft         time to first token of a RAG trace in every caching mode\n"
+      "  scatter      cold TTFT with scatter workers (segment parallelism), measured and simulated\n";
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::fprintf(argc < 2 ? stderr : stdout, "%s", usage);  // no benchmark: a usage error
     return argc < 2 ? 2 : 0;
@@ -120,6 +121,7 @@ int cmd_bench(int argc, char** argv) {
   if (what == "make-model") return bench_make_model(argc - 1, argv + 1);
   if (what == "compose") return bench_compose(argc - 1, argv + 1);
   if (what == "ttft") return bench_ttft(argc - 1, argv + 1);
+  if (what == "scatter") return bench_scatter(argc - 1, argv + 1);
   std::fprintf(stderr, "hypic bench: unknown benchmark '%s'\n%s", what.c_str(), usage);
   return 2;
 }

@@ -18,6 +18,8 @@ int cmd_worker(int argc, char** argv);
 // hypic bench compose (cmd_bench_compose.cpp), dispatched by cmd_bench.
 int bench_compose(int argc, char** argv);
 int bench_ttft(int argc, char** argv);
+// hypic bench scatter (cmd_bench_scatter.cpp): segment parallelism, measured and simulated.
+int bench_scatter(int argc, char** argv);
 
 class Args;
 }  // namespace hypic::cli

@@ -10,7 +10,8 @@
 
 namespace hypic {
 
-// Known shapes: "qwen3.5-35b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b".
+// Known shapes: "qwen3.5-35b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", and "qwen3.5-h1024"
+// (not a released model: the Qwen3.5 dense layout at hidden 1024, for small machines).
 std::vector<std::string> synthetic_shapes();
 
 // Writes <out_dir>/config.json, model-0000K-of-0000N.safetensors (one shard per layer plus
