@@ -84,4 +84,32 @@ Result<double> Args::number(const std::string& name) const {
   return x;
 }
 
+Result<std::vector<std::string>> host_port_list(const std::string& list, const std::string& flag) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string w = list.substr(start, comma - start);
+    if (w.find(':') == std::string::npos)
+      return invalid_argument("--" + flag + " takes host:port entries, got '" + w + "'");
+    out.push_back(w);
+    start = comma + 1;
+  }
+  return out;
+}
+
+Result<std::string> advertised_address(const Args& a, const std::string& host, int port) {
+  if (a.has("advertise")) {
+    const std::string adv = a.str("advertise");
+    if (adv.find(':') == std::string::npos) return invalid_argument("--advertise takes host:port, got '" + adv + "'");
+    return adv;
+  }
+  if (host == "0.0.0.0" || host == "::" || host == "[::]")
+    return invalid_argument("bound to the wildcard address " + host +
+                            ": pass --advertise HOST:PORT, the address the router can reach this process at");
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 }  // namespace hypic::cli

@@ -40,4 +40,11 @@ class Args {
   bool help_ = false;
 };
 
+// "a,b,c" → {"a","b","c"}; each entry must be host:port (`flag` names the option in errors).
+Result<std::vector<std::string>> host_port_list(const std::string& list, const std::string& flag);
+
+// The address a cluster member tells the router (--advertise, else host:port; a wildcard
+// host such as 0.0.0.0 cannot be reached, so it needs --advertise).
+Result<std::string> advertised_address(const Args& a, const std::string& host, int port);
+
 }  // namespace hypic::cli

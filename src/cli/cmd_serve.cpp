@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "dist/heartbeat.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
@@ -46,7 +47,10 @@ int cmd_serve(int argc, char** argv) {
       .opt("dtype", "bf16|f32", "compute type", "bf16")
       .opt("scatter-workers", "LIST", "segment parallelism: host:port,... of `hypic worker`s that build cold segments")
       .opt("local-lanes", "N", "segment parallelism: in-process lanes building cold segments in parallel", "1")
-      .opt("scatter-policy", "P", "lane assignment: lpt | round-robin | contiguous", "lpt");
+      .opt("scatter-policy", "P", "lane assignment: lpt | round-robin | contiguous", "lpt")
+      .opt("grpc-port", "P", "serve the Combine gRPC service a router forwards to (0: any free port)")
+      .opt("join", "HOST:PORT", "join a router (its --grpc-port): heartbeats while running, leaves on exit")
+      .opt("advertise", "HOST:PORT", "the gRPC address the router reaches this instance at (default: --host:--grpc-port)");
   if (Status s = a.parse(argc, argv); !s) return report_error("serve", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   if (!a.has("model")) return report_error("serve", invalid_argument("--model is required"));
@@ -105,14 +109,16 @@ int cmd_serve(int argc, char** argv) {
   so.scatter.local_lanes = int(*lanes);
   if (!dist::parse_policy(a.str("scatter-policy"), &so.scatter.policy))
     return report_error("serve", invalid_argument("--scatter-policy must be lpt, round-robin or contiguous"));
-  for (std::string w, list = a.str("scatter-workers"); !list.empty();) {
-    const size_t comma = list.find(',');
-    w = list.substr(0, comma);
-    list = comma == std::string::npos ? "" : list.substr(comma + 1);
-    if (w.find(':') == std::string::npos)
-      return report_error("serve", invalid_argument("--scatter-workers takes host:port entries, got '" + w + "'"));
-    so.scatter.workers.push_back(w);
-  }
+  auto workers = host_port_list(a.str("scatter-workers"), "scatter-workers");
+  if (!workers) return report_error("serve", workers.status());
+  so.scatter.workers = std::move(workers).value();
+  auto grpc_port = a.has("grpc-port") ? a.integer("grpc-port") : Result<int64_t>(int64_t(-1));
+  if (!grpc_port) return report_error("serve", grpc_port.status());
+  if (a.has("grpc-port") && (*grpc_port < 0 || *grpc_port > 65535))
+    return report_error("serve", invalid_argument("need 0 <= --grpc-port <= 65535"));
+  if (a.has("join") && !a.has("grpc-port"))
+    return report_error("serve", invalid_argument("--join needs --grpc-port (the router forwards requests there)"));
+  so.grpc_port = int(*grpc_port);
 
   // Installed before loading, so that a SIGTERM during a long load still exits cleanly.
   std::signal(SIGTERM, on_stop_signal);
@@ -128,12 +134,20 @@ int cmd_serve(int argc, char** argv) {
   if (Status s = (*srv)->bind(); !s) return report_error("serve", s);
   std::fprintf(stderr, "hypic serve: model '%s' on http://%s:%d%s\n", so.model_name.c_str(),
                so.host.c_str(), (*srv)->port(), so.api_key.empty() ? "" : " (API key required)");
+  if ((*srv)->grpc_port() >= 0) std::fprintf(stderr, "hypic serve: Combine gRPC on %s:%d\n", so.host.c_str(), (*srv)->grpc_port());
   std::fflush(stderr);
+  std::unique_ptr<dist::Heartbeat> heartbeat;
+  if (a.has("join")) {
+    auto self = advertised_address(a, so.host, (*srv)->grpc_port());
+    if (!self) return report_error("serve", self.status());
+    heartbeat = std::make_unique<dist::Heartbeat>(a.str("join"), dist::Heartbeat::Role::kInstance, *self);
+  }
 
   server::HttpServer* s = srv->get();
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (heartbeat) heartbeat->stop();  // the router stops sending requests first
     s->stop();
   });
   s->run();

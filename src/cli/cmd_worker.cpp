@@ -9,6 +9,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "dist/heartbeat.h"
 #include "dist/wire.h"
 #include "dist/worker.h"
 #include "model/model.h"
@@ -31,6 +32,8 @@ int cmd_worker(int argc, char** argv) {
       .opt("port", "P", "port (0: any free port, printed at start)", "50051")
       .opt("dtype", "bf16|f32", "compute type", "bf16")
       .opt("max-message", "MiB", "largest gRPC message sent or received", "4")
+      .opt("join", "HOST:PORT", "join a router (its --grpc-port): heartbeats while running, leaves on exit")
+      .opt("advertise", "HOST:PORT", "the address the router reaches this worker at (default: --host:port)")
       .opt("debug-corrupt-every", "N", "testing: damage every Nth entry sent (0: never)", "0")
       .opt("debug-delay-ms", "N", "testing: sleep before building each segment", "0");
   if (Status s = a.parse(argc, argv); !s) return report_error("worker", s);
@@ -68,11 +71,18 @@ int cmd_worker(int argc, char** argv) {
   std::fprintf(stderr, "hypic worker: model '%s' (%s) on %s\n", a.str("model").c_str(),
                dtype_name(*dt), (*srv)->address().c_str());
   std::fflush(stderr);
+  std::unique_ptr<dist::Heartbeat> heartbeat;
+  if (a.has("join")) {
+    auto self = advertised_address(a, wo.host, (*srv)->port());
+    if (!self) return report_error("worker", self.status());
+    heartbeat = std::make_unique<dist::Heartbeat>(a.str("join"), dist::Heartbeat::Role::kWorker, *self);
+  }
 
   dist::WorkerServer* s = srv->get();
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (heartbeat) heartbeat->stop();  // the router stops sending work first
     s->shutdown(2000);
   });
   s->wait();

@@ -17,6 +17,7 @@ const char* kUsage =
     "  inspect   print a model's architecture summary\n"
     "  serve     OpenAI-compatible HTTP server\n"
     "  worker    scatter worker: builds segment entries for a combine worker (gRPC)\n"
+    "  router    cluster entry point: routes requests to instances by cache affinity\n"
     "  eval      accuracy and TTFT of every PIC mode on multi-document reading tasks\n"
     "  bench     benchmarks printing JSON (prefill, make-model)\n";
 
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   if (cmd == "serve") return hypic::cli::cmd_serve(argc - 1, argv + 1);
   if (cmd == "eval") return hypic::cli::cmd_eval(argc - 1, argv + 1);
   if (cmd == "worker") return hypic::cli::cmd_worker(argc - 1, argv + 1);
+  if (cmd == "router") return hypic::cli::cmd_router(argc - 1, argv + 1);
   std::fprintf(stderr, "hypic: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

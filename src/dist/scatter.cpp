@@ -34,7 +34,7 @@ struct Job {
   std::string key;
 };
 
-// A lane of the schedule: a remote worker (index into remotes_) or a local lane.
+// A lane of the schedule: a remote worker (index into Call::remotes) or a local lane.
 struct LaneRef {
   bool remote = false;
   int index = 0;
@@ -51,6 +51,7 @@ std::chrono::system_clock::time_point after(double seconds) {
 // The state of one prefill_segments() call. Everything below `mu` is guarded by it.
 struct Scatter::Call {
   const ComposeOptions* opt = nullptr;
+  std::vector<Remote*> remotes;  // this call's workers (ScatterOptions::workers or the override)
   std::string dtype;  // safetensors spelling of the compute type
   std::vector<Job> jobs;
   std::vector<LaneRef> lanes;  // schedule lane → remote worker or local lane
@@ -80,26 +81,12 @@ struct Scatter::Call {
 // workers.size() + i for local lane i (schedule lanes skip workers found dead).
 int Scatter::lane_id(const Call& c, int lane) const {
   const LaneRef& r = c.lanes[size_t(lane)];
-  return r.remote ? r.index : int(remotes_.size()) + r.index;
+  return r.remote ? r.index : int(c.remotes.size()) + r.index;
 }
 
 Scatter::Scatter(const Model& model, std::shared_ptr<SegmentStore> store, ScatterOptions opt)
     : model_(model), store_(std::move(store)), opt_(std::move(opt)) {
-  grpc::ChannelArguments args;
-  const int max_message = int(std::clamp(opt_.max_message_bytes, kMinMessageBytes, kMaxMessageBytes));
-  args.SetMaxReceiveMessageSize(max_message);
-  args.SetMaxSendMessageSize(max_message);
-  // A restarted worker is found again within seconds, not after gRPC's default 2 minutes.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  for (const std::string& a : opt_.workers) {
-    auto r = std::make_unique<Remote>();
-    r->address = a;
-    r->channel = grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args);
-    r->stub = pb::SegmentWorker::NewStub(r->channel);
-    remotes_.push_back(std::move(r));
-  }
+  for (const std::string& a : opt_.workers) remote(a);
   // Prior: the model's FLOPs at a nominal 20 GFLOP/s plus 1 ms per segment, as a + bL + cL².
   std::vector<CostSample> flops;
   for (int64_t L : {64, 512, 4096, 32768})
@@ -109,6 +96,26 @@ Scatter::Scatter(const Model& model, std::shared_ptr<SegmentStore> store, Scatte
 }
 
 Scatter::~Scatter() = default;
+
+Scatter::Remote* Scatter::remote(const std::string& address) {
+  std::lock_guard<std::mutex> l(remotes_mu_);
+  std::unique_ptr<Remote>& r = remotes_[address];
+  if (!r) {
+    grpc::ChannelArguments args;
+    const int max_message = int(std::clamp(opt_.max_message_bytes, kMinMessageBytes, kMaxMessageBytes));
+    args.SetMaxReceiveMessageSize(max_message);
+    args.SetMaxSendMessageSize(max_message);
+    // A restarted worker is found again within seconds, not after gRPC's default 2 minutes.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    r = std::make_unique<Remote>();
+    r->address = address;
+    r->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    r->stub = pb::SegmentWorker::NewStub(r->channel);
+  }
+  return r.get();
+}
 
 CostModel Scatter::cost_model() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -128,7 +135,7 @@ void Scatter::add_sample(int64_t tokens, double seconds) {
 void Scatter::probe_workers(Call& c) {
   const CostModel cm = cost_model();
   if (!opt_.query_load) {
-    for (size_t i = 0; i < remotes_.size(); ++i) {
+    for (size_t i = 0; i < c.remotes.size(); ++i) {
       c.lanes.push_back({true, int(i)});
       c.load.push_back(0);
     }
@@ -142,10 +149,10 @@ void Scatter::probe_workers(Call& c) {
   };
   grpc::CompletionQueue cq;
   std::vector<std::unique_ptr<Probe>> probes;
-  for (size_t i = 0; i < remotes_.size(); ++i) {
+  for (size_t i = 0; i < c.remotes.size(); ++i) {
     auto p = std::make_unique<Probe>();
     p->ctx.set_deadline(after(opt_.status_timeout_s));
-    p->rpc = remotes_[i]->stub->AsyncGetStatus(&p->ctx, pb::StatusRequest(), &cq);
+    p->rpc = c.remotes[i]->stub->AsyncGetStatus(&p->ctx, pb::StatusRequest(), &cq);
     p->rpc->Finish(&p->resp, &p->st, reinterpret_cast<void*>(i));
     probes.push_back(std::move(p));
   }
@@ -168,7 +175,7 @@ void Scatter::probe_workers(Call& c) {
     }
     if (!why.empty()) {
       c.stats->worker_failures += 1;
-      c.stats->errors.push_back(remotes_[i]->address + ": " + why);
+      c.stats->errors.push_back(c.remotes[i]->address + ": " + why);
       continue;
     }
     const double q = double(p.resp.queued_tokens());
@@ -180,7 +187,8 @@ void Scatter::probe_workers(Call& c) {
 Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptParts& parts,
                                                                  const ComposeOptions& opt,
                                                                  const std::atomic<bool>* cancel,
-                                                                 ScatterStats* stats) {
+                                                                 ScatterStats* stats,
+                                                                 const std::vector<std::string>* workers) {
   *stats = ScatterStats{};
   Timer wall;
   std::vector<SegmentStore::Pin> out;
@@ -189,6 +197,7 @@ Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptPar
   if (opt.mode != PicMode::kHypic && opt.mode != PicMode::kNaive) return out;
 
   Call c;
+  for (const std::string& a : workers ? *workers : opt_.workers) c.remotes.push_back(remote(a));
   c.opt = &opt;
   c.dtype = safetensors_dtype_name(model_.compute_type());
   c.stats = stats;
@@ -343,7 +352,7 @@ void Scatter::run_local(Call& c, int lane) {
 // A remote lane: one streaming Prefill of the lane's jobs; entries are verified and stored
 // as they complete. On any failure the jobs not yet stored go to the local lanes.
 void Scatter::run_remote(Call& c, int lane) {
-  Remote& r = *remotes_[size_t(c.lanes[size_t(lane)].index)];
+  Remote& r = *c.remotes[size_t(c.lanes[size_t(lane)].index)];
   const std::vector<int>& mine = c.plan.order[size_t(lane)];
   std::set<int> pending(mine.begin(), mine.end());
   std::string failure;  // empty: the stream delivered every entry

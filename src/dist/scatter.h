@@ -18,12 +18,13 @@
 // Threading: one Scatter may serve many requests at once; prefill_segments() is safe from
 // any number of threads. All locking of the dist client is in this class: each call has its
 // own state under its own mutex, and the cost samples are under the Scatter's mutex. gRPC
-// channels are created once and shared (they are thread-safe). A call uses the calling
+// channels are created once per address (on first use) and shared (they are thread-safe). A call uses the calling
 // thread plus one thread per remote lane, m − 1 local lanes and a cancellation watcher.
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,7 +53,7 @@ struct ScatterOptions {
   size_t max_entry_bytes = size_t(2) << 30;
   size_t max_samples = 256;          // cost samples kept (the most recent)
   // Called after each entry is ingested (from the lane's thread, outside the call's lock):
-  // the lane (a worker's index in `workers`, workers.size() + i for local lane i, −1 for the
+  // the lane (a worker's index in the call's worker list, its size + i for local lane i, −1 for the
   // fallback lane), the segment's index in the request's parts, whether a worker built it.
   // For tests and metrics.
   std::function<void(int lane, int segment, bool remote)> on_ingest;
@@ -81,11 +82,12 @@ class Scatter {
   // (hypic / naive mode, at least model.min_segment_tokens(seam) tokens) is in the store,
   // and returns their Pins (hold them across the prefill so nothing is evicted in between).
   // `cancel` (may be null): once it reads true the in-flight RPCs are cancelled, local lanes
-  // stop after their current build and the call returns kCancelled.
-  Result<std::vector<SegmentStore::Pin>> prefill_segments(const PromptParts& parts,
-                                                          const ComposeOptions& opt,
-                                                          const std::atomic<bool>* cancel,
-                                                          ScatterStats* stats);
+  // stop after their current build and the call returns kCancelled. `workers` (may be null:
+  // ScatterOptions::workers) names this call's scatter workers — a router passes the live
+  // ones per request, so workers join and leave without restarting the combine instance.
+  Result<std::vector<SegmentStore::Pin>> prefill_segments(
+      const PromptParts& parts, const ComposeOptions& opt, const std::atomic<bool>* cancel,
+      ScatterStats* stats, const std::vector<std::string>* workers = nullptr);
 
   // The cost model now in use (fitted from builds seen so far; a FLOP-based prior before).
   CostModel cost_model() const;
@@ -98,11 +100,13 @@ class Scatter {
   void run_local(Call& c, int lane);
   void probe_workers(Call& c);
   int lane_id(const Call& c, int lane) const;
+  Remote* remote(const std::string& address);  // its channel, created on first use
 
   const Model& model_;
   std::shared_ptr<SegmentStore> store_;
   const ScatterOptions opt_;
-  std::vector<std::unique_ptr<Remote>> remotes_;  // one per worker address
+  std::mutex remotes_mu_;  // guards remotes_ (entries are never removed: pointers stay valid)
+  std::map<std::string, std::unique_ptr<Remote>> remotes_;  // by address
   CostModel prior_;
 
   mutable std::mutex mu_;  // guards samples_, fit_

@@ -13,8 +13,12 @@
 
 #include "engine/compose.h"
 #include "engine/generate.h"
+#include "server/combine_service.h"
+#include "model/safetensors.h"
 #include "server/connection.h"
+#include "server/http_util.h"
 #include "server/metrics.h"
+#include "server/respond.h"
 #include "server/segment_registry.h"
 
 namespace hypic::server {
@@ -22,46 +26,6 @@ namespace hypic::server {
 using nlohmann::json;
 
 namespace {
-
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  unsigned char d = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) d |= uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0);
-  return d == 0;
-}
-
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.http_status;
-  if (e.http_status == 429 || e.http_status == 503) res.set_header("Retry-After", "1");
-  res.set_content(e.to_json().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
-ApiError make_error(int status, std::string msg, std::string type, std::string code,
-                    std::string param = "") {
-  ApiError e;
-  e.http_status = status;
-  e.message = std::move(msg);
-  e.type = std::move(type);
-  e.code = std::move(code);
-  e.param = std::move(param);
-  return e;
-}
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-ApiError model_not_found(const std::string& asked, const std::string& served) {
-  return make_error(404, "the model '" + asked + "' does not exist; this server serves '" + served + "'",
-                    "invalid_request_error", "model_not_found", "model");
-}
-
-ApiError status_error(const Status& s) {
-  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kOutOfRange
-             ? bad_request(s.message())
-             : make_error(500, s.message(), "server_error", "internal_error");
-}
-
-ApiError cancelled_error() {
-  return make_error(499, "cancelled by the client", "invalid_request_error", "cancelled");
-}
 
 json segment_json(const RegisteredSegment& s) {
   return json{{"id", s.id},
@@ -96,6 +60,7 @@ struct HttpServer::Impl {
   std::unique_ptr<Composer> composer;
   std::unique_ptr<dist::Scatter> scatter;  // set when segment parallelism is configured
   std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<CombineServer> combine;  // after the scheduler: its calls use it
   httplib::Server http;
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
@@ -106,6 +71,10 @@ struct HttpServer::Impl {
   std::variant<Outcome, Scheduler::Decoding> run_job(const Scheduler::Job& job);
   Outcome finish_generation(GenerateResult&& g, const Status& st, const ComposeStats& cs, PicMode mode);
   Outcome run_registration(const Scheduler::Job& job);
+  // Parses, validates and tokenises a completion body (the HTTP handler's and the Combine
+  // service's common path), then submits it to the scheduler.
+  std::optional<ApiError> prepare(std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts);
+  std::variant<ApiError, std::shared_ptr<Ticket>> submit(ApiRequest r, PromptParts parts, const Timer& arrival);
   void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint ep);
   void handle_register(const httplib::Request& req, httplib::Response& res);
   void handle_segment(const httplib::Request& req, httplib::Response& res, bool del);
@@ -115,9 +84,7 @@ struct HttpServer::Impl {
   std::optional<ApiError> capacity_error(SegmentRegistry::Admit a, size_t bytes) const;
   void sweep_registry(Clock::time_point now);
   void setup_routes();
-  bool authorized(const httplib::Request& req) const;
-  static bool has_body(const httplib::Request& req);
-  static void send_unauthorized(httplib::Response& res);
+  bool authorized(const httplib::Request& req) const { return server::authorized(req, opt.api_key); }
   void log_line(const json& j) {
     if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
   }
@@ -144,9 +111,11 @@ std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Sched
   // in the store until the composition has read them.
   std::vector<SegmentStore::Pin> scattered;
   json scatter_info;  // usage.hypic.scatter when segment parallelism ran
-  if (scatter && (r.mode == PicMode::kHypic || r.mode == PicMode::kNaive)) {
+  const bool parallel = !r.scatter_workers.empty() || !opt.scatter.workers.empty() || opt.scatter.local_lanes > 1;
+  if (scatter && parallel && (r.mode == PicMode::kHypic || r.mode == PicMode::kNaive)) {
     dist::ScatterStats ss;
-    auto pins = scatter->prefill_segments(job.parts, co, nullptr, &ss);
+    auto pins = scatter->prefill_segments(job.parts, co, nullptr, &ss,
+                                          r.scatter_workers.empty() ? nullptr : &r.scatter_workers);
     if (!pins) {
       out.error = status_error(pins.status());
       return out;
@@ -285,139 +254,70 @@ std::optional<ApiError> HttpServer::Impl::query_salt(const httplib::Request& req
   return std::nullopt;
 }
 
-void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::Response& res,
-                                         Endpoint ep) {
-  const Timer arrival;
-  const bool chat = ep == Endpoint::kChat;
-  const std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
-  json log{{"id", id}, {"path", req.path}};
-  auto finish = [&](int status) {
-    log["status"] = status;
-    log["ms"] = arrival.ms();
-    log_line(log);
-    metrics.count_request(status);
-  };
-  auto fail = [&](const ApiError& e) {
-    send_error(res, e);
-    log["error"] = e.code;
-    finish(e.http_status);
-  };
-  ApiRequest r;
-  if (auto e = parse_request(req.body, ep, opt.limits, &r)) return fail(*e);
-  if (r.model != opt.model_name) return fail(model_not_found(r.model, opt.model_name));
+std::optional<ApiError> HttpServer::Impl::prepare(std::string_view body, Endpoint ep,
+                                                 ApiRequest* r, PromptParts* parts) {
+  if (auto e = parse_request(body, ep, opt.limits, r)) return e;
+  if (r->model != opt.model_name) return model_not_found(r->model, opt.model_name);
   // Registered segments referenced by id: tokens from the tenant's registration.
   const auto now = Clock::now();
   sweep_registry(now);
-  const SegmentResolver resolve = [this, &r, now](const std::string& sid, std::vector<int32_t>* ids)
+  const SegmentResolver resolve = [this, r, now](const std::string& sid, std::vector<int32_t>* ids)
       -> std::optional<ApiError> {
-    SegmentRegistry::Ptr s = registry->find(sid, r.cache_salt, now);
+    SegmentRegistry::Ptr s = registry->find(sid, r->cache_salt, now);
     if (!s) return segment_not_found(sid);
     *ids = s->tokens;
     return std::nullopt;
   };
-  PromptParts parts;
   const int64_t ctx = model.config().max_position_embeddings;
-  if (auto e = build_prompt(tok, r, ctx - r.max_tokens, &parts, resolve)) return fail(*e);
+  return build_prompt(tok, *r, ctx - r->max_tokens, parts, resolve);
+}
+
+std::variant<ApiError, std::shared_ptr<Ticket>> HttpServer::Impl::submit(ApiRequest r, PromptParts parts,
+                                                                          const Timer& arrival) {
   Scheduler::Rejection why = Scheduler::Rejection::kNone;
-  const bool stream = r.stream, include_usage = r.include_usage;
-  log["stream"] = stream;
+  auto ticket = scheduler->submit(std::move(r), std::move(parts), arrival, &why);
+  if (ticket) return ticket;
+  return why == Scheduler::Rejection::kQueueFull ? overloaded_error() : shutting_down_error();
+}
+
+void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::Response& res,
+                                         Endpoint ep) {
+  const Timer arrival;
+  ReplyMeta m;
+  m.chat = ep == Endpoint::kChat;
+  m.id = (m.chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
+  m.model = opt.model_name;
+  json log{{"id", m.id}, {"path", req.path}};
+  // The request's log line and metrics, once it ended (the log as it is when this is called).
+  auto done = [this, &log, arrival] {
+    return ReplyDone([this, log, arrival](int status, const json& usage, const std::string& code) mutable {
+      log["status"] = status;
+      log["ms"] = arrival.ms();
+      if (!code.empty()) log["error"] = code;
+      if (!usage.is_null()) log_usage(log, usage);
+      log_line(log);
+      metrics.count_request(status);
+    });
+  };
+  ApiRequest r;
+  PromptParts parts;
+  if (auto e = prepare(req.body, ep, &r, &parts)) {
+    send_error(res, *e);
+    return done()(e->http_status, nullptr, e->code);
+  }
+  m.stream = r.stream;
+  m.include_usage = r.include_usage;
+  log["stream"] = r.stream;
   log["mode"] = pic_mode_name(r.mode);
   // Streaming requests notice a gone client when a write fails; others poll the socket.
-  if (!stream) r.client_gone = disconnect_probe(req);
-  auto ticket = scheduler->submit(std::move(r), std::move(parts), arrival, &why);
-  if (!ticket) {
-    if (why == Scheduler::Rejection::kQueueFull)
-      return fail(make_error(429, "the server is busy (request queue full); retry later", "rate_limit_error", "overloaded"));
-    return fail(make_error(503, "the server is shutting down", "server_error", "shutting_down"));
+  if (!r.stream) r.client_gone = disconnect_probe(req);
+  auto admitted = submit(std::move(r), std::move(parts), arrival);
+  if (auto* e = std::get_if<ApiError>(&admitted)) {
+    send_error(res, *e);
+    return done()(e->http_status, nullptr, e->code);
   }
-  const std::time_t created = std::time(nullptr);
-  const std::string model_name = opt.model_name;
-  if (!stream) {
-    std::string streamed;
-    Outcome o = ticket->wait(&streamed);
-    if (o.error) return fail(*o.error);
-    json choice{{"index", 0}, {"finish_reason", o.result["finish_reason"]}, {"logprobs", nullptr}};
-    if (chat) choice["message"] = {{"role", "assistant"}, {"content", o.result["text"]}};
-    else choice["text"] = o.result["text"];
-    json body{{"id", id}, {"object", chat ? "chat.completion" : "text_completion"},
-              {"created", created}, {"model", model_name}, {"choices", json::array({choice})},
-              {"usage", o.result["usage"]}};
-    res.set_content(dump(body), "application/json");
-    log_usage(log, o.result["usage"]);
-    finish(200);
-    return;
-  }
-  // SSE: every event "data: {json}\n\n", then "data: [DONE]\n\n". Errors after the 200
-  // header are sent as a data event holding the error object.
-  auto chunk = [=](json delta_or_text, json finish) {
-    json choice{{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
-    if (chat) choice["delta"] = std::move(delta_or_text);
-    else choice["text"] = std::move(delta_or_text);
-    return json{{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                {"created", created}, {"model", model_name}, {"choices", json::array({choice})}};
-  };
-  // The log line is written once, by the provider or (client gone before it ran, or while
-  // it wrote) by the releaser; both run on this connection's thread.
-  struct StreamLog {
-    json log;
-    bool written = false;
-  };
-  auto slog = std::make_shared<StreamLog>(StreamLog{log, false});
-  auto end_log = [this, slog, arrival](int status) {
-    if (slog->written) return;
-    slog->written = true;
-    slog->log["status"] = status;
-    slog->log["ms"] = arrival.ms();
-    log_line(slog->log);
-    metrics.count_request(status);
-  };
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [ticket, chunk, chat, include_usage, id, created, model_name, slog, end_log](
-          size_t, httplib::DataSink& sink) {
-        auto send = [&](const json& j) {
-          const std::string s = "data: " + dump(j) + "\n\n";
-          return sink.write(s.data(), s.size());
-        };
-        if (chat && !send(chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr))) {
-          ticket->cancel();
-          end_log(499);
-          return false;
-        }
-        std::string piece;
-        Outcome o;
-        while (ticket->next(&piece, &o)) {
-          if (!send(chunk(chat ? json{{"content", piece}} : json(piece), nullptr))) {
-            ticket->cancel();
-            end_log(499);
-            return false;
-          }
-        }
-        int status = 200;
-        if (o.error) {
-          send(o.error->to_json());
-          status = o.error->http_status;
-          slog->log["error"] = o.error->code;
-        } else {
-          send(chunk(chat ? json::object() : json(""), o.result["finish_reason"]));
-          if (include_usage)
-            send(json{{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                      {"created", created}, {"model", model_name}, {"choices", json::array()},
-                      {"usage", o.result["usage"]}});
-          log_usage(slog->log, o.result["usage"]);
-        }
-        const std::string done = "data: [DONE]\n\n";
-        sink.write(done.data(), done.size());
-        sink.done();
-        end_log(status);
-        return true;
-      },
-      [ticket, end_log](bool success) {
-        if (success) return;
-        ticket->cancel();
-        end_log(499);
-      });
+  m.created = std::time(nullptr);
+  reply_completion(res, std::get<std::shared_ptr<Ticket>>(std::move(admitted)), std::move(m), done());
 }
 
 void HttpServer::Impl::handle_register(const httplib::Request& req, httplib::Response& res) {
@@ -452,15 +352,10 @@ void HttpServer::Impl::handle_register(const httplib::Request& req, httplib::Res
   r.registration = std::move(sr);
   PromptParts parts;
   parts.segments.push_back(std::move(ids));
-  Scheduler::Rejection why = Scheduler::Rejection::kNone;
-  auto ticket = scheduler->submit(std::move(r), std::move(parts), arrival, &why);
-  if (!ticket) {
-    if (why == Scheduler::Rejection::kQueueFull)
-      return fail(make_error(429, "the server is busy (request queue full); retry later", "rate_limit_error", "overloaded"));
-    return fail(make_error(503, "the server is shutting down", "server_error", "shutting_down"));
-  }
+  auto admitted = submit(std::move(r), std::move(parts), arrival);
+  if (auto* e = std::get_if<ApiError>(&admitted)) return fail(*e);
   std::string ignored;
-  Outcome o = ticket->wait(&ignored);
+  Outcome o = std::get<std::shared_ptr<Ticket>>(admitted)->wait(&ignored);
   if (o.error) return fail(*o.error);
   res.set_content(dump(o.result), "application/json");
   for (const char* k : {"id", "tokens", "cached", "bytes", "seam"}) log[k] = o.result[k];
@@ -509,21 +404,6 @@ void HttpServer::Impl::handle_metrics(httplib::Response& res) {
   live.registered_bytes = t.bytes;
   live.cache = store->stats();
   res.set_content(metrics.render(live), "text/plain; version=0.0.4; charset=utf-8");
-}
-
-bool HttpServer::Impl::authorized(const httplib::Request& req) const {
-  return opt.api_key.empty() || req.path == "/health" ||
-         constant_time_equal(req.get_header_value("Authorization"), "Bearer " + opt.api_key);
-}
-
-bool HttpServer::Impl::has_body(const httplib::Request& req) {
-  return req.has_header("Transfer-Encoding") ||
-         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
-}
-
-void HttpServer::Impl::send_unauthorized(httplib::Response& res) {
-  send_error(res, make_error(401, "missing or invalid API key (send 'Authorization: Bearer KEY')",
-                             "invalid_request_error", "invalid_api_key"));
 }
 
 void HttpServer::Impl::setup_routes() {
@@ -614,12 +494,41 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   impl->store = std::shared_ptr<SegmentStore>(std::move(store).value());
   impl->composer = std::make_unique<Composer>(
       model, impl->store, std::make_shared<PrefixCache>(impl->opt.cache_mem_bytes));
-  if (!impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1)
+  if (!impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1 || impl->opt.grpc_port >= 0)
     impl->scatter = std::make_unique<dist::Scatter>(model, impl->store, impl->opt.scatter);
   Impl* p = impl.get();
   impl->scheduler = std::make_unique<Scheduler>(
       impl->opt.scheduler, [p](const Scheduler::Job& j) { return p->run_job(j); }, &model, &tok);
   impl->setup_routes();
+  if (impl->opt.grpc_port >= 0) {
+    CombineHooks h;
+    h.prepare = [p](std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts) {
+      return p->prepare(body, ep, r, parts);
+    };
+    h.submit = [p](ApiRequest r, PromptParts parts, const Timer& arrival) {
+      return p->submit(std::move(r), std::move(parts), arrival);
+    };
+    h.load = [p, &model] {
+      dist::pb::InstanceLoad l;
+      l.set_model_name(p->opt.model_name);
+      l.set_model_fingerprint(model.fingerprint());
+      l.set_dtype(safetensors_dtype_name(model.compute_type()));
+      l.set_running(p->scheduler->running());
+      l.set_queued(p->scheduler->queued());
+      l.set_max_batch(p->opt.scheduler.max_batch);
+      l.set_max_queue(p->opt.scheduler.max_queue);
+      l.set_cache_bytes(p->store->stats().mem_bytes);
+      return l;
+    };
+    h.done = [p](int status, const json& log) {
+      p->log_line(log);
+      p->metrics.count_request(status);
+    };
+    auto cs = CombineServer::start(impl->opt.host, impl->opt.grpc_port, std::move(h));
+    if (!cs) return cs.status();
+    impl->combine = std::move(cs).value();
+    impl->opt.grpc_port = impl->combine->port();
+  }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
@@ -635,12 +544,15 @@ Status HttpServer::bind() {
 
 int HttpServer::port() const { return impl_->opt.port; }
 
+int HttpServer::grpc_port() const { return impl_->opt.grpc_port; }
+
 void HttpServer::run() { impl_->http.listen_after_bind(); }
 
 void HttpServer::stop() {
   std::call_once(impl_->stop_once, [this] {
     impl_->stopping = true;
-    impl_->scheduler->shutdown();
+    impl_->scheduler->shutdown();  // forwarded calls in flight finish; new ones get 503
+    if (impl_->combine) impl_->combine->shutdown(1000);
     impl_->http.stop();
   });
 }

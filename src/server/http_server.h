@@ -11,6 +11,8 @@
 //   POST   /v1/segments            register a segment: prefill, cache and pin its entry
 //   GET    /v1/segments[/{id}]     a tenant's registrations (?cache_salt=...)
 //   DELETE /v1/segments/{id}       end a registration (?cache_salt=...)
+// and, with ServerOptions::grpc_port, the Combine gRPC service (server/combine_service.h)
+// through which a router forwards completions to the same prepare / submit path.
 //
 // A registration is a job on the scheduler like a completion (same workers, same 429).
 // Non-streaming requests stop when their client disconnects (see disconnect_probe()).
@@ -46,6 +48,9 @@ struct ServerOptions {
   size_t registered_mem_bytes = 0;  // cap on bytes pinned by /v1/segments; 0: cache_mem_bytes / 2
   int max_registered_segments = 1024;
   int max_pending_connections = 64; // accepted connections waiting for an HTTP thread
+  // The Combine gRPC service (a router forwards requests to it): its port, 0 for any free
+  // one, −1 for none. It listens on `host`.
+  int grpc_port = -1;
   bool log_requests = true;         // one JSON line per request on stderr
   int debug_delay_ms = 0;           // tests: each job sleeps this long before running
   int debug_piece_delay_ms = 0;     // tests: and this long after each piece of text
@@ -61,6 +66,7 @@ class HttpServer {
   // Binds host:port; port() is then the actual port.
   Status bind();
   int port() const;
+  int grpc_port() const;  // −1 without the Combine service
   // Serves until stop(). Returns when the listener is closed.
   void run();
   // Graceful: stop accepting jobs, let running ones finish (queued ones get 503), then close

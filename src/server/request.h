@@ -103,6 +103,9 @@ struct ApiRequest {
   // True once the client has disconnected; the runner polls it between tokens. Empty: no
   // probe (streaming requests notice a failed write instead).
   std::function<bool()> client_gone;
+  // Set by the Combine service (a router's forward): the scatter workers this request's cold
+  // segments may be built on, replacing the server's --scatter-workers.
+  std::vector<std::string> scatter_workers;
   int segment_count() const;
 };
 

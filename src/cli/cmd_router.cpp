@@ -1,0 +1,98 @@
+// hypic router: the cluster's HTTP entry point (src/router/router.h). SIGTERM / SIGINT stop
+// it gracefully: no new requests, forwarded ones get 5 s to finish, exit 0.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstdio>
+#include <thread>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "router/router.h"
+
+namespace hypic::cli {
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_router_stop_signal(int) { g_stop = 1; }
+}  // namespace
+
+int cmd_router(int argc, char** argv) {
+  Args a("hypic router [--instances LIST] [--workers LIST] [--grpc-port P] [--port P] ...",
+         "Routes OpenAI-compatible requests across `hypic serve --grpc-port` instances: each\n"
+         "request goes to the instance that most likely caches its segments (cache affinity),\n"
+         "unless the load is imbalanced, with the live `hypic worker`s for its cold segments.\n"
+         "Members are listed here (--instances, --workers) and/or join at run time\n"
+         "(`hypic serve --join` / `hypic worker --join` this router's --grpc-port). No model\n"
+         "is loaded here. Binds to loopback unless --host says otherwise.");
+  a.opt("host", "H", "address to bind (HTTP and gRPC)", "127.0.0.1")
+      .opt("port", "P", "HTTP port (0: any free port, printed at start)", "8000")
+      .opt("grpc-port", "P", "port of the Router service members join (0: any free port; default: none)")
+      .opt("instances", "LIST", "host:port,... of instances' --grpc-port")
+      .opt("workers", "LIST", "host:port,... of scatter workers")
+      .opt("api-key", "KEY", "require 'Authorization: Bearer KEY' (also $HYPIC_API_KEY)")
+      .opt("served-model-name", "NAME", "model id clients send (default: what the instances serve)")
+      .opt("probe-interval-ms", "MS", "health / load check period", "1000")
+      .opt("max-attempts", "N", "instances tried for one request", "3")
+      .opt("max-body", "MiB", "largest request body", "8")
+      .opt("max-connections", "N", "HTTP connections served at once", "256");
+  if (Status s = a.parse(argc, argv); !s) return report_error("router", s);
+  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  router::RouterOptions ro;
+  ro.host = a.str("host");
+  auto port = a.integer("port");
+  auto grpc_port = a.has("grpc-port") ? a.integer("grpc-port") : Result<int64_t>(int64_t(-1));
+  auto probe = a.integer("probe-interval-ms");
+  auto attempts = a.integer("max-attempts");
+  auto body = a.integer("max-body");
+  auto conns = a.integer("max-connections");
+  for (const Status* s : {&port.status(), &grpc_port.status(), &probe.status(), &attempts.status(), &body.status(), &conns.status()})
+    if (!s->is_ok()) return report_error("router", *s);
+  if (*port < 0 || *port > 65535 || (a.has("grpc-port") && (*grpc_port < 0 || *grpc_port > 65535)) ||
+      *probe < 50 || *probe > 600000 || *attempts < 1 || *attempts > 16 || *body < 1 || *body > 1024 || *conns < 1 || *conns > 4096)
+    return report_error("router", invalid_argument(
+        "need 0 <= --port, --grpc-port <= 65535, 50 <= --probe-interval-ms <= 600000, 1 <= --max-attempts <= 16, "
+        "1 <= --max-body <= 1024, 1 <= --max-connections <= 4096"));
+  ro.port = int(*port);
+  ro.grpc_port = int(*grpc_port);
+  ro.probe_interval_ms = int(*probe);
+  ro.probe_timeout_ms = std::min(500, int(*probe));
+  ro.max_attempts = int(*attempts);
+  ro.limits.max_body_bytes = size_t(*body) << 20;
+  ro.max_connections = int(*conns);
+  ro.api_key = a.str("api-key");
+  if (ro.api_key.empty())
+    if (const char* k = std::getenv("HYPIC_API_KEY")) ro.api_key = k;
+  ro.model_name = a.str("served-model-name");
+  auto inst = host_port_list(a.str("instances"), "instances");
+  if (!inst) return report_error("router", inst.status());
+  auto workers = host_port_list(a.str("workers"), "workers");
+  if (!workers) return report_error("router", workers.status());
+  ro.instances = std::move(inst).value();
+  ro.workers = std::move(workers).value();
+
+  std::signal(SIGTERM, on_router_stop_signal);
+  std::signal(SIGINT, on_router_stop_signal);
+  auto r = router::Router::create(ro);
+  if (!r) return report_error("router", r.status());
+  if (Status s = (*r)->bind(); !s) return report_error("router", s);
+  std::fprintf(stderr, "hypic router: http://%s:%d", ro.host.c_str(), (*r)->port());
+  if ((*r)->grpc_port() >= 0) std::fprintf(stderr, ", members join at %s:%d", ro.host.c_str(), (*r)->grpc_port());
+  std::fprintf(stderr, " (%zu static instances, %zu static workers)\n", ro.instances.size(), ro.workers.size());
+  std::fflush(stderr);
+  router::Router* p = r->get();
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    p->stop(5000);
+  });
+  p->run();
+  done = true;
+  watcher.join();
+  std::fprintf(stderr, "hypic router: stopped\n");
+  return 0;
+}
+
+}  // namespace hypic::cli

@@ -1,0 +1,552 @@
+#include "router/router.h"
+
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/sha256.h"
+#include "core/timer.h"
+#include "dist/worker.h"
+#include "hypic_dist.grpc.pb.h"
+#include "server/combine_service.h"
+#include "server/connection.h"
+#include "server/http_util.h"
+#include "server/respond.h"
+
+namespace hypic::router {
+
+using nlohmann::json;
+namespace pb = dist::pb;
+using server::ApiError;
+using server::dump;
+using server::make_error;
+using server::send_error;
+
+namespace {
+
+constexpr size_t kChainBlock = 4096;
+
+uint64_t hash_text(uint64_t seed, const std::string& a, const std::string& b) {
+  Xxh64 h(seed);
+  const uint64_t n = a.size();
+  h.update(&n, sizeof n);
+  h.update(a.data(), a.size());
+  h.update(b.data(), b.size());
+  return h.digest();
+}
+
+std::chrono::system_clock::time_point after_ms(int ms) {
+  return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
+}
+
+Role role_of(pb::Member::Role r) { return r == pb::Member::WORKER ? Role::kWorker : Role::kInstance; }
+
+}  // namespace
+
+std::vector<SegKey> affinity_keys(const server::ApiRequest& r) {
+  std::vector<SegKey> keys;
+  const bool pic = r.mode == PicMode::kHypic || r.mode == PicMode::kNaive;
+  const std::string mode = pic_mode_name(r.mode);
+  const std::string seg_ns = r.cache_salt + '\0' + std::to_string(r.seam) + '\0' + mode;
+  std::string chain;  // the prompt's non-segment text so far
+  size_t emitted = 0;
+  auto add_chain = [&](const std::string& text) {
+    chain += text;
+    chain += '\0';
+    while (chain.size() - emitted >= kChainBlock) {
+      emitted += kChainBlock;
+      keys.push_back({hash_text(1, r.cache_salt + '\0' + mode, chain.substr(0, emitted)), int64_t(kChainBlock)});
+    }
+  };
+  if (r.endpoint == server::Endpoint::kCompletions) add_chain(r.prompt);
+  for (const server::Message& m : r.messages)
+    for (const server::ContentPart& p : m.parts) {
+      if (p.segment && pic && p.segment_id.empty()) keys.push_back({hash_text(2, seg_ns, p.text), int64_t(p.text.size())});
+      else add_chain(p.text);
+    }
+  if (chain.size() > emitted)
+    keys.push_back({hash_text(1, r.cache_salt + '\0' + mode, chain), int64_t(chain.size() - emitted)});
+  return keys;
+}
+
+// One forwarded request: its gRPC call in flight, for the reaper and stop().
+struct Forward {
+  std::shared_ptr<server::Ticket> ticket;
+  std::function<bool()> client_gone;  // non-streaming requests: the socket probe
+  std::mutex mu;
+  grpc::ClientContext* ctx = nullptr;  // the current attempt's call (guarded by mu)
+  bool cancel = false;                 // guarded by mu
+  void try_cancel() {
+    std::lock_guard<std::mutex> l(mu);
+    cancel = true;
+    if (ctx) ctx->TryCancel();
+  }
+};
+
+struct Router::Impl {
+  RouterOptions opt;
+  Cluster cluster;
+  httplib::Server http;
+  std::unique_ptr<grpc::Server> grpc_server;
+  int grpc_port = -1;
+  struct Service;
+  std::unique_ptr<Service> service;
+
+  std::mutex mu_;  // stubs, active, stopping
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<pb::Combine::Stub>> combine_stubs;
+  std::map<std::string, std::shared_ptr<pb::SegmentWorker::Stub>> worker_stubs;
+  std::set<std::shared_ptr<Forward>> active;
+  int forwarding = 0;  // forward threads running (stop() waits for 0)
+  bool stopping = false;
+  std::thread prober, reaper;
+  std::once_flag stop_once;
+
+  std::atomic<uint64_t> next_id{1}, retries{0}, affinity_hits{0}, affinity_bytes{0};
+  std::mutex count_mu;
+  std::map<int, uint64_t> by_status;  // guarded by count_mu
+
+  explicit Impl(RouterOptions o) : opt(std::move(o)), cluster(opt.cluster) {}
+
+  std::shared_ptr<pb::Combine::Stub> combine_stub(const std::string& a);
+  std::shared_ptr<pb::SegmentWorker::Stub> worker_stub(const std::string& a);
+  void probe_all();
+  void probe_loop();
+  void reap_loop();
+  void run_forward(std::shared_ptr<Forward> f, std::string body, server::Endpoint ep,
+                   std::vector<SegKey> keys, std::string id);
+  void handle_completion(const httplib::Request& req, httplib::Response& res, server::Endpoint ep);
+  std::string served_model() const {
+    return opt.model_name.empty() ? cluster.model_name() : opt.model_name;
+  }
+  void log_line(const json& j) {
+    if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
+  }
+  void count(int status) {
+    std::lock_guard<std::mutex> l(count_mu);
+    by_status[status] += 1;
+  }
+  std::string metrics_text();
+  json cluster_json();
+  void setup_routes();
+};
+
+struct Router::Impl::Service final : pb::Router::Service {
+  explicit Service(Impl* i) : impl(i) {}
+  grpc::Status Join(grpc::ServerContext*, const pb::Member* m, pb::JoinReply* out) override {
+    if (m->address().empty() || m->address().size() > 256 || m->address().find(':') == std::string::npos)
+      return {grpc::StatusCode::INVALID_ARGUMENT, "member address must be host:port"};
+    const bool fresh = [&] {
+      for (const auto& [r, a] : impl->cluster.members())
+        if (r == role_of(m->role()) && a == m->address()) return false;
+      return true;
+    }();
+    impl->cluster.join(role_of(m->role()), m->address(), Cluster::Clock::now());
+    if (fresh) {
+      impl->log_line(json{{"event", "member.join"}, {"role", role_name(role_of(m->role()))}, {"address", m->address()}});
+      impl->cv_.notify_all();  // probe it now rather than at the next interval
+    }
+    out->set_heartbeat_ms(uint32_t(impl->opt.heartbeat_ms));
+    return grpc::Status::OK;
+  }
+  grpc::Status Leave(grpc::ServerContext*, const pb::Member* m, pb::JoinReply* out) override {
+    if (impl->cluster.leave(role_of(m->role()), m->address()))
+      impl->log_line(json{{"event", "member.leave"}, {"role", role_name(role_of(m->role()))}, {"address", m->address()}});
+    out->set_heartbeat_ms(uint32_t(impl->opt.heartbeat_ms));
+    return grpc::Status::OK;
+  }
+  Impl* impl;
+};
+
+std::shared_ptr<pb::Combine::Stub> Router::Impl::combine_stub(const std::string& a) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto& s = combine_stubs[a];
+  if (!s) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    s = pb::Combine::NewStub(grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args));
+  }
+  return s;
+}
+
+std::shared_ptr<pb::SegmentWorker::Stub> Router::Impl::worker_stub(const std::string& a) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto& s = worker_stubs[a];
+  if (!s) s = pb::SegmentWorker::NewStub(grpc::CreateChannel(a, grpc::InsecureChannelCredentials()));
+  return s;
+}
+
+void Router::Impl::probe_all() {
+  const auto now = Cluster::Clock::now();
+  cluster.expire(now);
+  for (const auto& [role, addr] : cluster.members()) {
+    ProbeResult r;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(after_ms(opt.probe_timeout_ms));
+    if (role == Role::kInstance) {
+      pb::InstanceLoad l;
+      r.ok = combine_stub(addr)->GetLoad(&ctx, pb::LoadRequest(), &l).ok();
+      r.model_name = l.model_name();
+      r.fingerprint = l.model_fingerprint();
+      r.dtype = l.dtype();
+      r.running = l.running();
+      r.queued = l.queued();
+      r.capacity = l.max_batch() + l.max_queue();
+    } else {
+      pb::WorkerStatus s;
+      r.ok = worker_stub(addr)->GetStatus(&ctx, pb::StatusRequest(), &s).ok();
+      r.fingerprint = s.model_fingerprint();
+      r.dtype = s.dtype();
+    }
+    cluster.report(role, addr, r, Cluster::Clock::now());
+  }
+}
+
+void Router::Impl::probe_loop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stopping) {
+    l.unlock();
+    probe_all();
+    l.lock();
+    cv_.wait_for(l, std::chrono::milliseconds(opt.probe_interval_ms));
+  }
+}
+
+void Router::Impl::reap_loop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stopping) {
+    cv_.wait_for(l, std::chrono::milliseconds(50));
+    for (const auto& f : active)
+      if (f->ticket->cancelled() || (f->client_gone && f->client_gone())) f->try_cancel();
+  }
+}
+
+void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, server::Endpoint ep,
+                               std::vector<SegKey> keys, std::string id) {
+  std::set<std::string> tried;
+  std::optional<server::Outcome> outcome;
+  std::string last_error = "no instance is available (none has joined or answered a health check)";
+  for (int attempt = 0; attempt < opt.max_attempts && !outcome; ++attempt) {
+    auto choice = cluster.choose(keys, tried);
+    if (!choice) break;
+    const std::string addr = choice->address;
+    if (attempt > 0) retries += 1;
+    if (choice->affinity_bytes > 0) {
+      affinity_hits += 1;
+      affinity_bytes += uint64_t(choice->affinity_bytes);
+    }
+    pb::GenerateRequest req;
+    req.set_endpoint(ep == server::Endpoint::kChat ? pb::GenerateRequest::CHAT : pb::GenerateRequest::COMPLETIONS);
+    req.set_openai_body(body);
+    for (const std::string& w : cluster.healthy_workers()) req.add_scatter_workers(w);
+    req.set_request_id(id);
+    grpc::ClientContext ctx;
+    {
+      std::lock_guard<std::mutex> l(f->mu);
+      if (f->cancel) break;
+      f->ctx = &ctx;
+    }
+    cluster.begin(addr);
+    auto reader = combine_stub(addr)->Generate(&ctx, req);
+    pb::GenerateEvent ev;
+    bool relayed = false;
+    std::string text;  // the whole reply (the non-streaming body)
+    while (reader->Read(&ev)) {
+      if (ev.has_text()) {
+        relayed = true;
+        text += ev.text();
+        if (!f->ticket->push_text(ev.text())) f->try_cancel();
+      } else if (ev.has_final()) {
+        server::Outcome o;
+        o.result = json{{"text", text}, {"finish_reason", ev.final().finish_reason()},
+                        {"usage", server::usage_from_pb(ev.final().usage())}};
+        o.result["usage"]["hypic"]["instance"] = addr;
+        outcome = std::move(o);
+      } else if (ev.has_error()) {
+        server::Outcome o;
+        o.error = server::error_from_pb(ev.error());
+        outcome = std::move(o);
+      }
+    }
+    const grpc::Status st = reader->Finish();
+    cluster.end(addr);
+    {
+      std::lock_guard<std::mutex> l(f->mu);
+      f->ctx = nullptr;
+    }
+    if (outcome) {
+      if (!outcome->error) cluster.record(addr, keys);
+      break;
+    }
+    if (f->ticket->cancelled() || st.error_code() == grpc::StatusCode::CANCELLED) {
+      outcome = server::Outcome{server::cancelled_error(), {}};
+      break;
+    }
+    last_error = "instance " + addr + " failed: " + (st.ok() ? "the stream ended without a result" : st.error_message());
+    log_line(json{{"event", "forward.failed"}, {"id", id}, {"instance", addr}, {"error", last_error}, {"relayed", relayed}});
+    cluster.forward_failed(addr, Cluster::Clock::now());
+    tried.insert(addr);
+    if (relayed) break;  // text already sent: cannot start over elsewhere
+  }
+  bool cancelled = false;
+  {
+    std::lock_guard<std::mutex> l(f->mu);
+    cancelled = f->cancel;
+  }
+  if (!outcome && cancelled) outcome = server::Outcome{server::cancelled_error(), {}};
+  if (!outcome) {
+    const bool none = tried.empty();
+    outcome = server::Outcome{make_error(none ? 503 : 502, last_error + (none ? "; start `hypic serve --join` instances or pass --instances" : ""),
+                                         "server_error", none ? "no_instance" : "instance_failed"),
+                              {}};
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    active.erase(f);  // before the finish: the reaper must not probe a socket httplib closed
+  }
+  f->ticket->finish(std::move(*outcome));
+  std::lock_guard<std::mutex> l(mu_);  // the thread's last touch of the Impl
+  forwarding -= 1;
+  cv_.notify_all();
+}
+
+void Router::Impl::handle_completion(const httplib::Request& req, httplib::Response& res, server::Endpoint ep) {
+  const Timer arrival;
+  server::ReplyMeta m;
+  m.chat = ep == server::Endpoint::kChat;
+  m.id = (m.chat ? "chatcmpl-r" : "cmpl-r") + std::to_string(next_id++);
+  json log{{"id", m.id}, {"path", req.path}};
+  auto done = [this, &log, arrival] {
+    return server::ReplyDone([this, log, arrival](int status, const json& usage, const std::string& code) mutable {
+      log["status"] = status;
+      log["ms"] = arrival.ms();
+      if (!code.empty()) log["error"] = code;
+      if (!usage.is_null()) {
+        log["usage"] = usage;
+        if (usage.contains("hypic")) log["instance"] = usage["hypic"].value("instance", "");
+      }
+      log_line(log);
+      count(status);
+    });
+  };
+  auto fail = [&](const ApiError& e) {
+    send_error(res, e);
+    done()(e.http_status, nullptr, e.code);
+  };
+  server::ApiRequest r;
+  if (auto e = server::parse_request(req.body, ep, opt.limits, &r)) return fail(*e);
+  const std::string served = served_model();
+  if (served.empty())
+    return fail(make_error(503, "no instance is available (none has joined or answered a health check); start `hypic serve --join` instances or pass --instances",
+                           "server_error", "no_instance"));
+  if (r.model != served) return fail(server::model_not_found(r.model, served));
+  for (const auto& msg : r.messages)
+    for (const auto& p : msg.parts)
+      if (!p.segment_id.empty())
+        return fail(server::bad_request("registered segments ('segment_id') are per instance and cannot be used through the router; "
+                                        "send the text as an inline segment (cache_control), which the router routes by cache affinity",
+                                        "messages", "unsupported_via_router"));
+  m.model = served;
+  m.stream = r.stream;
+  m.include_usage = r.include_usage;
+  m.created = std::time(nullptr);
+  log["stream"] = r.stream;
+  log["mode"] = pic_mode_name(r.mode);
+  auto f = std::make_shared<Forward>();
+  f->ticket = std::make_shared<server::Ticket>();
+  if (!r.stream) f->client_gone = server::disconnect_probe(req);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopping) return fail(server::shutting_down_error());
+    active.insert(f);
+    forwarding += 1;
+  }
+  std::thread(&Impl::run_forward, this, f, req.body, ep, affinity_keys(r), m.id).detach();
+  server::reply_completion(res, f->ticket, std::move(m), done());
+}
+
+std::string Router::Impl::metrics_text() {
+  std::string s;
+  auto line = [&](const std::string& name, const std::string& labels, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    s += name + (labels.empty() ? "" : "{" + labels + "}") + " " + buf + "\n";
+  };
+  s += "# HELP hypic_router_requests_total Completions answered, by HTTP status.\n# TYPE hypic_router_requests_total counter\n";
+  {
+    std::lock_guard<std::mutex> l(count_mu);
+    for (const auto& [st, n] : by_status) line("hypic_router_requests_total", "status=\"" + std::to_string(st) + "\"", double(n));
+  }
+  s += "# HELP hypic_router_retries_total Forwards retried on another instance.\n# TYPE hypic_router_retries_total counter\n";
+  line("hypic_router_retries_total", "", double(retries.load()));
+  s += "# HELP hypic_router_affinity_hits_total Forwards sent to an instance that had seen some of their segments.\n# TYPE hypic_router_affinity_hits_total counter\n";
+  line("hypic_router_affinity_hits_total", "", double(affinity_hits.load()));
+  s += "# HELP hypic_router_affinity_bytes_total Segment text bytes routed to an instance that had seen them.\n# TYPE hypic_router_affinity_bytes_total counter\n";
+  line("hypic_router_affinity_bytes_total", "", double(affinity_bytes.load()));
+  s += "# HELP hypic_router_affinity_entries Segment keys in the affinity table.\n# TYPE hypic_router_affinity_entries gauge\n";
+  line("hypic_router_affinity_entries", "", double(cluster.affinity_entries()));
+  s += "# HELP hypic_router_member_up Whether a member answered its health checks.\n# TYPE hypic_router_member_up gauge\n";
+  s += "# HELP hypic_router_member_inflight Requests forwarded to an instance and not finished.\n# TYPE hypic_router_member_inflight gauge\n";
+  for (const MemberState& mb : cluster.snapshot()) {
+    const std::string labels = "role=\"" + std::string(role_name(mb.role)) + "\",address=\"" + mb.address + "\"";
+    line("hypic_router_member_up", labels, mb.healthy ? 1 : 0);
+    if (mb.role == Role::kInstance) line("hypic_router_member_inflight", labels, mb.inflight);
+  }
+  return s;
+}
+
+json Router::Impl::cluster_json() {
+  json members = json::array();
+  for (const MemberState& mb : cluster.snapshot())
+    members.push_back(json{{"role", role_name(mb.role)}, {"address", mb.address}, {"static", mb.is_static},
+                           {"healthy", mb.healthy}, {"model", mb.model_name}, {"fingerprint", mb.fingerprint},
+                           {"dtype", mb.dtype}, {"inflight", mb.inflight}, {"forwarded", mb.forwarded},
+                           {"running", mb.running}, {"queued", mb.queued}});
+  bool mixed = false;
+  const std::string model = cluster.model_name(&mixed);
+  return json{{"object", "cluster"}, {"model", model}, {"mixed_models", mixed}, {"members", members},
+              {"affinity_entries", cluster.affinity_entries()}};
+}
+
+void Router::Impl::setup_routes() {
+  http.set_payload_max_length(opt.limits.max_body_bytes);
+  const int threads = std::max(8, opt.max_connections);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (server::authorized(req, opt.api_key) || server::has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
+    server::send_unauthorized(res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404)
+      send_error(res, make_error(404, "unknown route " + req.method + " " + req.path, "invalid_request_error", "unknown_url"));
+    else if (res.status == 413)
+      send_error(res, make_error(413, "request body too large", "invalid_request_error", "request_too_large"));
+    else
+      send_error(res, make_error(res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", ""));
+  });
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (served_model().empty())
+      return send_error(res, make_error(503, "no healthy instance", "server_error", "no_instance"));
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  http.Get("/v1/cluster", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(dump(cluster_json()), "application/json");
+  });
+  auto model_object = [](const std::string& name) {
+    return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "hypic"}};
+  };
+  http.Get("/v1/models", [this, model_object](const httplib::Request&, httplib::Response& res) {
+    const std::string name = served_model();
+    json data = name.empty() ? json::array() : json::array({model_object(name)});
+    res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
+  });
+  http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = served_model();
+    if (!name.empty() && req.matches[1] == name) return res.set_content(dump(model_object(name)), "application/json");
+    send_error(res, server::model_not_found(req.matches[1], name));
+  });
+  auto post = [this](const std::string& path, std::function<void(const httplib::Request&, httplib::Response&)> fn) {
+    http.Post(path, [this, fn](const httplib::Request& req, httplib::Response& res) {
+      if (!server::authorized(req, opt.api_key)) return server::send_unauthorized(res);
+      fn(req, res);
+    });
+  };
+  post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_completion(req, res, server::Endpoint::kChat);
+  });
+  post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_completion(req, res, server::Endpoint::kCompletions);
+  });
+  auto per_instance = [](const httplib::Request&, httplib::Response& res) {
+    send_error(res, server::bad_request("segment registration is per instance (its ids are that instance's): register on an "
+                                        "instance directly, or send the text as an inline segment, which the router routes by cache affinity",
+                                        "", "unsupported_via_router"));
+  };
+  post("/v1/segments", per_instance);
+  http.Get(R"(/v1/segments(/[^/]+)?)", per_instance);
+  http.Delete(R"(/v1/segments/([^/]+))", per_instance);
+}
+
+Router::Router(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Router::~Router() { stop(0); }
+
+Result<std::unique_ptr<Router>> Router::create(RouterOptions opt) {
+  if (opt.instances.empty() && opt.grpc_port < 0)
+    return invalid_argument("the router needs instances: list them (--instances) or let them join (--grpc-port)");
+  for (const auto* list : {&opt.instances, &opt.workers})
+    for (const std::string& a : *list)
+      if (a.find(':') == std::string::npos) return invalid_argument("member address '" + a + "' is not host:port");
+  auto impl = std::make_unique<Impl>(std::move(opt));
+  for (const std::string& a : impl->opt.instances) impl->cluster.add_static(Role::kInstance, a);
+  for (const std::string& a : impl->opt.workers) impl->cluster.add_static(Role::kWorker, a);
+  if (impl->opt.grpc_port >= 0) {
+    impl->service = std::make_unique<Impl::Service>(impl.get());
+    grpc::ServerBuilder b;
+    b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    b.AddListeningPort(dist::host_port(impl->opt.host, impl->opt.grpc_port), grpc::InsecureServerCredentials(), &impl->grpc_port);
+    b.RegisterService(impl->service.get());
+    impl->grpc_server = b.BuildAndStart();
+    if (!impl->grpc_server || impl->grpc_port == 0)
+      return io_error("cannot listen for gRPC on " + dist::host_port(impl->opt.host, impl->opt.grpc_port) +
+                      ": is the port in use? Pick another --grpc-port (0: any free port)");
+  }
+  impl->setup_routes();
+  impl->probe_all();  // static members are known (or not) before the first request
+  Impl* p = impl.get();
+  impl->prober = std::thread([p] { p->probe_loop(); });
+  impl->reaper = std::thread([p] { p->reap_loop(); });
+  return std::unique_ptr<Router>(new Router(std::move(impl)));
+}
+
+Status Router::bind() {
+  auto& o = impl_->opt;
+  const bool ok = o.port == 0 ? (o.port = impl_->http.bind_to_any_port(o.host)) > 0
+                              : impl_->http.bind_to_port(o.host, o.port);
+  if (!ok)
+    return io_error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
+                    " (in use, or not an address of this machine); pick another --port or --host");
+  return Status::ok();
+}
+
+int Router::port() const { return impl_->opt.port; }
+int Router::grpc_port() const { return impl_->grpc_port; }
+void Router::run() { impl_->http.listen_after_bind(); }
+const Cluster& Router::cluster() const { return impl_->cluster; }
+
+void Router::stop(int grace_ms) {
+  std::call_once(impl_->stop_once, [this, grace_ms] {
+    Impl& i = *impl_;
+    std::unique_lock<std::mutex> l(i.mu_);
+    i.stopping = true;
+    i.cv_.notify_all();
+    // Forwards in flight finish within the grace, then are cancelled.
+    if (!i.cv_.wait_for(l, std::chrono::milliseconds(grace_ms), [&] { return i.forwarding == 0; }))
+      for (const auto& f : i.active) f->try_cancel();
+    i.cv_.wait(l, [&] { return i.forwarding == 0; });
+    l.unlock();
+    i.http.stop();
+    if (i.prober.joinable()) i.prober.join();
+    if (i.reaper.joinable()) i.reaper.join();
+    if (i.grpc_server) i.grpc_server->Shutdown(after_ms(500));
+  });
+}
+
+}  // namespace hypic::router

@@ -1,0 +1,83 @@
+// `hypic router`: the cluster's entry point for clients (SPEC §5). It speaks the same
+// OpenAI-compatible HTTP API as `hypic serve` and holds no model: for each completion it
+// picks an instance (router/cluster.h: cache affinity over the request's segments, then
+// load), forwards the request over gRPC (proto Combine.Generate) together with the live
+// scatter workers, and relays the streamed text as the same JSON / SSE response the instance
+// would have written. Which segments hit is decided on the chosen instance, whose cache is
+// the authority; its dist::Scatter builds the misses on the workers (LPT, load-aware).
+//
+// Faults: an instance that cannot be reached or fails before sending anything is marked
+// unhealthy and the request goes to another (at most max_attempts); one that fails after
+// text was relayed ends the response with a 502 error event. Members join and leave while
+// the router runs (proto Router.Join / Leave, heartbeats) and are probed every
+// probe_interval (GetLoad / GetStatus); static ones come from the command line.
+//
+//   GET  /health              200 while at least one instance is healthy, else 503
+//   GET  /metrics             router counters (Prometheus text)
+//   GET  /v1/models[/{id}]    the model the instances serve
+//   POST /v1/chat/completions, /v1/completions   forwarded
+//   GET  /v1/cluster          members, health, load, in-flight
+// /v1/segments is per instance (ids are an instance's): the router answers 400 and says so.
+//
+// Threading: httplib's connection threads run the handlers; one thread per forwarded request
+// reads its gRPC stream into a server::Ticket (the handler writes the response from it); a
+// prober thread; a reaper thread cancels forwards whose client left. State: Cluster (own
+// lock), the stubs map and the active forwards (mu_), counters (atomics).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "router/cluster.h"
+#include "server/request.h"
+
+namespace hypic::router {
+
+struct RouterOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;        // HTTP (0: any free port)
+  int grpc_port = -1;     // the Router service for Join / Leave (0: any free, −1: none)
+  std::string api_key;    // non-empty: "Authorization: Bearer KEY" required
+  std::string model_name; // "": whatever the instances serve
+  std::vector<std::string> instances, workers;  // static members (host:port of their gRPC)
+  server::RequestLimits limits;
+  ClusterOptions cluster;
+  int probe_interval_ms = 1000;
+  int probe_timeout_ms = 500;
+  int heartbeat_ms = 2000;  // what Join replies tell members
+  int max_attempts = 3;     // instances tried for one request before 502
+  int max_connections = 256;
+  bool log_requests = true;  // one JSON line per request on stderr
+};
+
+class Router {
+ public:
+  static Result<std::unique_ptr<Router>> create(RouterOptions opt);
+  ~Router();  // stop()
+
+  Status bind();
+  int port() const;
+  int grpc_port() const;  // −1 without the Router service
+  // Serves until stop().
+  void run();
+  // No new requests; forwards in flight get `grace_ms` to finish, then are cancelled.
+  // Idempotent, any thread.
+  void stop(int grace_ms = 5000);
+
+  const Cluster& cluster() const;
+  struct Impl;
+
+ private:
+  explicit Router(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The affinity keys of a parsed request: each inline segment of a hypic / naive chat request
+// on its own (salt, seam, mode, text); all other prompt text as a chain of 4 KiB blocks
+// (salt, mode, everything so far), so an instance that saw a longer common prefix scores
+// higher. Weights are text bytes.
+std::vector<SegKey> affinity_keys(const server::ApiRequest& r);
+
+}  // namespace hypic::router

@@ -1,0 +1,42 @@
+// Small pieces shared by the HTTP front ends (HttpServer, router::Router): error replies,
+// API-key checks, JSON output. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "server/request.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace hypic::server {
+
+ApiError make_error(int status, std::string msg, std::string type, std::string code,
+                    std::string param = "");
+// 404 model_not_found naming the served model.
+ApiError model_not_found(const std::string& asked, const std::string& served);
+// kInvalidArgument / kOutOfRange → 400, anything else → 500.
+ApiError status_error(const Status& s);
+ApiError cancelled_error();  // 499
+ApiError overloaded_error();  // 429
+ApiError shutting_down_error();  // 503
+
+// Serialises without throwing (invalid UTF-8 is replaced).
+std::string dump(const nlohmann::json& j);
+// The error object as the body, with Retry-After on 429 / 503.
+void send_error(httplib::Response& res, const ApiError& e);
+
+// Authentication: "Authorization: Bearer KEY" compared in constant time; an empty key lets
+// everything through, and /health never needs one.
+bool authorized(const httplib::Request& req, const std::string& api_key);
+// True when the request carries a body (it must be read before answering on a kept-alive
+// connection, so such requests are authenticated in their handler).
+bool has_body(const httplib::Request& req);
+void send_unauthorized(httplib::Response& res);
+
+}  // namespace hypic::server

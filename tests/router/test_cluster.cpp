@@ -1,0 +1,254 @@
+// router::Cluster (membership, health, cache-affinity choice) and affinity_keys.
+#include <gtest/gtest.h>
+
+#include "router/cluster.h"
+#include "router/router.h"
+
+namespace hypic::router {
+namespace {
+
+using Clock = Cluster::Clock;
+
+ProbeResult up(int capacity = 0) {
+  ProbeResult r;
+  r.ok = true;
+  r.model_name = "m";
+  r.capacity = capacity;
+  return r;
+}
+
+// Two healthy static instances a, b and one worker w.
+void populate(Cluster& c) {
+  c.add_static(Role::kInstance, "a:1");
+  c.add_static(Role::kInstance, "b:1");
+  c.add_static(Role::kWorker, "w:1");
+  for (const auto& [r, a] : c.members()) c.report(r, a, up(), Clock::now());
+}
+
+TEST(Cluster, NoHealthyInstanceNoChoice) {
+  Cluster c;
+  EXPECT_FALSE(c.choose({}, {}));
+  c.add_static(Role::kInstance, "a:1");
+  EXPECT_FALSE(c.choose({}, {})) << "healthy only once a probe answered";
+  c.report(Role::kInstance, "a:1", up(), Clock::now());
+  ASSERT_TRUE(c.choose({}, {}));
+  EXPECT_EQ(c.choose({}, {})->address, "a:1");
+  EXPECT_FALSE(c.choose({}, {"a:1"})) << "excluded";
+}
+
+TEST(Cluster, AffinityPicksTheInstanceThatSawTheMostBytes) {
+  Cluster c;
+  populate(c);
+  const std::vector<SegKey> k1{{1, 100}, {2, 100}}, k2{{3, 500}};
+  c.record("a:1", k1);
+  c.record("b:1", k2);
+  EXPECT_EQ(c.choose({{1, 100}, {3, 500}}, {})->address, "b:1");
+  auto ch = c.choose({{1, 100}, {2, 100}, {3, 150}}, {});
+  EXPECT_EQ(ch->address, "a:1");  // 200 bytes seen on a vs 150 on b... weights are the request's
+  EXPECT_FALSE(ch->by_load);
+  EXPECT_EQ(c.choose({{1, 100}, {2, 100}, {3, 500}}, {})->affinity_bytes, 500);
+}
+
+TEST(Cluster, TiesGoToTheLeastLoadedThenRotate) {
+  Cluster c;
+  populate(c);
+  c.begin("a:1");
+  EXPECT_EQ(c.choose({}, {})->address, "b:1");
+  c.end("a:1");
+  std::set<std::string> seen;
+  for (int i = 0; i < 4; ++i) seen.insert(c.choose({}, {})->address);
+  EXPECT_EQ(seen.size(), 2u) << "equal candidates take turns";
+}
+
+TEST(Cluster, ImbalanceOverridesAffinity) {
+  ClusterOptions o;
+  o.balance_abs = 2;
+  o.balance_rel = 1.5;
+  Cluster c(o);
+  populate(c);
+  c.record("a:1", {{7, 1000}});
+  for (int i = 0; i < 3; ++i) c.begin("a:1");
+  auto ch = c.choose({{7, 1000}}, {});
+  EXPECT_EQ(ch->address, "b:1");
+  EXPECT_TRUE(ch->by_load);
+  c.end("a:1");  // 2 vs 0: not more than balance_abs
+  EXPECT_EQ(c.choose({{7, 1000}}, {})->address, "a:1");
+}
+
+TEST(Cluster, ASmallCommonPrefixDoesNotPullNewDocumentsToOneInstance) {
+  Cluster c;
+  populate(c);
+  c.record("a:1", {{9, 50}});  // the shared system prompt went to a
+  std::set<std::string> seen;
+  for (uint64_t doc = 100; doc < 104; ++doc) {
+    auto ch = c.choose({{9, 50}, {doc, 1000}}, {});
+    EXPECT_TRUE(ch->by_load);
+    seen.insert(ch->address);
+  }
+  EXPECT_EQ(seen.size(), 2u) << "new documents are spread";
+  c.record("b:1", {{9, 50}, {200, 1000}});
+  auto ch = c.choose({{9, 50}, {200, 1000}}, {});
+  EXPECT_EQ(ch->address, "b:1");
+  EXPECT_EQ(ch->affinity_bytes, 1050);
+}
+
+TEST(Cluster, FullInstancesAreSkipped) {
+  Cluster c;
+  c.add_static(Role::kInstance, "a:1");
+  c.report(Role::kInstance, "a:1", up(/*capacity=*/2), Clock::now());
+  c.begin("a:1");
+  EXPECT_TRUE(c.choose({}, {}));
+  c.begin("a:1");
+  EXPECT_FALSE(c.choose({}, {}));
+}
+
+TEST(Cluster, FailedProbesMakeUnhealthyAndDropAffinity) {
+  ClusterOptions o;
+  o.fail_threshold = 2;
+  Cluster c(o);
+  populate(c);
+  c.record("a:1", {{1, 10}});
+  ProbeResult down;
+  c.report(Role::kInstance, "a:1", down, Clock::now());
+  EXPECT_EQ(c.affinity_entries(), 1u) << "one failure is tolerated";
+  c.report(Role::kInstance, "a:1", down, Clock::now());
+  EXPECT_EQ(c.affinity_entries(), 0u) << "a restarted instance has an empty cache";
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(c.choose({{1, 10}}, {})->address, "b:1");
+  c.report(Role::kInstance, "a:1", up(), Clock::now());
+  std::set<std::string> seen;
+  for (int i = 0; i < 4; ++i) seen.insert(c.choose({}, {})->address);
+  EXPECT_EQ(seen.size(), 2u) << "healthy again after a good probe";
+}
+
+TEST(Cluster, ForwardFailureMarksUnhealthyAtOnce) {
+  Cluster c;
+  populate(c);
+  c.forward_failed("a:1", Clock::now());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(c.choose({}, {})->address, "b:1");
+}
+
+TEST(Cluster, JoinLeaveAndExpiry) {
+  ClusterOptions o;
+  o.member_ttl = std::chrono::milliseconds(1000);
+  Cluster c(o);
+  const auto t0 = Clock::now();
+  c.join(Role::kWorker, "w:1", t0);
+  c.join(Role::kInstance, "i:1", t0);
+  c.add_static(Role::kInstance, "s:1");
+  EXPECT_TRUE(c.healthy_workers().empty()) << "not probed yet";
+  c.report(Role::kWorker, "w:1", up(), t0);
+  EXPECT_EQ(c.healthy_workers(), std::vector<std::string>{"w:1"});
+  EXPECT_TRUE(c.leave(Role::kWorker, "w:1"));
+  EXPECT_FALSE(c.leave(Role::kWorker, "w:1"));
+  EXPECT_TRUE(c.healthy_workers().empty());
+  c.expire(t0 + std::chrono::milliseconds(500));
+  EXPECT_EQ(c.members().size(), 2u);
+  c.expire(t0 + std::chrono::milliseconds(1500));
+  ASSERT_EQ(c.members().size(), 1u) << "the joined instance expired, the static one stays";
+  EXPECT_EQ(c.members()[0].second, "s:1");
+  EXPECT_TRUE(c.leave(Role::kInstance, "s:1"));
+  EXPECT_EQ(c.members().size(), 1u) << "a static member is only marked down";
+}
+
+TEST(Cluster, InFlightMembersDoNotExpire) {
+  ClusterOptions o;
+  o.member_ttl = std::chrono::milliseconds(10);
+  Cluster c(o);
+  const auto t0 = Clock::now();
+  c.join(Role::kInstance, "i:1", t0);
+  c.report(Role::kInstance, "i:1", up(), t0);
+  c.begin("i:1");
+  c.expire(t0 + std::chrono::seconds(1));
+  EXPECT_EQ(c.members().size(), 1u);
+  c.end("i:1");
+  c.expire(t0 + std::chrono::seconds(1));
+  EXPECT_TRUE(c.members().empty());
+}
+
+TEST(Cluster, AffinityTableIsBounded) {
+  ClusterOptions o;
+  o.max_keys = 3;
+  Cluster c(o);
+  populate(c);
+  c.record("a:1", {{1, 1}, {2, 1}, {3, 1}});
+  c.record("a:1", {{1, 1}});  // touch 1: 2 is now the oldest
+  c.record("b:1", {{4, 1}});
+  EXPECT_EQ(c.affinity_entries(), 3u);
+  EXPECT_EQ(c.choose({{1, 50}}, {})->affinity_bytes, 50);
+  EXPECT_EQ(c.choose({{2, 50}}, {})->affinity_bytes, 0) << "evicted";
+}
+
+TEST(Cluster, ModelNameAndMixedModels) {
+  Cluster c;
+  populate(c);
+  bool mixed = true;
+  EXPECT_EQ(c.model_name(&mixed), "m");
+  EXPECT_FALSE(mixed);
+  ProbeResult other = up();
+  other.model_name = "n";
+  c.report(Role::kInstance, "b:1", other, Clock::now());
+  c.model_name(&mixed);
+  EXPECT_TRUE(mixed);
+}
+
+server::ApiRequest chat(std::vector<std::string> segs, std::string question, std::string salt = "") {
+  server::ApiRequest r;
+  r.cache_salt = std::move(salt);
+  server::Message sys;
+  sys.role = server::Role::kSystem;
+  sys.parts.push_back({"Answer from the documents.", false, ""});
+  server::Message user;
+  for (auto& s : segs) user.parts.push_back({s, true, ""});
+  user.parts.push_back({std::move(question), false, ""});
+  r.messages = {sys, user};
+  return r;
+}
+
+TEST(AffinityKeys, SegmentsAreKeyedIndependentlyOfPositionAndQuestion) {
+  const std::string a(300, 'a'), b(500, 'b');
+  auto k1 = affinity_keys(chat({a, b}, "q1"));
+  auto k2 = affinity_keys(chat({b, a}, "another question"));
+  auto has = [](const std::vector<SegKey>& ks, uint64_t h) {
+    for (const auto& k : ks)
+      if (k.hash == h) return true;
+    return false;
+  };
+  int shared = 0;
+  for (const auto& k : k1) shared += has(k2, k.hash);
+  EXPECT_EQ(shared, 2) << "both segments, not the prompt text around them";
+  int64_t seg_bytes = 0;
+  for (const auto& k : k1)
+    if (has(k2, k.hash)) seg_bytes += k.weight;
+  EXPECT_EQ(seg_bytes, 800);
+}
+
+TEST(AffinityKeys, SaltSeparatesTenantsAndSeamSeparatesEntries) {
+  const std::string a(300, 'a');
+  const auto base = affinity_keys(chat({a}, "q"));
+  for (const auto& k : affinity_keys(chat({a}, "q", "tenant")))
+    for (const auto& b : base) EXPECT_NE(k.hash, b.hash) << "another tenant shares nothing";
+  auto seam = chat({a}, "q");
+  seam.seam = 0;
+  const auto ks = affinity_keys(seam);
+  ASSERT_EQ(ks.size(), base.size());
+  int same = 0;
+  for (size_t i = 0; i < ks.size(); ++i) same += ks[i].hash == base[i].hash;
+  EXPECT_EQ(same, int(ks.size()) - 1) << "only the segment's entry depends on the seam width";
+}
+
+TEST(AffinityKeys, PrefixModeChainsTheWholePrompt) {
+  const std::string a(5000, 'a');
+  auto r1 = chat({a}, "q1");
+  auto r2 = chat({a}, "q2");
+  r1.mode = r2.mode = PicMode::kPrefix;
+  const auto k1 = affinity_keys(r1), k2 = affinity_keys(r2);
+  ASSERT_GE(k1.size(), 2u);
+  EXPECT_EQ(k1[0].hash, k2[0].hash) << "the first 4 KiB block is a common prefix";
+  EXPECT_NE(k1.back().hash, k2.back().hash) << "the tail differs by the question";
+  int64_t total = 0;
+  for (const auto& k : k1) total += k.weight;
+  EXPECT_GT(total, 5000);
+}
+
+}  // namespace
+}  // namespace hypic::router

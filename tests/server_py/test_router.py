@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""`hypic router` with `hypic serve --grpc-port --join` instances and `hypic worker --join`
+scatter workers, as separate processes on loopback, driven by the official `openai` client.
+
+Checks that a request through the router gets exactly a single instance's answer, cold and
+warm (streaming too); that warm requests follow their segments (cache affinity); that a
+worker killed mid-request, or an instance killed between requests, does not change the
+answer; that members join and leave while the router runs; and the router's errors.
+
+    python tests/server_py/test_router.py --hypic-bin build/hypic [--source-dir .]
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import test_openai_client as base  # noqa: E402 - parses --hypic-bin / --source-dir, SKIPs without openai
+from test_openai_client import DOC_A, DOC_B, MODEL, MODEL_DIR, OPTS, HypicServer, http_get, http_json, hypic_usage, seg_messages, stream_text
+
+openai = base.openai
+
+DOCS = [DOC_A, DOC_B] + [
+    "Document %d lists the harbours of the northern coast: %s." % (i, ", ".join("port %d-%d" % (i, j) for j in range(25)))
+    for i in range(3, 9)]
+
+
+class Proc:
+    """A hypic child process whose stderr goes to a file; waits for a line matching `ready`."""
+
+    def __init__(self, args, ready):
+        self.args = [OPTS["hypic_bin"]] + args
+        self.ready = re.compile(ready)
+        self.log_file = tempfile.NamedTemporaryFile(prefix="hypic-%s-" % args[0], suffix=".log", delete=False)
+        env = dict(os.environ)
+        env.setdefault("OMP_WAIT_POLICY", "passive")
+        env.pop("HYPIC_API_KEY", None)
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self.log_file, env=env)
+
+    def log(self):
+        with open(self.log_file.name, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def wait_ready(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = self.ready.search(self.log())
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                raise RuntimeError("%s exited with %d:\n%s" % (self.args[1], self.proc.returncode, self.log()))
+            time.sleep(0.02)
+        raise RuntimeError("%s not ready within %ds:\n%s" % (self.args[1], timeout, self.log()))
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def stop(self, timeout=15):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        return self.proc.returncode
+
+    def cleanup(self):
+        self.stop()
+        self.log_file.close()
+        try:
+            os.unlink(self.log_file.name)
+        except OSError:
+            pass
+
+
+def start_router(test, *extra):
+    r = Proc(["router", "--port", "0", "--grpc-port", "0", "--probe-interval-ms", "200"] + list(extra),
+             r"http://127\.0\.0\.1:(\d+), members join at 127\.0\.0\.1:(\d+)")
+    test.addClassCleanup(r.cleanup) if isinstance(test, type) else test.addCleanup(r.cleanup)
+    m = r.wait_ready()
+    r.base, r.join = "http://127.0.0.1:%s" % m.group(1), "127.0.0.1:%s" % m.group(2)
+    return r
+
+
+def start_instance(test, router, *extra):
+    p = Proc(["serve", "--model", MODEL_DIR, "--port", "0", "--grpc-port", "0", "--dtype", "f32",
+              "--cache-mem", "64", "--join", router.join] + list(extra),
+             r"Combine gRPC on 127\.0\.0\.1:(\d+)")
+    test.addClassCleanup(p.cleanup) if isinstance(test, type) else test.addCleanup(p.cleanup)
+    p.address = "127.0.0.1:%s" % p.wait_ready().group(1)
+    return p
+
+
+def start_worker(test, router, *extra):
+    p = Proc(["worker", "--model", MODEL_DIR, "--port", "0", "--dtype", "f32", "--join", router.join] + list(extra),
+             r" on 127\.0\.0\.1:(\d+)\n")
+    test.addClassCleanup(p.cleanup) if isinstance(test, type) else test.addCleanup(p.cleanup)
+    p.address = "127.0.0.1:%s" % p.wait_ready().group(1)
+    return p
+
+
+def cluster(router):
+    status, body = http_get(router.base + "/v1/cluster")
+    assert status == 200, body
+    return json.loads(body)
+
+
+def wait_members(router, want, timeout=20):
+    """Waits until the healthy members are exactly `want` ({address: role})."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = {m["address"]: m["role"] for m in cluster(router)["members"] if m["healthy"]}
+        if got == want:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("members %r, want %r" % (got, want))
+        time.sleep(0.05)
+
+
+def client(base_url):
+    return openai.OpenAI(base_url=base_url + "/v1", api_key="unused", max_retries=0, timeout=120.0)
+
+
+def ask(base_url, docs, salt, **kw):
+    return client(base_url).chat.completions.create(
+        model=MODEL, messages=seg_messages(docs, system="Answer from the documents."), temperature=0,
+        max_tokens=8, extra_body={"cache_salt": salt}, **kw)
+
+
+class RouterCluster(unittest.TestCase):
+    """router + 2 instances + 2 workers (all joined at run time) and a plain reference server."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.router = start_router(cls)
+        cls.inst = [start_instance(cls, cls.router) for _ in range(2)]
+        cls.workers = [start_worker(cls, cls.router) for _ in range(2)]
+        cls.plain = HypicServer().start()
+        cls.addClassCleanup(cls.plain.cleanup)
+        wait_members(cls.router, {**{p.address: "instance" for p in cls.inst}, **{w.address: "worker" for w in cls.workers}})
+
+    def test_cold_and_warm_match_a_single_instance(self):
+        docs = DOCS[:4]
+        want = ask(self.plain.base, docs, "s1").choices[0].message.content
+        cold = ask(self.router.base, docs, "s1")
+        warm = ask(self.router.base, docs, "s1")
+        self.assertEqual(cold.choices[0].message.content, want)
+        self.assertEqual(warm.choices[0].message.content, want)
+        hc, hw = hypic_usage(cold.usage), hypic_usage(warm.usage)
+        self.assertIn(hc["instance"], [p.address for p in self.inst])
+        self.assertEqual(hw["instance"], hc["instance"], "the warm request follows its segments")
+        self.assertGreaterEqual(hc["scatter"]["built_remote"], 1, hc)  # the joined workers built some
+        self.assertEqual(hw["segments_hit"], 4)
+        self.assertEqual(hw["scatter"]["built_remote"] + hw["scatter"]["built_local"], 0)
+        self.assertEqual(warm.usage.prompt_tokens_details.cached_tokens, cold.usage.prompt_tokens_details.cached_tokens)
+
+    def test_streaming_through_the_router(self):
+        docs = DOCS[1:3]
+        want = ask(self.plain.base, docs, "s2").choices[0].message.content
+        with ask(self.router.base, docs, "s2", stream=True, stream_options={"include_usage": True}) as s:
+            text, finish, usage, n = stream_text(s)
+        self.assertEqual(text, want)
+        self.assertEqual(finish, "length")
+        self.assertEqual(usage.completion_tokens, 8)
+        self.assertGreater(n, 2)
+
+    def test_completions_through_the_router(self):
+        want = client(self.plain.base).completions.create(model=MODEL, prompt="Once upon a time", max_tokens=6, temperature=0)
+        got = client(self.router.base).completions.create(model=MODEL, prompt="Once upon a time", max_tokens=6, temperature=0)
+        self.assertEqual(got.choices[0].text, want.choices[0].text)
+
+    def test_affinity_spreads_distinct_documents_and_keeps_each_where_it_went(self):
+        first = {}
+        for i, d in enumerate(DOCS[2:8]):
+            first[i] = hypic_usage(ask(self.router.base, [d], "s3").usage)["instance"]
+        self.assertEqual(len(set(first.values())), 2, "idle instances take turns for new documents")
+        for i, d in enumerate(DOCS[2:8]):
+            u = ask(self.router.base, [d], "s3").usage
+            self.assertEqual(hypic_usage(u)["instance"], first[i])
+            self.assertEqual(hypic_usage(u)["segments_hit"], 1)
+
+    def test_errors(self):
+        c = client(self.router.base)
+        with self.assertRaises(openai.NotFoundError):
+            c.chat.completions.create(model="nope", messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+        with self.assertRaises(openai.BadRequestError) as e:
+            c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": [
+                {"type": "segment", "segment_id": "seg_x"}, {"type": "text", "text": "q"}]}], max_tokens=2)
+        self.assertIn("per instance", str(e.exception))
+        with self.assertRaises(openai.BadRequestError):  # validated by the instance, answered through the router
+            c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=-3)
+        status, body = http_json("POST", self.router.base + "/v1/segments", {"text": "x"})
+        self.assertEqual(status, 400)
+        self.assertEqual(body["error"]["code"], "unsupported_via_router")
+        status, _ = http_json("POST", self.router.base + "/v1/chat/completions", None)
+        self.assertEqual(status, 400)
+        status, body = http_get(self.router.base + "/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn('hypic_router_requests_total{status="200"}', body)
+
+
+class Faults(unittest.TestCase):
+    def test_worker_killed_mid_request_still_completes_correctly(self):
+        router = start_router(self)
+        inst = start_instance(self, router)
+        slow = [start_worker(self, router, "--debug-delay-ms", "1500") for _ in range(2)]
+        wait_members(router, {inst.address: "instance", slow[0].address: "worker", slow[1].address: "worker"})
+        plain = HypicServer().start()
+        self.addCleanup(plain.cleanup)
+        docs = DOCS[:6]
+        want = ask(plain.base, docs, "f1").choices[0].message.content
+        out = {}
+        th = threading.Thread(target=lambda: out.update(r=ask(router.base, docs, "f1")))
+        th.start()
+        time.sleep(0.7)  # both workers are sleeping before their first build
+        slow[0].signal(signal.SIGKILL)
+        th.join(timeout=120)
+        self.assertFalse(th.is_alive())
+        self.assertEqual(out["r"].choices[0].message.content, want)
+        sc = hypic_usage(out["r"].usage)["scatter"]
+        self.assertGreaterEqual(sc["rescheduled"], 1, sc)
+
+    def test_instance_killed_between_requests_fails_over(self):
+        router = start_router(self)
+        a, b = start_instance(self, router), start_instance(self, router)
+        wait_members(router, {a.address: "instance", b.address: "instance"})
+        plain = HypicServer().start()
+        self.addCleanup(plain.cleanup)
+        want = ask(plain.base, DOCS[:2], "f2").choices[0].message.content
+        first = hypic_usage(ask(router.base, DOCS[:2], "f2").usage)["instance"]
+        victim = a if first == a.address else b
+        victim.signal(signal.SIGKILL)  # no Leave: the router finds out when it forwards
+        r = ask(router.base, DOCS[:2], "f2")
+        self.assertEqual(r.choices[0].message.content, want)
+        self.assertNotEqual(hypic_usage(r.usage)["instance"], first)
+
+    def test_members_join_and_leave_while_the_router_runs(self):
+        router = start_router(self)
+        status, body = http_get(router.base + "/health")
+        self.assertEqual(status, 503, body)
+        with self.assertRaises(openai.APIStatusError) as e:
+            ask(router.base, DOCS[:1], "f3")
+        self.assertEqual(e.exception.status_code, 503)
+        inst = start_instance(self, router)
+        wait_members(router, {inst.address: "instance"})
+        w = start_worker(self, router)
+        wait_members(router, {inst.address: "instance", w.address: "worker"})
+        self.assertGreaterEqual(hypic_usage(ask(router.base, DOCS[3:5], "f3").usage)["scatter"]["built_remote"], 1)
+        self.assertEqual(w.stop(), 0)  # SIGTERM: Leave, then exit
+        self.assertEqual(len([m for m in cluster(router)["members"] if m["role"] == "worker"]), 0)
+        u = hypic_usage(ask(router.base, DOCS[5:7], "f3").usage)
+        self.assertNotIn("scatter", u, "a worker that left is not tried (and no other is left)")
+        self.assertEqual(inst.stop(), 0)
+        self.assertEqual(cluster(router)["members"], [])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=base.UNITTEST_ARGV, verbosity=2)
