@@ -81,13 +81,17 @@ void Cluster::expire(Clock::time_point now) {
   }
 }
 
-std::optional<Choice> Cluster::choose(const std::vector<SegKey>& keys, const std::set<std::string>& exclude) {
+std::optional<Choice> Cluster::choose(const std::vector<SegKey>& keys, const std::set<std::string>& exclude,
+                                      bool* busy) {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<MemberState*> cand;
-  for (auto& [k, m] : members_)
-    if (m.role == Role::kInstance && m.healthy && !exclude.count(m.address) &&
-        (m.capacity == 0 || m.inflight < m.capacity))
-      cand.push_back(&m);
+  bool healthy = false;
+  for (auto& [k, m] : members_) {
+    if (m.role != Role::kInstance || !m.healthy) continue;
+    healthy = true;
+    if (!exclude.count(m.address) && (m.capacity == 0 || m.inflight < m.capacity)) cand.push_back(&m);
+  }
+  if (busy) *busy = healthy && cand.empty();
   if (cand.empty()) return std::nullopt;
   // Round-robin among equals: rotate the candidates' order by a counter.
   std::rotate(cand.begin(), cand.begin() + std::ptrdiff_t(rr_++ % cand.size()), cand.end());

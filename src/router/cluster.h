@@ -93,8 +93,10 @@ class Cluster {
   void report(Role role, const std::string& address, const ProbeResult& r, Clock::time_point now);
   void expire(Clock::time_point now);
 
-  // The instance for a request with these segments; none when no instance can take it.
-  std::optional<Choice> choose(const std::vector<SegKey>& keys, const std::set<std::string>& exclude);
+  // The instance for a request with these segments; none when no instance can take it
+  // (`*busy` then says whether healthy ones exist but are all full or excluded).
+  std::optional<Choice> choose(const std::vector<SegKey>& keys, const std::set<std::string>& exclude,
+                               bool* busy = nullptr);
   // Forwarding began / ended on `address` (in-flight accounting).
   void begin(const std::string& address);
   void end(const std::string& address);

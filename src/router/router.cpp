@@ -237,9 +237,11 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
                                std::vector<SegKey> keys, std::string id) {
   std::set<std::string> tried;
   std::optional<server::Outcome> outcome;
+  std::optional<server::Outcome> last_busy;  // the last 429 / 503 an instance answered
   std::string last_error = "no instance is available (none has joined or answered a health check)";
+  bool busy = false;  // healthy instances exist, but all are full or answered 429 / 503
   for (int attempt = 0; attempt < opt.max_attempts && !outcome; ++attempt) {
-    auto choice = cluster.choose(keys, tried);
+    auto choice = cluster.choose(keys, tried, &busy);
     if (!choice) break;
     const std::string addr = choice->address;
     if (attempt > 0) retries += 1;
@@ -286,6 +288,17 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       std::lock_guard<std::mutex> l(f->mu);
       f->ctx = nullptr;
     }
+    // An instance that is full (429) or stopping (503) took nothing: try another.
+    if (outcome && outcome->error && !relayed &&
+        (outcome->error->http_status == 429 || outcome->error->http_status == 503) &&
+        attempt + 1 < opt.max_attempts) {
+      last_error = "instance " + addr + ": " + outcome->error->message;
+      log_line(json{{"event", "forward.busy"}, {"id", id}, {"instance", addr}, {"status", outcome->error->http_status}});
+      last_busy = *outcome;
+      outcome.reset();
+      tried.insert(addr);
+      continue;
+    }
     if (outcome) {
       if (!outcome->error) cluster.record(addr, keys);
       break;
@@ -306,6 +319,9 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     cancelled = f->cancel;
   }
   if (!outcome && cancelled) outcome = server::Outcome{server::cancelled_error(), {}};
+  if (!outcome && last_busy) outcome = std::move(last_busy);
+  if (!outcome && busy) outcome = server::Outcome{server::make_error(429, "every instance is busy (at its request limit); retry later",
+                                                                     "rate_limit_error", "overloaded"), {}};
   if (!outcome) {
     const bool none = tried.empty();
     outcome = server::Outcome{make_error(none ? 503 : 502, last_error + (none ? "; start `hypic serve --join` instances or pass --instances" : ""),

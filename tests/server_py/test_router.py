@@ -241,6 +241,36 @@ class Faults(unittest.TestCase):
         self.assertEqual(r.choices[0].message.content, want)
         self.assertNotEqual(hypic_usage(r.usage)["instance"], first)
 
+    def test_a_full_instance_answers_429_and_the_router_tries_another(self):
+        router = start_router(self)
+        a, b = (start_instance(self, router, "--max-concurrency", "1", "--max-queue", "0") for _ in range(2))
+        wait_members(router, {a.address: "instance", b.address: "instance"})
+        first = hypic_usage(ask(router.base, DOCS[:2], "f4").usage)["instance"]
+        full = a if first == a.address else b
+        # A client talking to that instance directly takes its only slot.
+        direct = re.search(r"on http://127\.0\.0\.1:(\d+)", full.log()).group(1)
+        started, done = threading.Event(), threading.Event()
+
+        def hog():
+            with client("http://127.0.0.1:" + direct).chat.completions.create(
+                    model=MODEL, messages=[{"role": "user", "content": "A long story."}], max_tokens=2000,
+                    temperature=0, stream=True) as s:
+                for _ in s:
+                    started.set()
+                    if done.is_set():
+                        break
+        th = threading.Thread(target=hog)
+        th.start()
+        try:
+            self.assertTrue(started.wait(30))
+            r = ask(router.base, DOCS[:2], "f4")  # affinity says `full`, which answers 429
+            self.assertNotEqual(hypic_usage(r.usage)["instance"], full.address)
+            self.assertIn('"status":429', full.log(), "the affinity choice was tried first")
+            self.assertIn('"event":"forward.busy"', router.log())
+        finally:
+            done.set()
+            th.join(60)
+
     def test_members_join_and_leave_while_the_router_runs(self):
         router = start_router(self)
         status, body = http_get(router.base + "/health")
