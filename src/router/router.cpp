@@ -440,20 +440,7 @@ void Router::Impl::setup_routes() {
   http.set_payload_max_length(opt.limits.max_body_bytes);
   const int threads = std::max(8, opt.max_connections);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (server::authorized(req, opt.api_key) || server::has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
-    server::send_unauthorized(res);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404)
-      send_error(res, make_error(404, "unknown route " + req.method + " " + req.path, "invalid_request_error", "unknown_url"));
-    else if (res.status == 413)
-      send_error(res, make_error(413, "request body too large", "invalid_request_error", "request_too_large"));
-    else
-      send_error(res, make_error(res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", ""));
-  });
+  server::install_common_handlers(http, opt.api_key);
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (served_model().empty())
       return send_error(res, make_error(503, "no healthy instance", "server_error", "no_instance"));
@@ -532,15 +519,7 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opt) {
   return std::unique_ptr<Router>(new Router(std::move(impl)));
 }
 
-Status Router::bind() {
-  auto& o = impl_->opt;
-  const bool ok = o.port == 0 ? (o.port = impl_->http.bind_to_any_port(o.host)) > 0
-                              : impl_->http.bind_to_port(o.host, o.port);
-  if (!ok)
-    return io_error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
-                    " (in use, or not an address of this machine); pick another --port or --host");
-  return Status::ok();
-}
+Status Router::bind() { return server::bind_http(impl_->http, impl_->opt.host, &impl_->opt.port); }
 
 int Router::port() const { return impl_->opt.port; }
 int Router::grpc_port() const { return impl_->grpc_port; }

@@ -416,24 +416,8 @@ void HttpServer::Impl::setup_routes() {
   http.new_task_queue = [this, threads, pending] {
     return new ConnectionQueue(threads, pending, [this] { return stopping.load(); });
   };
-  // Authentication. A request with a body is checked in its handler, after httplib has read
-  // the body: answering from the pre-routing hook would leave the body unread on a kept-alive
-  // connection, where its bytes would be parsed as the next request (seen with httpx, which
-  // sends the body in its own segment). Requests without a body are refused before routing.
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(req) || has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
-    send_unauthorized(res);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404)
-      send_error(res, make_error(404, "unknown route " + req.method + " " + req.path, "invalid_request_error", "unknown_url"));
-    else if (res.status == 413)
-      send_error(res, make_error(413, "request body too large", "invalid_request_error", "request_too_large"));
-    else
-      send_error(res, make_error(res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", ""));
-  });
+  // Authentication: requests with a body in their handler (see install_common_handlers).
+  install_common_handlers(http, opt.api_key);
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
@@ -532,15 +516,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-Status HttpServer::bind() {
-  auto& o = impl_->opt;
-  const bool ok = o.port == 0 ? (o.port = impl_->http.bind_to_any_port(o.host)) > 0
-                              : impl_->http.bind_to_port(o.host, o.port);
-  if (!ok)
-    return io_error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
-                    " (in use, or not an address of this machine); pick another --port or --host");
-  return Status::ok();
-}
+Status HttpServer::bind() { return bind_http(impl_->http, impl_->opt.host, &impl_->opt.port); }
 
 int HttpServer::port() const { return impl_->opt.port; }
 

@@ -73,4 +73,32 @@ void send_unauthorized(httplib::Response& res) {
                              "invalid_request_error", "invalid_api_key"));
 }
 
+void install_common_handlers(httplib::Server& http, const std::string& api_key) {
+  // A 401 from the pre-routing hook for a request with a body would leave the body unread on
+  // a kept-alive connection, where its bytes would be parsed as the next request (seen with
+  // httpx, which sends the body in its own segment).
+  http.set_pre_routing_handler([&api_key](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(req, api_key) || has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
+    send_unauthorized(res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404)
+      send_error(res, make_error(404, "unknown route " + req.method + " " + req.path, "invalid_request_error", "unknown_url"));
+    else if (res.status == 413)
+      send_error(res, make_error(413, "request body too large", "invalid_request_error", "request_too_large"));
+    else
+      send_error(res, make_error(res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", ""));
+  });
+}
+
+Status bind_http(httplib::Server& http, const std::string& host, int* port) {
+  const bool ok = *port == 0 ? (*port = http.bind_to_any_port(host)) > 0 : http.bind_to_port(host, *port);
+  if (!ok)
+    return io_error("cannot listen on " + host + ":" + std::to_string(*port) +
+                    " (in use, or not an address of this machine); pick another --port or --host");
+  return Status::ok();
+}
+
 }  // namespace hypic::server

@@ -12,6 +12,7 @@
 namespace httplib {
 struct Request;
 struct Response;
+class Server;
 }  // namespace httplib
 
 namespace hypic::server {
@@ -38,5 +39,12 @@ bool authorized(const httplib::Request& req, const std::string& api_key);
 // connection, so such requests are authenticated in their handler).
 bool has_body(const httplib::Request& req);
 void send_unauthorized(httplib::Response& res);
+
+// The routes' common setup: OpenAI error objects for httplib's own errors (404 unknown route,
+// 413 body too large, ...), and the API-key check for requests without a body (those with one
+// are checked in their handler, after the body is read). `api_key` must outlive `http`.
+void install_common_handlers(httplib::Server& http, const std::string& api_key);
+// Binds host:*port (0: any free port, written back to *port).
+Status bind_http(httplib::Server& http, const std::string& host, int* port);
 
 }  // namespace hypic::server

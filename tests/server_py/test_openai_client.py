@@ -165,6 +165,7 @@ class HypicServer:
 
     def cleanup(self):
         self.stop()
+        self._log.close()
         try:
             os.unlink(self._log.name)
         except OSError:
