@@ -744,15 +744,19 @@ class ScatterCombine(unittest.TestCase):
         proc = subprocess.Popen([OPTS["hypic_bin"], "worker", "--model", MODEL_DIR, "--port", "0",
                                  "--dtype", "f32"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=log, env=env)
-        self.addCleanup(lambda: (proc.poll() is None and proc.kill(), proc.wait(10)))
+        self.addCleanup(lambda: (proc.poll() is None and proc.kill(), proc.wait(10), log.close(), os.unlink(log.name)))
+
+        def text():
+            with open(log.name, encoding="utf-8", errors="replace") as f:
+                return f.read()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            m = re.search(r"(\d+\.\d+\.\d+\.\d+|localhost|\[?[0-9a-f:]+\]?):(\d+)", open(log.name).read())
+            m = re.search(r"(\d+\.\d+\.\d+\.\d+|localhost|\[?[0-9a-f:]+\]?):(\d+)", text())
             if m:
                 return "127.0.0.1:" + m.group(2)
-            self.assertIsNone(proc.poll(), open(log.name).read())
+            self.assertIsNone(proc.poll(), text())
             time.sleep(0.05)
-        self.fail("hypic worker printed no port:\n" + open(log.name).read())
+        self.fail("hypic worker printed no port:\n" + text())
 
     def test_same_answers_as_a_single_instance(self):
         worker = self._start_worker()
