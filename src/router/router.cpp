@@ -309,6 +309,13 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     }
     last_error = "instance " + addr + " failed: " + (st.ok() ? "the stream ended without a result" : st.error_message());
     log_line(json{{"event", "forward.failed"}, {"id", id}, {"instance", addr}, {"error", last_error}, {"relayed", relayed}});
+    // The instance is down (or went down mid-call): another may serve the request. Other codes
+    // (a message over the limit, a protocol mismatch) would fail the same way anywhere.
+    const auto code = st.error_code();
+    const bool down = st.ok() || code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::UNKNOWN ||
+                      code == grpc::StatusCode::INTERNAL || code == grpc::StatusCode::ABORTED ||
+                      code == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!down) break;
     cluster.forward_failed(addr, Cluster::Clock::now());
     tried.insert(addr);
     if (relayed) break;  // text already sent: cannot start over elsewhere

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "dist/worker.h"
@@ -144,12 +145,13 @@ struct CombineServer::Service final : pb::Combine::Service {
 };
 
 Result<std::unique_ptr<CombineServer>> CombineServer::start(const std::string& host, int port,
-                                                            CombineHooks hooks) {
+                                                            size_t max_body_bytes, CombineHooks hooks) {
   if (port < 0 || port > 65535) return invalid_argument("gRPC port must be in [0, 65535]");
   std::unique_ptr<CombineServer> cs(new CombineServer);
   cs->service_ = std::make_unique<Service>(std::move(hooks));
   grpc::ServerBuilder b;
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
+  b.SetMaxReceiveMessageSize(int(std::min<size_t>(max_body_bytes + (size_t(1) << 20), size_t(1) << 30)));
   b.AddListeningPort(dist::host_port(host, port), grpc::InsecureServerCredentials(), &cs->port_);
   b.RegisterService(cs->service_.get());
   cs->server_ = b.BuildAndStart();

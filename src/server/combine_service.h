@@ -43,9 +43,11 @@ struct CombineHooks {
 
 class CombineServer {
  public:
-  // Binds host:port (0: any free port) and serves on gRPC's threads.
+  // Binds host:port (0: any free port) and serves on gRPC's threads. `max_body_bytes`: the
+  // largest request body accepted over HTTP; forwarded bodies up to it (plus the envelope)
+  // are accepted too.
   static Result<std::unique_ptr<CombineServer>> start(const std::string& host, int port,
-                                                      CombineHooks hooks);
+                                                      size_t max_body_bytes, CombineHooks hooks);
   ~CombineServer();  // shutdown(0)
   CombineServer(const CombineServer&) = delete;
   CombineServer& operator=(const CombineServer&) = delete;

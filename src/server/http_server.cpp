@@ -508,7 +508,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
       p->log_line(log);
       p->metrics.count_request(status);
     };
-    auto cs = CombineServer::start(impl->opt.host, impl->opt.grpc_port, std::move(h));
+    auto cs = CombineServer::start(impl->opt.host, impl->opt.grpc_port, impl->opt.limits.max_body_bytes, std::move(h));
     if (!cs) return cs.status();
     impl->combine = std::move(cs).value();
     impl->opt.grpc_port = impl->combine->port();

@@ -196,6 +196,10 @@ class RouterCluster(unittest.TestCase):
         self.assertIn("per instance", str(e.exception))
         with self.assertRaises(openai.BadRequestError):  # validated by the instance, answered through the router
             c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=-3)
+        # A body over gRPC's default 4 MiB message limit reaches the instance (its answer: too long).
+        with self.assertRaises(openai.BadRequestError) as e:
+            c.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "word " * (1 << 20)}], max_tokens=2)
+        self.assertIn("context", str(e.exception))
         status, body = http_json("POST", self.router.base + "/v1/segments", {"text": "x"})
         self.assertEqual(status, 400)
         self.assertEqual(body["error"]["code"], "unsupported_via_router")
@@ -203,7 +207,7 @@ class RouterCluster(unittest.TestCase):
         self.assertEqual(status, 400)
         status, body = http_get(self.router.base + "/metrics")
         self.assertEqual(status, 200)
-        self.assertIn('hypic_router_requests_total{status="200"}', body)
+        self.assertIn('hypic_router_requests_total{status="400"}', body)
 
 
 class Faults(unittest.TestCase):
