@@ -34,6 +34,7 @@ int cmd_router(int argc, char** argv) {
       .opt("workers", "LIST", "host:port,... of scatter workers")
       .opt("api-key", "KEY", "require 'Authorization: Bearer KEY' (also $HYPIC_API_KEY)")
       .opt("served-model-name", "NAME", "model id clients send (default: what the instances serve)")
+      .opt("routing", "P", "instance choice: affinity | least-loaded | round-robin (the last two for comparison)", "affinity")
       .opt("probe-interval-ms", "MS", "health / load check period", "1000")
       .opt("max-attempts", "N", "instances tried for one request", "3")
       .opt("max-body", "MiB", "largest request body", "8")
@@ -66,6 +67,8 @@ int cmd_router(int argc, char** argv) {
   if (ro.api_key.empty())
     if (const char* k = std::getenv("HYPIC_API_KEY")) ro.api_key = k;
   ro.model_name = a.str("served-model-name");
+  if (!router::parse_routing(a.str("routing"), &ro.cluster.routing))
+    return report_error("router", invalid_argument("--routing must be affinity, least-loaded or round-robin"));
   auto inst = host_port_list(a.str("instances"), "instances");
   if (!inst) return report_error("router", inst.status());
   auto workers = host_port_list(a.str("workers"), "workers");

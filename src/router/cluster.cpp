@@ -2,9 +2,19 @@
 
 #include <algorithm>
 
+#include "core/sha256.h"
+
 namespace hypic::router {
 
 const char* role_name(Role r) { return r == Role::kInstance ? "instance" : "worker"; }
+
+bool parse_routing(const std::string& s, Routing* out) {
+  if (s == "affinity") *out = Routing::kAffinity;
+  else if (s == "least-loaded") *out = Routing::kLeastLoaded;
+  else if (s == "round-robin") *out = Routing::kRoundRobin;
+  else return false;
+  return true;
+}
 
 MemberState* Cluster::find(Role role, const std::string& address) {
   auto it = members_.find({role, address});
@@ -31,8 +41,7 @@ bool Cluster::leave(Role role, const std::string& address) {
   std::lock_guard<std::mutex> l(mu_);
   MemberState* m = find(role, address);
   if (!m) return false;
-  if (role == Role::kInstance) drop_affinity(address);
-  if (m->is_static) set_unhealthy(*m);
+  if (m->is_static) m->healthy = false;
   else members_.erase({role, address});
   return true;
 }
@@ -44,17 +53,12 @@ std::vector<std::pair<Role, std::string>> Cluster::members() const {
   return out;
 }
 
-void Cluster::set_unhealthy(MemberState& m) {
-  if (m.healthy && m.role == Role::kInstance) drop_affinity(m.address);
-  m.healthy = false;
-}
-
 void Cluster::report(Role role, const std::string& address, const ProbeResult& r, Clock::time_point now) {
   std::lock_guard<std::mutex> l(mu_);
   MemberState* m = find(role, address);
   if (!m) return;  // left while the probe ran
   if (!r.ok) {
-    if (++m->failures >= opt_.fail_threshold) set_unhealthy(*m);
+    if (++m->failures >= opt_.fail_threshold) m->healthy = false;
     return;
   }
   m->failures = 0;
@@ -73,7 +77,6 @@ void Cluster::expire(Clock::time_point now) {
   for (auto it = members_.begin(); it != members_.end();) {
     MemberState& m = it->second;
     if (!m.is_static && m.inflight == 0 && now - m.last_seen > opt_.member_ttl) {
-      if (m.role == Role::kInstance) drop_affinity(m.address);
       it = members_.erase(it);
     } else {
       ++it;
@@ -84,44 +87,41 @@ void Cluster::expire(Clock::time_point now) {
 std::optional<Choice> Cluster::choose(const std::vector<SegKey>& keys, const std::set<std::string>& exclude,
                                       bool* busy) {
   std::lock_guard<std::mutex> l(mu_);
-  std::vector<MemberState*> cand;
-  bool healthy = false;
+  std::vector<MemberState*> healthy, cand;
   for (auto& [k, m] : members_) {
     if (m.role != Role::kInstance || !m.healthy) continue;
-    healthy = true;
+    healthy.push_back(&m);
     if (!exclude.count(m.address) && (m.capacity == 0 || m.inflight < m.capacity)) cand.push_back(&m);
   }
-  if (busy) *busy = healthy && cand.empty();
+  if (busy) *busy = !healthy.empty() && cand.empty();
   if (cand.empty()) return std::nullopt;
   // Round-robin among equals: rotate the candidates' order by a counter.
   std::rotate(cand.begin(), cand.begin() + std::ptrdiff_t(rr_++ % cand.size()), cand.end());
-  auto least = *std::min_element(cand.begin(), cand.end(),
-                                 [](const MemberState* a, const MemberState* b) { return a->inflight < b->inflight; });
-  const int lo = least->inflight;
-  const int hi = (*std::max_element(cand.begin(), cand.end(), [](const MemberState* a, const MemberState* b) {
-                   return a->inflight < b->inflight;
-                 }))->inflight;
-  if (hi - lo > opt_.balance_abs && hi > opt_.balance_rel * lo) return Choice{least->address, 0, true};
-  std::map<std::string, int64_t> bytes;
+  if (opt_.routing == Routing::kRoundRobin) return Choice{cand.front()->address, 0, true};
+  auto by_load = [](const MemberState* a, const MemberState* b) { return a->inflight < b->inflight; };
+  const MemberState* least = *std::min_element(cand.begin(), cand.end(), by_load);
+  const int lo = least->inflight, hi = (*std::max_element(cand.begin(), cand.end(), by_load))->inflight;
+  if (opt_.routing == Routing::kLeastLoaded || (hi - lo > opt_.balance_abs && hi > opt_.balance_rel * lo))
+    return Choice{least->address, 0, true};
+  // Homes over all healthy instances (not just today's candidates), so that they stay put
+  // while one instance is momentarily full.
+  std::map<const MemberState*, int64_t> bytes;
   for (const SegKey& k : keys) {
-    auto it = where_.find(k.hash);
-    if (it == where_.end()) continue;
-    for (const std::string& a : it->second.instances) bytes[a] += k.weight;
-  }
-  const MemberState* best = nullptr;
-  int64_t best_bytes = -1;
-  for (const MemberState* m : cand) {
-    const int64_t b = bytes.count(m->address) ? bytes[m->address] : 0;
-    if (b > best_bytes || (b == best_bytes && m->inflight < best->inflight)) {
-      best = m;
-      best_bytes = b;
+    const MemberState* home = nullptr;
+    uint64_t best = 0;
+    for (const MemberState* m : healthy) {
+      const uint64_t h = Xxh64::hash(m->address.data(), m->address.size(), k.hash);
+      if (!home || h > best) home = m, best = h;
     }
+    bytes[home] += k.weight;
   }
-  int64_t total = 0;
-  for (const SegKey& k : keys) total += k.weight;
-  if (best_bytes < opt_.min_affinity * double(total))
-    return Choice{least->address, bytes.count(least->address) ? bytes[least->address] : 0, true};
-  return Choice{best->address, best_bytes, false};
+  const MemberState* pick = nullptr;
+  int64_t pick_bytes = -1;
+  for (const MemberState* m : cand) {
+    const int64_t b = bytes.count(m) ? bytes[m] : 0;
+    if (b > pick_bytes || (b == pick_bytes && m->inflight < pick->inflight)) pick = m, pick_bytes = b;
+  }
+  return Choice{pick->address, pick_bytes, false};
 }
 
 void Cluster::begin(const std::string& address) {
@@ -141,40 +141,7 @@ void Cluster::forward_failed(const std::string& address, Clock::time_point) {
   std::lock_guard<std::mutex> l(mu_);
   if (MemberState* m = find(Role::kInstance, address)) {
     m->failures = std::max(m->failures + 1, opt_.fail_threshold);  // unhealthy until a probe answers
-    set_unhealthy(*m);
-  }
-}
-
-void Cluster::record(const std::string& address, const std::vector<SegKey>& keys) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (opt_.max_keys == 0) return;
-  for (const SegKey& k : keys) {
-    auto it = where_.find(k.hash);
-    if (it == where_.end()) {
-      lru_.push_front(k.hash);
-      it = where_.emplace(k.hash, Where{{}, lru_.begin()}).first;
-    } else {
-      lru_.splice(lru_.begin(), lru_, it->second.lru);
-    }
-    auto& v = it->second.instances;
-    if (std::find(v.begin(), v.end(), address) == v.end()) v.push_back(address);
-  }
-  while (where_.size() > opt_.max_keys) {
-    where_.erase(lru_.back());
-    lru_.pop_back();
-  }
-}
-
-void Cluster::drop_affinity(const std::string& address) {
-  for (auto it = where_.begin(); it != where_.end();) {
-    auto& v = it->second.instances;
-    v.erase(std::remove(v.begin(), v.end(), address), v.end());
-    if (v.empty()) {
-      lru_.erase(it->second.lru);
-      it = where_.erase(it);
-    } else {
-      ++it;
-    }
+    m->healthy = false;
   }
 }
 
@@ -204,11 +171,6 @@ std::string Cluster::model_name(bool* mixed) const {
   }
   if (mixed) *mixed = mix;
   return name;
-}
-
-size_t Cluster::affinity_entries() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return where_.size();
 }
 
 }  // namespace hypic::router

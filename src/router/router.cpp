@@ -57,24 +57,19 @@ std::vector<SegKey> affinity_keys(const server::ApiRequest& r) {
   const bool pic = r.mode == PicMode::kHypic || r.mode == PicMode::kNaive;
   const std::string mode = pic_mode_name(r.mode);
   const std::string seg_ns = r.cache_salt + '\0' + std::to_string(r.seam) + '\0' + mode;
-  std::string chain;  // the prompt's non-segment text so far
-  size_t emitted = 0;
-  auto add_chain = [&](const std::string& text) {
-    chain += text;
-    chain += '\0';
-    while (chain.size() - emitted >= kChainBlock) {
-      emitted += kChainBlock;
-      keys.push_back({hash_text(1, r.cache_salt + '\0' + mode, chain.substr(0, emitted)), int64_t(kChainBlock)});
-    }
-  };
-  if (r.endpoint == server::Endpoint::kCompletions) add_chain(r.prompt);
+  std::string chain;  // the prompt's other text, in order (parts separated by NUL)
+  if (r.endpoint == server::Endpoint::kCompletions) chain = r.prompt;
   for (const server::Message& m : r.messages)
     for (const server::ContentPart& p : m.parts) {
-      if (p.segment && pic && p.segment_id.empty()) keys.push_back({hash_text(2, seg_ns, p.text), int64_t(p.text.size())});
-      else add_chain(p.text);
+      if (p.segment && pic && p.segment_id.empty()) {
+        keys.push_back({hash_text(2, seg_ns, p.text), int64_t(p.text.size())});
+      } else {
+        chain += p.text;
+        chain += '\0';
+      }
     }
-  if (chain.size() > emitted)
-    keys.push_back({hash_text(1, r.cache_salt + '\0' + mode, chain), int64_t(chain.size() - emitted)});
+  if (!chain.empty())
+    keys.push_back({hash_text(1, r.cache_salt + '\0' + mode, chain.substr(0, kChainBlock)), int64_t(chain.size())});
   return keys;
 }
 
@@ -299,10 +294,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       tried.insert(addr);
       continue;
     }
-    if (outcome) {
-      if (!outcome->error) cluster.record(addr, keys);
-      break;
-    }
+    if (outcome) break;
     if (f->ticket->cancelled() || st.error_code() == grpc::StatusCode::CANCELLED) {
       outcome = server::Outcome{server::cancelled_error(), {}};
       break;
@@ -414,12 +406,10 @@ std::string Router::Impl::metrics_text() {
   }
   s += "# HELP hypic_router_retries_total Forwards retried on another instance.\n# TYPE hypic_router_retries_total counter\n";
   line("hypic_router_retries_total", "", double(retries.load()));
-  s += "# HELP hypic_router_affinity_hits_total Forwards sent to an instance that had seen some of their segments.\n# TYPE hypic_router_affinity_hits_total counter\n";
+  s += "# HELP hypic_router_affinity_hits_total Forwards sent to the home of some of their segments.\n# TYPE hypic_router_affinity_hits_total counter\n";
   line("hypic_router_affinity_hits_total", "", double(affinity_hits.load()));
-  s += "# HELP hypic_router_affinity_bytes_total Segment text bytes routed to an instance that had seen them.\n# TYPE hypic_router_affinity_bytes_total counter\n";
+  s += "# HELP hypic_router_affinity_bytes_total Segment text bytes routed to their home instance.\n# TYPE hypic_router_affinity_bytes_total counter\n";
   line("hypic_router_affinity_bytes_total", "", double(affinity_bytes.load()));
-  s += "# HELP hypic_router_affinity_entries Segment keys in the affinity table.\n# TYPE hypic_router_affinity_entries gauge\n";
-  line("hypic_router_affinity_entries", "", double(cluster.affinity_entries()));
   s += "# HELP hypic_router_member_up Whether a member answered its health checks.\n# TYPE hypic_router_member_up gauge\n";
   s += "# HELP hypic_router_member_inflight Requests forwarded to an instance and not finished.\n# TYPE hypic_router_member_inflight gauge\n";
   for (const MemberState& mb : cluster.snapshot()) {
@@ -439,8 +429,7 @@ json Router::Impl::cluster_json() {
                            {"running", mb.running}, {"queued", mb.queued}});
   bool mixed = false;
   const std::string model = cluster.model_name(&mixed);
-  return json{{"object", "cluster"}, {"model", model}, {"mixed_models", mixed}, {"members", members},
-              {"affinity_entries", cluster.affinity_entries()}};
+  return json{{"object", "cluster"}, {"model", model}, {"mixed_models", mixed}, {"members", members}};
 }
 
 void Router::Impl::setup_routes() {

@@ -1,7 +1,7 @@
 // `hypic router`: the cluster's entry point for clients (SPEC §5). It speaks the same
 // OpenAI-compatible HTTP API as `hypic serve` and holds no model: for each completion it
-// picks an instance (router/cluster.h: cache affinity over the request's segments, then
-// load), forwards the request over gRPC (proto Combine.Generate) together with the live
+// picks an instance (router/cluster.h: the home of most of the request's segment bytes by
+// rendezvous hashing, unless the load is imbalanced), forwards the request over gRPC (proto Combine.Generate) together with the live
 // scatter workers, and relays the streamed text as the same JSON / SSE response the instance
 // would have written. Which segments hit is decided on the chosen instance, whose cache is
 // the authority; its dist::Scatter builds the misses on the workers (LPT, load-aware).
@@ -75,9 +75,9 @@ class Router {
 };
 
 // The affinity keys of a parsed request: each inline segment of a hypic / naive chat request
-// on its own (salt, seam, mode, text); all other prompt text as a chain of 4 KiB blocks
-// (salt, mode, everything so far), so an instance that saw a longer common prefix scores
-// higher. Weights are text bytes.
+// on its own (salt, seam, mode, text); all other prompt text (all of it in prefix mode) as one
+// key of its first 4 KiB (salt, mode), weighted by its whole length, so requests that share a
+// long prefix share a home (the prefix cache reuses only exact prefixes). Weights are bytes.
 std::vector<SegKey> affinity_keys(const server::ApiRequest& r);
 
 }  // namespace hypic::router

@@ -36,17 +36,52 @@ TEST(Cluster, NoHealthyInstanceNoChoice) {
   EXPECT_FALSE(c.choose({}, {"a:1"})) << "excluded";
 }
 
-TEST(Cluster, AffinityPicksTheInstanceThatSawTheMostBytes) {
+// The home of a key among the healthy instances (what choose() returns for it alone).
+std::string home(Cluster& c, uint64_t key) { return c.choose({{key, 100}}, {})->address; }
+
+TEST(Cluster, EverySegmentHasAStableHomeAndHomesSpread) {
   Cluster c;
   populate(c);
-  const std::vector<SegKey> k1{{1, 100}, {2, 100}}, k2{{3, 500}};
-  c.record("a:1", k1);
-  c.record("b:1", k2);
-  EXPECT_EQ(c.choose({{1, 100}, {3, 500}}, {})->address, "b:1");
-  auto ch = c.choose({{1, 100}, {2, 100}, {3, 150}}, {});
-  EXPECT_EQ(ch->address, "a:1");  // 200 bytes seen on a vs 150 on b... weights are the request's
+  std::map<std::string, int> count;
+  for (uint64_t k = 0; k < 200; ++k) {
+    const std::string h = home(c, k);
+    EXPECT_EQ(home(c, k), h) << "the same home every time";
+    count[h] += 1;
+  }
+  ASSERT_EQ(count.size(), 2u);
+  EXPECT_GT(count["a:1"], 60);
+  EXPECT_GT(count["b:1"], 60);
+}
+
+TEST(Cluster, TheRequestGoesWhereMostOfItsBytesLive) {
+  Cluster c;
+  populate(c);
+  std::vector<uint64_t> on_a, on_b;
+  for (uint64_t k = 0; on_a.size() < 3 || on_b.size() < 3; ++k) (home(c, k) == "a:1" ? on_a : on_b).push_back(k);
+  auto ch = c.choose({{on_a[0], 100}, {on_a[1], 100}, {on_b[0], 150}}, {});
+  EXPECT_EQ(ch->address, "a:1");
+  EXPECT_EQ(ch->affinity_bytes, 200);
   EXPECT_FALSE(ch->by_load);
-  EXPECT_EQ(c.choose({{1, 100}, {2, 100}, {3, 500}}, {})->affinity_bytes, 500);
+  EXPECT_EQ(c.choose({{on_a[0], 100}, {on_b[0], 150}}, {})->address, "b:1");
+}
+
+TEST(Cluster, HomesMoveOnlyForTheInstanceThatLeft) {
+  Cluster c;
+  c.add_static(Role::kInstance, "a:1");
+  c.add_static(Role::kInstance, "b:1");
+  c.add_static(Role::kInstance, "c:1");
+  for (const auto& [r, a] : c.members()) c.report(r, a, up(), Clock::now());
+  std::map<uint64_t, std::string> before;
+  for (uint64_t k = 0; k < 100; ++k) before[k] = home(c, k);
+  c.report(Role::kInstance, "c:1", ProbeResult{}, Clock::now());
+  c.report(Role::kInstance, "c:1", ProbeResult{}, Clock::now());  // down after 2 failures
+  for (uint64_t k = 0; k < 100; ++k) {
+    if (before[k] != "c:1") {
+      EXPECT_EQ(home(c, k), before[k]) << k;
+    } else {
+      EXPECT_NE(home(c, k), "c:1");
+    }
+  }
 }
 
 TEST(Cluster, TiesGoToTheLeastLoadedThenRotate) {
@@ -66,30 +101,33 @@ TEST(Cluster, ImbalanceOverridesAffinity) {
   o.balance_rel = 1.5;
   Cluster c(o);
   populate(c);
-  c.record("a:1", {{7, 1000}});
-  for (int i = 0; i < 3; ++i) c.begin("a:1");
+  const std::string h = home(c, 7), other = h == "a:1" ? "b:1" : "a:1";
+  for (int i = 0; i < 3; ++i) c.begin(h);
   auto ch = c.choose({{7, 1000}}, {});
-  EXPECT_EQ(ch->address, "b:1");
+  EXPECT_EQ(ch->address, other);
   EXPECT_TRUE(ch->by_load);
-  c.end("a:1");  // 2 vs 0: not more than balance_abs
-  EXPECT_EQ(c.choose({{7, 1000}}, {})->address, "a:1");
+  c.end(h);  // 2 vs 0: not more than balance_abs
+  EXPECT_EQ(c.choose({{7, 1000}}, {})->address, h);
 }
 
-TEST(Cluster, ASmallCommonPrefixDoesNotPullNewDocumentsToOneInstance) {
-  Cluster c;
-  populate(c);
-  c.record("a:1", {{9, 50}});  // the shared system prompt went to a
-  std::set<std::string> seen;
-  for (uint64_t doc = 100; doc < 104; ++doc) {
-    auto ch = c.choose({{9, 50}, {doc, 1000}}, {});
-    EXPECT_TRUE(ch->by_load);
-    seen.insert(ch->address);
+TEST(Cluster, ComparisonPoliciesIgnoreAffinity) {
+  for (Routing r : {Routing::kLeastLoaded, Routing::kRoundRobin}) {
+    ClusterOptions o;
+    o.routing = r;
+    Cluster c(o);
+    populate(c);
+    std::set<std::string> seen;
+    for (int i = 0; i < 4; ++i) seen.insert(c.choose({{1, 1000}}, {})->address);
+    EXPECT_EQ(seen.size(), 2u);
+    c.begin("a:1");
+    if (r == Routing::kLeastLoaded) {
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(c.choose({{1, 1000}}, {})->address, "b:1");
+    }
   }
-  EXPECT_EQ(seen.size(), 2u) << "new documents are spread";
-  c.record("b:1", {{9, 50}, {200, 1000}});
-  auto ch = c.choose({{9, 50}, {200, 1000}}, {});
-  EXPECT_EQ(ch->address, "b:1");
-  EXPECT_EQ(ch->affinity_bytes, 1050);
+  Routing r;
+  EXPECT_TRUE(parse_routing("round-robin", &r));
+  EXPECT_EQ(r, Routing::kRoundRobin);
+  EXPECT_FALSE(parse_routing("random", &r));
 }
 
 TEST(Cluster, FullInstancesAreSkipped) {
@@ -102,20 +140,20 @@ TEST(Cluster, FullInstancesAreSkipped) {
   EXPECT_FALSE(c.choose({}, {}));
 }
 
-TEST(Cluster, FailedProbesMakeUnhealthyAndDropAffinity) {
+TEST(Cluster, FailedProbesMakeUnhealthy) {
   ClusterOptions o;
   o.fail_threshold = 2;
   Cluster c(o);
   populate(c);
-  c.record("a:1", {{1, 10}});
   ProbeResult down;
   c.report(Role::kInstance, "a:1", down, Clock::now());
-  EXPECT_EQ(c.affinity_entries(), 1u) << "one failure is tolerated";
+  std::set<std::string> seen;
+  for (int i = 0; i < 4; ++i) seen.insert(c.choose({}, {})->address);
+  EXPECT_EQ(seen.size(), 2u) << "one failure is tolerated";
   c.report(Role::kInstance, "a:1", down, Clock::now());
-  EXPECT_EQ(c.affinity_entries(), 0u) << "a restarted instance has an empty cache";
   for (int i = 0; i < 4; ++i) EXPECT_EQ(c.choose({{1, 10}}, {})->address, "b:1");
   c.report(Role::kInstance, "a:1", up(), Clock::now());
-  std::set<std::string> seen;
+  seen.clear();
   for (int i = 0; i < 4; ++i) seen.insert(c.choose({}, {})->address);
   EXPECT_EQ(seen.size(), 2u) << "healthy again after a good probe";
 }
@@ -163,19 +201,6 @@ TEST(Cluster, InFlightMembersDoNotExpire) {
   c.end("i:1");
   c.expire(t0 + std::chrono::seconds(1));
   EXPECT_TRUE(c.members().empty());
-}
-
-TEST(Cluster, AffinityTableIsBounded) {
-  ClusterOptions o;
-  o.max_keys = 3;
-  Cluster c(o);
-  populate(c);
-  c.record("a:1", {{1, 1}, {2, 1}, {3, 1}});
-  c.record("a:1", {{1, 1}});  // touch 1: 2 is now the oldest
-  c.record("b:1", {{4, 1}});
-  EXPECT_EQ(c.affinity_entries(), 3u);
-  EXPECT_EQ(c.choose({{1, 50}}, {})->affinity_bytes, 50);
-  EXPECT_EQ(c.choose({{2, 50}}, {})->affinity_bytes, 0) << "evicted";
 }
 
 TEST(Cluster, ModelNameAndMixedModels) {
@@ -236,18 +261,18 @@ TEST(AffinityKeys, SaltSeparatesTenantsAndSeamSeparatesEntries) {
   EXPECT_EQ(same, int(ks.size()) - 1) << "only the segment's entry depends on the seam width";
 }
 
-TEST(AffinityKeys, PrefixModeChainsTheWholePrompt) {
+TEST(AffinityKeys, PrefixModeKeysTheCommonPrefix) {
   const std::string a(5000, 'a');
   auto r1 = chat({a}, "q1");
-  auto r2 = chat({a}, "q2");
+  auto r2 = chat({a}, "another question");
   r1.mode = r2.mode = PicMode::kPrefix;
   const auto k1 = affinity_keys(r1), k2 = affinity_keys(r2);
-  ASSERT_GE(k1.size(), 2u);
-  EXPECT_EQ(k1[0].hash, k2[0].hash) << "the first 4 KiB block is a common prefix";
-  EXPECT_NE(k1.back().hash, k2.back().hash) << "the tail differs by the question";
-  int64_t total = 0;
-  for (const auto& k : k1) total += k.weight;
-  EXPECT_GT(total, 5000);
+  ASSERT_EQ(k1.size(), 1u);
+  EXPECT_EQ(k1[0].hash, k2[0].hash) << "the same first 4 KiB: the same home";
+  EXPECT_GT(k1[0].weight, 5000);
+  auto r3 = chat({std::string(5000, 'b')}, "q1");
+  r3.mode = PicMode::kPrefix;
+  EXPECT_NE(affinity_keys(r3)[0].hash, k1[0].hash);
 }
 
 }  // namespace

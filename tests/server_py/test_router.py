@@ -176,14 +176,15 @@ class RouterCluster(unittest.TestCase):
         got = client(self.router.base).completions.create(model=MODEL, prompt="Once upon a time", max_tokens=6, temperature=0)
         self.assertEqual(got.choices[0].text, want.choices[0].text)
 
-    def test_affinity_spreads_distinct_documents_and_keeps_each_where_it_went(self):
-        first = {}
-        for i, d in enumerate(DOCS[2:8]):
-            first[i] = hypic_usage(ask(self.router.base, [d], "s3").usage)["instance"]
-        self.assertEqual(len(set(first.values())), 2, "idle instances take turns for new documents")
-        for i, d in enumerate(DOCS[2:8]):
+    def test_documents_are_spread_over_instances_and_each_stays_at_its_home(self):
+        docs = ["Note %d: the ferry to island %d leaves at %d o'clock from pier %d." % (i, i, i % 12 + 1, i) * 6
+                for i in range(16)]
+        first = [hypic_usage(ask(self.router.base, [d], "s3").usage)["instance"] for d in docs]
+        # 16 documents over 2 instances by rendezvous hashing: all on one has probability 2^-15.
+        self.assertEqual(len(set(first)), 2, first)
+        for d, inst in zip(docs, first):
             u = ask(self.router.base, [d], "s3").usage
-            self.assertEqual(hypic_usage(u)["instance"], first[i])
+            self.assertEqual(hypic_usage(u)["instance"], inst)
             self.assertEqual(hypic_usage(u)["segments_hit"], 1)
 
     def test_errors(self):
