@@ -77,8 +77,8 @@ struct Scatter::Call {
   }
 };
 
-// The stable name of a schedule lane: a worker's index in ScatterOptions::workers, or
-// workers.size() + i for local lane i (schedule lanes skip workers found dead).
+// The stable name of a schedule lane: a worker's index in the call's worker list, or its
+// size + i for local lane i (schedule lanes skip workers found dead).
 int Scatter::lane_id(const Call& c, int lane) const {
   const LaneRef& r = c.lanes[size_t(lane)];
   return r.remote ? r.index : int(c.remotes.size()) + r.index;

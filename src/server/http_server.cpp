@@ -13,8 +13,8 @@
 
 #include "engine/compose.h"
 #include "engine/generate.h"
-#include "server/combine_service.h"
 #include "model/safetensors.h"
+#include "server/combine_service.h"
 #include "server/connection.h"
 #include "server/http_util.h"
 #include "server/metrics.h"
