@@ -276,6 +276,41 @@ class Faults(unittest.TestCase):
             done.set()
             th.join(60)
 
+    def test_sigterm_lets_the_forwarded_stream_finish_and_exits_0(self):
+        router = start_router(self)
+        inst = start_instance(self, router)
+        wait_members(router, {inst.address: "instance"})
+        msgs = [{"role": "user", "content": "A story, please."}]
+        c = client(router.base)
+        ref = c.chat.completions.create(model=MODEL, messages=msgs, temperature=0, max_tokens=200)
+        started, out = threading.Event(), {}
+
+        def run():
+            try:
+                text = ""
+                with c.chat.completions.create(model=MODEL, messages=msgs, temperature=0, max_tokens=200,
+                                               stream=True) as s:
+                    for ch in s:
+                        for x in ch.choices:
+                            if x.delta.content:
+                                text += x.delta.content
+                                started.set()
+                out["text"] = text
+            except BaseException as e:  # noqa: BLE001 - reported below
+                out["error"] = e
+            finally:
+                started.set()
+        th = threading.Thread(target=run)
+        th.start()
+        self.assertTrue(started.wait(30))
+        router.signal(signal.SIGTERM)
+        th.join(60)
+        c.close()
+        self.assertNotIn("error", out, out.get("error"))
+        self.assertEqual(out["text"], ref.choices[0].message.content)
+        self.assertEqual(router.stop(), 0, router.log())
+        self.assertIn("hypic router: stopped", router.log())
+
     def test_members_join_and_leave_while_the_router_runs(self):
         router = start_router(self)
         status, body = http_get(router.base + "/health")
