@@ -8,7 +8,11 @@
 //          a new order), timed only: prefix mode can reuse just the system prefix, hypic
 //          every document.
 // full and prefix do not depend on the seam width and run once.
+// Besides accuracy, two measures that do not need a capable model: the reference reply's
+// negative log-likelihood under each mode (teacher-forced "Answer: {gold}<|im_end|>" from the
+// composed state, nats per token), and the share of records whose answer equals full's.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -47,11 +51,15 @@ struct Config {
 struct TaskScore {
   int n = 0;
   double exact = 0, f1 = 0, ttft_cold_ms = 0, ttft_warm_ms = 0, reused_warm = 0;
+  double reply_nll = 0;            // Σ over records of the reference reply's mean NLL per token
+  int agree = 0, agree_n = 0;      // answers equal to full's (when full ran)
   nlohmann::json to_json() const {
     const double d = n > 0 ? n : 1;
     return {{"n", n},
             {"exact_match", exact / d},
             {"f1", f1 / d},
+            {"reply_nll", reply_nll / d},
+            {"agreement_with_full", agree_n > 0 ? nlohmann::json(double(agree) / agree_n) : nlohmann::json(nullptr)},
             {"ttft_cold_ms", ttft_cold_ms / d},
             {"ttft_warm_ms", ttft_warm_ms / d},
             {"warm_reused_fraction", reused_warm / d}};
@@ -62,10 +70,22 @@ struct Run {
   std::string text;
   double ttft_ms = 0;
   double reused_fraction = 0;
+  double reply_nll = 0;  // mean NLL per token of `reply` (when given)
 };
 
+// −log softmax(logits)[target], in double.
+double nll(const float* logits, int64_t V, int32_t target) {
+  const float mx = *std::max_element(logits, logits + V);
+  double z = 0;
+  for (int64_t v = 0; v < V; ++v) z += std::exp(double(logits[v]) - mx);
+  return std::log(z) + mx - double(logits[target]);
+}
+
+// Composes the prompt, then (with `reply`) scores the reference reply teacher-forced from a
+// copy of the composed state, then decodes greedily.
 Result<Run> run_one(const Model& model, const Tokenizer& tok, const Composer& composer,
-                    const PromptParts& parts, const ComposeOptions& co, int max_tokens) {
+                    const PromptParts& parts, const ComposeOptions& co, int max_tokens,
+                    const std::vector<int32_t>* reply = nullptr) {
   GenerateOptions go;
   go.max_tokens = max_tokens;
   Timer t;
@@ -73,11 +93,28 @@ Result<Run> run_one(const Model& model, const Tokenizer& tok, const Composer& co
   std::vector<float> logits;
   ComposeStats cs;
   HYPIC_RETURN_IF_ERROR(composer.prefill(parts, co, &st, &logits, &cs));
+  const double prefill_ms = t.ms();
+  double reply_nll = 0;
+  if (reply && !reply->empty()) {
+    const int64_t V = model.config().vocab_size;
+    reply_nll = nll(logits.data(), V, (*reply)[0]);
+    if (reply->size() > 1) {
+      SeqState fork = st.copy();
+      std::vector<float> all;
+      const std::vector<int32_t> in(reply->begin(), reply->end() - 1);
+      HYPIC_RETURN_IF_ERROR(model.forward(fork, in, LogitsFor::kAll, &all));
+      for (size_t i = 1; i < reply->size(); ++i) reply_nll += nll(all.data() + (i - 1) * V, V, (*reply)[i]);
+    }
+    reply_nll /= double(reply->size());
+  }
+  // TTFT = the composition + the first decode step; the scoring pass is not part of it.
+  const Timer t_decode;
   GenerateResult g;
-  HYPIC_RETURN_IF_ERROR(decode(model, tok, st, std::move(logits), go, {}, t, &g));
+  HYPIC_RETURN_IF_ERROR(decode(model, tok, st, std::move(logits), go, {}, t_decode, &g));
   Run r;
   r.text = g.text;
-  r.ttft_ms = g.ttft_ms;
+  r.ttft_ms = prefill_ms + g.ttft_ms;
+  r.reply_nll = reply_nll;
   r.reused_fraction = cs.prompt_tokens > 0 ? double(cs.reused_tokens) / double(cs.prompt_tokens) : 0;
   return r;
 }
@@ -163,7 +200,9 @@ int cmd_eval(int argc, char** argv) {
   const Model& m = *model.value();
 
   std::vector<PromptParts> cold, warm;
+  std::vector<std::vector<int32_t>> replies;  // "Answer: {gold}<|im_end|>", as gen_data renders it
   for (const auto& r : records) {
+    replies.push_back(tok.value().encode("Answer: " + r.answer + "<|im_end|>", /*parse_special=*/true));
     cold.push_back(chat_parts(tok.value(), r.system, r.segments, r.query));
     auto rotated = r.segments;
     std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());
@@ -171,6 +210,7 @@ int cmd_eval(int argc, char** argv) {
   }
 
   nlohmann::json results = nlohmann::json::array();
+  std::vector<std::string> full_answers;  // normalised, per record, once full has run
   std::map<std::string, std::map<std::string, TaskScore>> table;  // config -> task -> score
   Timer total;
   for (size_t ci = 0; ci < configs.size(); ++ci) {
@@ -188,7 +228,7 @@ int cmd_eval(int argc, char** argv) {
     Timer tc;
     for (size_t i = 0; i < records.size(); ++i) {
       const EvalRecord& r = records[i];
-      auto rc = run_one(m, tok.value(), composer, cold[i], co, int(*max_tokens));
+      auto rc = run_one(m, tok.value(), composer, cold[i], co, int(*max_tokens), &replies[i]);
       if (!rc) return report_error("eval", rc.status().with_context("record " + r.id));
       auto rw = run_one(m, tok.value(), composer, warm[i], co, 1);
       if (!rw) return report_error("eval", rw.status().with_context("record " + r.id));
@@ -199,6 +239,12 @@ int cmd_eval(int argc, char** argv) {
       s.ttft_cold_ms += rc->ttft_ms;
       s.ttft_warm_ms += rw->ttft_ms;
       s.reused_warm += rw->reused_fraction;
+      s.reply_nll += rc->reply_nll;
+      if (c.mode == PicMode::kFull) full_answers.push_back(normalize_answer(rc->text));
+      if (full_answers.size() == records.size()) {
+        ++s.agree_n;
+        s.agree += normalize_answer(rc->text) == full_answers[i] ? 1 : 0;
+      }
       if ((i + 1) % 25 == 0 || i + 1 == records.size()) {
         int done = 0;
         double ex = 0;
@@ -208,18 +254,24 @@ int cmd_eval(int argc, char** argv) {
                      total.ms() / 1000);
       }
     }
-    double mean_exact = 0, mean_f1 = 0;
+    double mean_exact = 0, mean_f1 = 0, mean_nll = 0, mean_agree = 0;
+    bool agreed = true;
     nlohmann::json per_task_json;
     for (const auto& [t, sc] : scores) {
       per_task_json[t] = sc.to_json();
       mean_exact += sc.exact / sc.n / double(scores.size());
       mean_f1 += sc.f1 / sc.n / double(scores.size());
+      mean_nll += sc.reply_nll / sc.n / double(scores.size());
+      if (sc.agree_n > 0) mean_agree += double(sc.agree) / sc.agree_n / double(scores.size());
+      else agreed = false;
     }
     results.push_back({{"mode", pic_mode_name(c.mode)},
                        {"seam", c.seam >= 0 ? nlohmann::json(c.seam) : nlohmann::json(nullptr)},
                        {"tasks", per_task_json},
                        {"mean_exact_match", mean_exact},
                        {"mean_f1", mean_f1},
+                       {"mean_reply_nll", mean_nll},
+                       {"mean_agreement_with_full", agreed ? nlohmann::json(mean_agree) : nlohmann::json(nullptr)},
                        {"seconds", tc.ms() / 1000}});
   }
   // The paper's comparison: points lost against full, and the share of full's score lost.
@@ -244,7 +296,8 @@ int cmd_eval(int argc, char** argv) {
   }
   std::printf("%-16s", "mode / seam");
   for (const auto& t : tasks) std::printf(" %10s", t.c_str());
-  std::printf(" %8s %8s %12s %12s\n", "mean", "vs full", "ttft cold ms", "ttft warm ms");
+  std::printf(" %8s %8s %9s %9s %12s %12s\n", "mean", "vs full", "reply nll", "= full", "ttft cold ms",
+              "ttft warm ms");
   for (const auto& r : results) {
     const std::string name =
         r["mode"].get<std::string>() + (r["seam"].is_null() ? "" : " " + std::to_string(r["seam"].get<int>()));
@@ -256,8 +309,10 @@ int cmd_eval(int argc, char** argv) {
       cold_ms += tj.value("ttft_cold_ms", 0.0) / double(tasks.size());
       warm_ms += tj.value("ttft_warm_ms", 0.0) / double(tasks.size());
     }
-    std::printf(" %8.3f %+8.2f %12.1f %12.1f\n", r["mean_exact_match"].get<double>(),
-                r.value("points_vs_full", 0.0), cold_ms, warm_ms);
+    const auto& ag = r["mean_agreement_with_full"];
+    std::printf(" %8.3f %+8.2f %9.4f %9s %12.1f %12.1f\n", r["mean_exact_match"].get<double>(),
+                r.value("points_vs_full", 0.0), r["mean_reply_nll"].get<double>(),
+                ag.is_null() ? "-" : std::to_string(ag.get<double>()).substr(0, 5).c_str(), cold_ms, warm_ms);
   }
   return 0;
 }

@@ -459,10 +459,20 @@ TEST_F(CliTest, EvalScoresEveryModeAgainstFull) {
   EXPECT_EQ(score["hypic1000"], 1.0);
   EXPECT_EQ(score["naive1000"], 1.0);
   EXPECT_LT(score["naive0"], 1.0);
+  std::map<std::string, nlohmann::json> by;
   for (const auto& c : j["results"])
-    if (c["mode"] == "naive" && c["seam"] == 0) {
-      EXPECT_GT(c["relative_loss_vs_full"].get<double>(), 0);
-    }
+    by[c["mode"].get<std::string>() + (c["seam"].is_null() ? "" : std::to_string(c["seam"].get<int>()))] = c;
+  EXPECT_GT(by["naive0"]["relative_loss_vs_full"].get<double>(), 0);
+  // The reference reply's NLL: a whole-segment seam recomputes everything, so it equals full's;
+  // naive composition without seams makes the (full-mode) gold replies less likely.
+  const double full_nll = by["full"]["mean_reply_nll"].get<double>();
+  EXPECT_GT(full_nll, 0);
+  EXPECT_NEAR(by["hypic1000"]["mean_reply_nll"].get<double>(), full_nll, 1e-4);
+  EXPECT_NEAR(by["prefix"]["mean_reply_nll"].get<double>(), full_nll, 1e-4);
+  EXPECT_GT(by["naive0"]["mean_reply_nll"].get<double>(), full_nll);
+  EXPECT_TRUE(by["full"]["mean_agreement_with_full"].is_null()) << "full is the reference";
+  for (const char* k : {"prefix", "hypic1000", "naive1000"}) EXPECT_EQ(by[k]["mean_agreement_with_full"], 1.0) << k;
+  EXPECT_LT(by["naive0"]["mean_agreement_with_full"].get<double>(), 1.0);
 }
 
 TEST_F(CliTest, EvalErrors) {
