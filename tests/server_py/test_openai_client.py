@@ -76,6 +76,18 @@ os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 _PORT_RE = re.compile(r"hypic serve: model '([^']*)' on http://([0-9.]+):(\d+)")
 
 
+def terminate(proc, timeout=10.0):
+    """SIGTERM (graceful), then SIGKILL if the process has not exited within `timeout`; the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode
+
+
 class HypicServer:
     """One `hypic serve` process; its stderr (one JSON line per request) goes to a file."""
 
@@ -137,14 +149,7 @@ class HypicServer:
         self._clients = []
         if self.proc is None:
             return self.returncode
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self.returncode = self.proc.returncode
+        self.returncode = terminate(self.proc, timeout)
         self.proc = None
         return self.returncode
 

@@ -20,7 +20,8 @@ import time
 import unittest
 
 import test_openai_client as base  # noqa: E402 - parses --hypic-bin / --source-dir, SKIPs without openai
-from test_openai_client import DOC_A, DOC_B, MODEL, MODEL_DIR, OPTS, HypicServer, http_get, http_json, hypic_usage, seg_messages, stream_text
+from test_openai_client import (DOC_A, DOC_B, MODEL, MODEL_DIR, OPTS, HypicServer, http_get, http_json, hypic_usage,
+                                seg_messages, stream_text, terminate)
 
 openai = base.openai
 
@@ -62,14 +63,7 @@ class Proc:
             self.proc.send_signal(sig)
 
     def stop(self, timeout=15):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        return self.proc.returncode
+        return terminate(self.proc, timeout)
 
     def cleanup(self):
         self.stop()
