@@ -88,6 +88,15 @@ def terminate(proc, timeout=10.0):
     return proc.returncode
 
 
+def discard(log_file):
+    """Closes and removes a NamedTemporaryFile(delete=False) that held a process's stderr."""
+    log_file.close()
+    try:
+        os.unlink(log_file.name)
+    except OSError:
+        pass
+
+
 class HypicServer:
     """One `hypic serve` process; its stderr (one JSON line per request) goes to a file."""
 
@@ -170,11 +179,7 @@ class HypicServer:
 
     def cleanup(self):
         self.stop()
-        self._log.close()
-        try:
-            os.unlink(self._log.name)
-        except OSError:
-            pass
+        discard(self._log)
 
     def client(self, api_key=API_KEY, **kw):
         kw.setdefault("max_retries", 0)  # a 429 or a dropped connection must show, not be retried
@@ -749,7 +754,7 @@ class ScatterCombine(unittest.TestCase):
         proc = subprocess.Popen([OPTS["hypic_bin"], "worker", "--model", MODEL_DIR, "--port", "0",
                                  "--dtype", "f32"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=log, env=env)
-        self.addCleanup(lambda: (proc.poll() is None and proc.kill(), proc.wait(10), log.close(), os.unlink(log.name)))
+        self.addCleanup(lambda: (proc.poll() is None and proc.kill(), proc.wait(10), discard(log)))
 
         def text():
             with open(log.name, encoding="utf-8", errors="replace") as f:

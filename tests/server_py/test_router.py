@@ -21,7 +21,7 @@ import unittest
 
 import test_openai_client as base  # noqa: E402 - parses --hypic-bin / --source-dir, SKIPs without openai
 from test_openai_client import (DOC_A, DOC_B, MODEL, MODEL_DIR, OPTS, HypicServer, http_get, http_json, hypic_usage,
-                                seg_messages, stream_text, terminate)
+                                discard, seg_messages, stream_text, terminate)
 
 openai = base.openai
 
@@ -67,11 +67,7 @@ class Proc:
 
     def cleanup(self):
         self.stop()
-        self.log_file.close()
-        try:
-            os.unlink(self.log_file.name)
-        except OSError:
-            pass
+        discard(self.log_file)
 
 
 def start_router(test, *extra):
