@@ -198,39 +198,45 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
     s->set_index(uint32_t(i));
     s->mutable_tokens()->Add(parts.segments[i].begin(), parts.segments[i].end());
   }
-  std::vector<std::string> bytes(n);
-  std::vector<double> first(n, -1), last(n, -1), first_payload(n, 0), build(n, 0);
+  // Each entry arrives as one part per decoder layer; a part is consecutive chunks.
+  const int layers = model.config().num_hidden_layers;
+  std::vector<std::vector<std::string>> parts_of(n, std::vector<std::string>(size_t(layers)));
+  std::vector<double> entry_bytes(n, 0), last(n, -1), build(n, 0);
+  double moved = 0, moving = 0;  // bytes after a part's first chunk, and the time they took
   {
     grpc::ClientContext ctx;
     const Timer t;
     auto reader = stub->Prefill(&ctx, req);
     dist::pb::EntryChunk ch;
+    double first = 0, first_payload = 0;
     while (reader->Read(&ch)) {
       const double now = t.seconds();
-      const size_t i = ch.index();
-      if (i >= n || ch.offset() != bytes[i].size()) return internal_error("calibration: chunk out of order");
-      if (ch.offset() == 0) first[i] = now, first_payload[i] = double(ch.data().size());
-      bytes[i] += ch.data();
-      if (bytes[i].size() == ch.total_bytes()) {
+      const size_t i = ch.index(), l = ch.layer();
+      if (i >= n || l >= size_t(layers) || ch.offset() != parts_of[i][l].size())
+        return internal_error("calibration: chunk out of order");
+      if (ch.offset() == 0) first = now, first_payload = double(ch.data().size());
+      parts_of[i][l] += ch.data();
+      if (parts_of[i][l].size() != ch.total_bytes()) continue;
+      entry_bytes[i] += double(ch.total_bytes());
+      if (now > first) moved += double(ch.total_bytes()) - first_payload, moving += now - first;
+      if (l + 1 == size_t(layers)) {
         last[i] = now;
         build[i] = ch.build_seconds();
         HYPIC_LOG_INFO("bench scatter: calibration: segment %zu (%zu tokens) built in %.2f s, %.1f MB",
-                       i, parts.segments[i].size(), build[i], double(bytes[i].size()) / 1e6);
+                       i, parts.segments[i].size(), build[i], entry_bytes[i] / 1e6);
       }
     }
     const grpc::Status st = reader->Finish();
     if (!st.ok()) return io_error(address + ": Prefill: " + st.error_message());
   }
-  double moved = 0, moving = 0;
   for (size_t i = 0; i < n; ++i) {
     if (last[i] < 0) return internal_error("calibration: segment " + std::to_string(i) + " never arrived");
     c.builds.push_back({int64_t(parts.segments[i].size()), build[i]});
-    c.entry_bytes.push_back(double(bytes[i].size()));
-    if (last[i] > first[i]) moved += double(bytes[i].size()) - first_payload[i], moving += last[i] - first[i];
+    c.entry_bytes.push_back(entry_bytes[i]);
   }
-  c.bandwidth_Bps = moving > 0 ? moved / moving : 0;  // 0: every entry fit in one message
+  c.bandwidth_Bps = moving > 0 ? moved / moving : 0;  // 0: every part fit in one message
 
-  // Ingest as Scatter does it (verify, key check, insert), then serialise again.
+  // Ingest as Scatter does it (verify and place each layer, insert), then serialise again.
   SegmentStore::Options so;
   so.mem_budget_bytes = size_t(16) << 30;
   auto store = SegmentStore::open(so);
@@ -238,18 +244,25 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
   double total = 0, t_in = 0, t_out = 0;
   for (size_t i = 0; i < n; ++i) {
     const Timer ti;
-    Result<SegmentEntry> e = deserialize_entry(bytes[i]);
-    if (!e) return e.status();
-    const std::string key = segment_key(model.fingerprint(), model.compute_type(), seam, "", e->tokens);
-    if (key != e->key) return internal_error("calibration: entry key mismatch");
-    SegmentStore::Pin pin = (*store)->insert(key, std::move(*e), build[i]);
+    const std::string key = segment_key(model.fingerprint(), model.compute_type(), seam, "", parts.segments[i]);
+    SegmentEntry e = model.empty_entry(parts.segments[i], seam, key);
+    for (int l = 0; l < layers; ++l) {
+      Result<SegmentEntry> part = deserialize_entry(parts_of[i][size_t(l)]);
+      if (!part) return part.status();
+      HYPIC_RETURN_IF_ERROR(model.set_entry_layer(&e, l, std::move(*part)));
+      std::string().swap(parts_of[i][size_t(l)]);
+    }
+    SegmentStore::Pin pin = (*store)->insert(key, std::move(e), build[i]);
     t_in += ti.seconds();
     const Timer to;
-    Result<std::string> again = serialize_entry(*pin);
-    if (!again) return again.status();
+    for (int l = 0; l < layers; ++l) {
+      SegmentEntry part = model.entry_layer(*pin, l);
+      part.key = key;
+      Result<std::string> again = serialize_entry(part);
+      if (!again) return again.status();
+    }
     t_out += to.seconds();
-    total += double(bytes[i].size());
-    std::string().swap(bytes[i]);
+    total += entry_bytes[i];
   }
   c.ingest_s_per_byte = t_in / total;
   c.serialize_s_per_byte = t_out / total;

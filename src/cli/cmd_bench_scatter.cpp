@@ -2,10 +2,13 @@
 // measured with real `hypic worker` processes on this machine, and projected for more
 // workers by the simulator (dist/simulator.h) calibrated in the same run.
 //
-// Per run a fresh store: TTFT = Scatter::prefill_segments (workers build, stream, the
-// combine ingests) + Composer::prefill (composition forward) + the first token. The
-// single-instance baselines (0 in --workers) are Composer::prefill cold in hypic mode (at
-// the lane's thread count and at --threads) and in full mode.
+// Per run a fresh store. --compose after: TTFT = Scatter::prefill_segments (workers build,
+// stream, the combine ingests) + Composer::prefill (composition forward) + the first token.
+// --compose overlap (what `hypic serve` does): Scatter::start, then Composer::prefill from
+// the arriving entries, composing layer l as soon as every segment's layer l is in; TTFT is
+// its end, and `tail_s` = TTFT − when the last entry was complete. The single-instance
+// baselines (0 in --workers) are Composer::prefill cold in hypic mode (at the lane's thread
+// count and at --threads) and in full mode.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -47,7 +50,7 @@ Result<std::vector<T>> parse_list(const std::string& s, F parse_one) {
 }
 
 struct Run {
-  double ttft_s = 0, build_s = 0, compose_s = 0, predicted_s = 0;
+  double ttft_s = 0, build_s = 0, compose_s = 0, predicted_s = 0;  // build_s: all entries in
   double others_cores = 0;  // mean cores other processes used during the run
   std::vector<double> lane_done_s;
   int first_token = -1, failures = 0;
@@ -76,6 +79,8 @@ int bench_scatter(int argc, char** argv) {
       .opt("workers-bin", "PATH", "hypic binary for the workers", "/proc/self/exe")
       .opt("workers", "LIST", "worker counts to measure (0: single instance, no dist)", "0,1,2")
       .opt("policies", "LIST", "lpt, rr (round-robin), contiguous", "lpt,rr,contiguous")
+      .opt("compose", "LIST", "overlap (compose as entries arrive, layer by layer), after (once all are in)",
+           "overlap,after")
       .opt("repeat", "R", "measured runs per configuration (median reported)", "1")
       .opt("project-up-to", "N", "simulate 1..N workers", "16")
       .opt("lane-threads", "T", "OpenMP threads of each worker (the lane)", "1")
@@ -105,11 +110,15 @@ int bench_scatter(int argc, char** argv) {
     return dist::parse_policy(s == "rr" ? "round-robin" : s, p);
   });
   const std::string bl = std::string(",").append(a.str("baselines")).append(",");
-  if (!workers || !policies || !a.has("model") || *nseg < 1 || *repeat < 1 || *upto < 1 ||
+  auto composes = parse_list<bool>(a.str("compose"), [](const std::string& s, bool* overlap) {
+    *overlap = s == "overlap";
+    return s == "overlap" || s == "after";
+  });
+  if (!workers || !policies || !composes || !a.has("model") || *nseg < 1 || *repeat < 1 || *upto < 1 ||
       *lane_threads < 1 || *threads < 0 || *seam < 0 || *msg < 1 || *msg > 1024 || policies->empty())
     return report_error("bench scatter", invalid_argument(
         "need --model DIR, --segments >= 1, --repeat >= 1, --project-up-to >= 1, --lane-threads >= 1, "
-        "--workers as 0..64 and --policies from lpt,rr,contiguous"));
+        "--workers as 0..64, --policies from lpt,rr,contiguous and --compose from overlap,after"));
   if (*threads > 0) set_num_threads(int(*threads));
   const int combine_threads = num_threads();
   const size_t max_message = size_t(*msg) << 20;
@@ -230,14 +239,16 @@ int bench_scatter(int argc, char** argv) {
   struct Measured {
     int workers;
     dist::Policy policy;
+    bool overlap;
     std::vector<Run> runs;
   };
   std::vector<Measured> measured;
-  std::vector<double> compose_all;
+  std::vector<double> compose_all;  // composition forwards measured after every entry was in
   for (int w : *workers) {
     if (w == 0) continue;
-    for (size_t pi = 0; pi < (w == 1 ? 1 : policies->size()); ++pi) {  // one lane: one plan
-      Measured m{w, (*policies)[pi], {}};
+    for (size_t pi = 0; pi < (w == 1 ? 1 : policies->size()); ++pi)  // one lane: one plan
+      for (bool overlap : *composes) {
+      Measured m{w, (*policies)[pi], overlap, {}};
       for (int64_t r = 0; r < *repeat; ++r) {
         auto store = store_for_run();
         dist::ScatterOptions so;
@@ -257,27 +268,44 @@ int bench_scatter(int argc, char** argv) {
         for (const dist::CostSample& s : cal->builds) scatter.add_sample(s.tokens, s.seconds);
         dist::ScatterStats ss;
         const CpuMeter cpu(procs.pids());
-        t.reset();  // the Scatter is built once per server: not part of the request
-        auto pins = scatter.prefill_segments(parts, co, nullptr, &ss);
-        if (!pins) return report_error("bench scatter", pins.status());
-        run.build_s = t.seconds();
         Composer composer(model, store, nullptr);
         SeqState st = model.new_state(parts.total_tokens() + 1);
         std::vector<float> logits;
         ComposeStats cs;
-        const Timer tc;
-        if (Status s = composer.prefill(parts, co, &st, &logits, &cs); !s)
-          return report_error("bench scatter", s);
-        run.first_token = argmax(logits.data(), vocab);
-        run.compose_s = tc.seconds();
-        run.ttft_s = t.seconds();
+        t.reset();  // the Scatter is built once per server: not part of the request
+        if (overlap) {
+          std::unique_ptr<dist::ScatterCall> call = scatter.start(parts, co, nullptr, &ss);
+          ComposeOptions ao = co;
+          ao.arriving = &call->arriving();
+          const Timer tc;
+          const Status s = composer.prefill(parts, ao, &st, &logits, &cs);
+          if (!s) return report_error("bench scatter", s);
+          run.first_token = argmax(logits.data(), vocab);
+          run.ttft_s = t.seconds();
+          run.compose_s = tc.seconds();  // includes the waits for arriving layers
+          auto pins = call->wait();
+          if (!pins) return report_error("bench scatter", pins.status());
+          run.build_s = *std::max_element(run.lane_done_s.begin(), run.lane_done_s.end());
+          cs.segments_missed = 0;  // the arriving entries count as misses; none was built here
+        } else {
+          auto pins = scatter.prefill_segments(parts, co, nullptr, &ss);
+          if (!pins) return report_error("bench scatter", pins.status());
+          run.build_s = t.seconds();
+          const Timer tc;
+          if (Status s = composer.prefill(parts, co, &st, &logits, &cs); !s)
+            return report_error("bench scatter", s);
+          run.first_token = argmax(logits.data(), vocab);
+          run.compose_s = tc.seconds();
+          run.ttft_s = t.seconds();
+          compose_all.push_back(run.compose_s);
+        }
         run.others_cores = others(cpu, run.ttft_s);
         run.predicted_s = ss.predicted_makespan_s;
         run.failures = ss.worker_failures + ss.corrupt + cs.segments_missed;
-        compose_all.push_back(run.compose_s);
-        HYPIC_LOG_INFO("bench scatter: %d worker(s), %s: TTFT %.2f s (entries %.2f s, compose %.2f s), "
-                       "others used %.2f cores%s", w, dist::policy_name(m.policy), run.ttft_s,
-                       run.build_s, run.compose_s, run.others_cores, run.failures ? " WITH FAILURES" : "");
+        HYPIC_LOG_INFO("bench scatter: %d worker(s), %s, compose %s: TTFT %.2f s (entries in at %.2f s, "
+                       "then %.2f s), others used %.2f cores%s", w, dist::policy_name(m.policy),
+                       overlap ? "overlapped" : "after", run.ttft_s, run.build_s, run.ttft_s - run.build_s,
+                       run.others_cores, run.failures ? " WITH FAILURES" : "");
         m.runs.push_back(run);
       }
       measured.push_back(std::move(m));
@@ -294,6 +322,9 @@ int bench_scatter(int argc, char** argv) {
   P.serialize_s_per_byte = cal->serialize_s_per_byte;
   P.ingest_s_per_byte = cal->ingest_s_per_byte;
   P.compose_s = !compose_all.empty() ? median(compose_all) : median(base_compose);
+  // Projections follow what the server does: overlapped composition when it was measured.
+  const int layers = model.config().num_hidden_layers;
+  P.layers = std::count(composes->begin(), composes->end(), true) ? layers : 1;
 
   out["request"] = {{"tokens", parts.total_tokens()}, {"segments", *nseg}, {"skew", a.str("skew")},
                     {"lengths", *lengths}, {"seam", *seam}, {"dtype", a.str("dtype")},
@@ -318,13 +349,14 @@ int bench_scatter(int argc, char** argv) {
   // per-segment times (what the builds took on one lane alone).
   out["measured"] = json::array();
   for (const Measured& m : measured) {
-    std::vector<double> ttft, build, compose, other;
+    std::vector<double> ttft, build, compose, other, tail;
     for (const Run& r : m.runs) {
       ttft.push_back(r.ttft_s), build.push_back(r.build_s), compose.push_back(r.compose_s);
-      other.push_back(r.others_cores);
+      other.push_back(r.others_cores), tail.push_back(r.ttft_s - r.build_s);
     }
     dist::SimParams Pm = P;
-    Pm.compose_s = median(compose);  // this run's own composition
+    Pm.layers = m.overlap ? layers : 1;
+    if (!m.overlap) Pm.compose_s = median(compose);  // this run's own composition
     const dist::SimConfig cfg{m.workers, 0, m.policy};
     const auto sim = dist::simulate(Pm, cfg, *lengths);
     const auto sim_actual = dist::simulate(Pm, cfg, *lengths, &actual);
@@ -333,10 +365,12 @@ int bench_scatter(int argc, char** argv) {
     for (const Run& r : m.runs) failures += r.failures;
     out["measured"].push_back({{"workers", m.workers},
                                {"policy", m.workers == 1 ? "any" : dist::policy_name(m.policy)},
+                               {"compose", m.overlap ? "overlap" : "after"},
                                {"ttft_s", ttft},
                                {"ttft_median_s", got},
                                {"entries_s", median(build)},
                                {"compose_s", median(compose)},
+                               {"tail_s", median(tail)},
                                {"lane_done_s", m.runs.back().lane_done_s},
                                {"planned_makespan_s", m.runs.back().predicted_s},
                                {"first_token", m.runs.back().first_token},
@@ -351,6 +385,7 @@ int bench_scatter(int argc, char** argv) {
     if (b["mode"] != "hypic" || b["threads"] != *lane_threads) continue;
     dist::SimParams Pb = P;
     Pb.compose_s = b["compose_s"].get<double>();
+    Pb.layers = 1;  // a single instance builds, then composes
     const auto sim = dist::simulate(Pb, {0, 1, dist::Policy::kLpt}, *lengths, &actual);
     b["sim_actual_builds_ttft_s"] = sim.ttft_s;
     b["sim_actual_error"] = sim.ttft_s / b["ttft_median_s"].get<double>() - 1;
@@ -358,8 +393,11 @@ int bench_scatter(int argc, char** argv) {
 
   // Projection for 1..N workers: the fitted cost model, this run's link and compose.
   out["projection"] = json::object();
-  const double one = dist::simulate(P, {0, 1, dist::Policy::kLpt}, *lengths).ttft_s;
+  dist::SimParams P1 = P;  // the single instance: build, then compose
+  P1.layers = 1;
+  const double one = dist::simulate(P1, {0, 1, dist::Policy::kLpt}, *lengths).ttft_s;
   out["projection"]["single_lane_ttft_s"] = one;
+  out["projection"]["compose"] = P.layers > 1 ? "overlap" : "after";
   for (dist::Policy pol : *policies) {
     json rows = json::array();
     for (int w = 1; w <= int(*upto); ++w) {
@@ -375,7 +413,7 @@ int bench_scatter(int argc, char** argv) {
   for (size_t i = 0; i < equal.size(); ++i)
     equal[i] = (*tokens - 48) / int64_t(equal.size()) + (int64_t(i) < (*tokens - 48) % int64_t(equal.size()));
   json rows = json::array();
-  const double one_eq = dist::simulate(P, {0, 1, dist::Policy::kLpt}, equal).ttft_s;
+  const double one_eq = dist::simulate(P1, {0, 1, dist::Policy::kLpt}, equal).ttft_s;
   for (int w = 1; w <= int(*upto); ++w) {
     const double t = dist::simulate(P, {w, 0, dist::Policy::kLpt}, equal).ttft_s;
     rows.push_back({{"workers", w}, {"ttft_s", t}, {"speedup_vs_single_lane", one_eq / t}});

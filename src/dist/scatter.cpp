@@ -48,7 +48,7 @@ std::chrono::system_clock::time_point after(double seconds) {
 
 }  // namespace
 
-// The state of one prefill_segments() call. Everything below `mu` is guarded by it.
+// The state of one call. Everything below `mu` is guarded by it.
 struct Scatter::Call {
   const ComposeOptions* opt = nullptr;
   std::vector<Remote*> remotes;  // this call's workers (ScatterOptions::workers or the override)
@@ -58,12 +58,31 @@ struct Scatter::Call {
   std::vector<double> load;    // [lanes] seconds each is already busy for
   Schedule plan;
   ScatterStats* stats = nullptr;
+  int layers = 0;  // decoder layers of an entry
+  int lane_threads = 0;  // OpenMP threads of each local lane's builds
+
+  // A job's entry as its layers arrive; the gate the composition waits on.
+  struct Arrival final : EntryGate {
+    Call* call = nullptr;
+    SegmentEntry entry;  // Model::empty_entry, slots filled in layer order
+    int ready = 0;       // layers placed (guarded by call->mu)
+    Status wait(int layer) const override {
+      std::unique_lock<std::mutex> l(call->mu);
+      call->cv.wait(l, [&] { return ready > layer || call->aborted || call->lanes_running == 0; });
+      if (ready > layer) return Status::ok();
+      if (call->cancelled) return Status(StatusCode::kCancelled, "segment prefill cancelled by the caller");
+      if (!call->local_error.is_ok()) return call->local_error;
+      return internal_error("segment entry " + entry.key + " never arrived");
+    }
+  };
+  std::vector<std::unique_ptr<Arrival>> arrivals;  // [jobs]
 
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<SegmentStore::Pin> pins;  // [jobs]
+  std::vector<SegmentStore::Pin> pins;  // [jobs], set when an entry is complete and stored
   std::deque<int> orphans;              // jobs to rebuild locally
   int remote_running = 0;
+  int lanes_running = 0;  // lane threads not yet ended
   bool aborted = false;  // cancelled by the caller, or a local build failed
   bool cancelled = false;
   bool finished = false;  // every lane joined (ends the cancellation watcher)
@@ -75,6 +94,16 @@ struct Scatter::Call {
     for (grpc::ClientContext* c : contexts) c->TryCancel();
     cv.notify_all();
   }
+};
+
+struct ScatterCall::State {
+  Scatter* scatter = nullptr;
+  Scatter::Call c;
+  std::vector<SegmentStore::Pin> hits;
+  Status early;  // an error found before anything started
+  std::vector<std::thread> threads;
+  std::thread watcher;
+  Timer wall;
 };
 
 // The stable name of a schedule lane: a worker's index in the call's worker list, or its
@@ -189,18 +218,35 @@ Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptPar
                                                                  const std::atomic<bool>* cancel,
                                                                  ScatterStats* stats,
                                                                  const std::vector<std::string>* workers) {
-  *stats = ScatterStats{};
-  Timer wall;
-  std::vector<SegmentStore::Pin> out;
-  if (!store_) return invalid_argument("no segment store configured");
-  if (opt.seam < 0) return invalid_argument("seam width must be >= 0");
-  if (opt.mode != PicMode::kHypic && opt.mode != PicMode::kNaive) return out;
+  return start(parts, opt, cancel, stats, workers)->wait();
+}
 
-  Call c;
+std::unique_ptr<ScatterCall> Scatter::start(const PromptParts& parts, const ComposeOptions& opt,
+                                            const std::atomic<bool>* cancel, ScatterStats* stats,
+                                            const std::vector<std::string>* workers) {
+  std::unique_ptr<ScatterCall> call(new ScatterCall);
+  call->st_ = std::make_unique<ScatterCall::State>();
+  ScatterCall::State& S = *call->st_;
+  S.scatter = this;
+  *stats = ScatterStats{};
+  Call& c = S.c;
+  c.stats = stats;
+  if (!store_) {
+    S.early = invalid_argument("no segment store configured");
+    return call;
+  }
+  if (opt.seam < 0) {
+    S.early = invalid_argument("seam width must be >= 0");
+    return call;
+  }
+  if (opt.mode != PicMode::kHypic && opt.mode != PicMode::kNaive) return call;
+
   for (const std::string& a : workers ? *workers : opt_.workers) c.remotes.push_back(remote(a));
   c.opt = &opt;
   c.dtype = safetensors_dtype_name(model_.compute_type());
-  c.stats = stats;
+  c.layers = model_.config().num_hidden_layers;
+  // Lane threads are new threads: give them the caller's OpenMP setting unless told otherwise.
+  c.lane_threads = opt_.local_lane_threads > 0 ? opt_.local_lane_threads : num_threads();
   std::set<std::string> seen;
   for (size_t i = 0; i < parts.segments.size(); ++i) {
     const std::vector<int32_t>& seg = parts.segments[i];
@@ -211,12 +257,19 @@ Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptPar
     stats->segments += 1;
     if (SegmentStore::Pin p = store_->lookup(key)) {
       stats->hits += 1;
-      out.push_back(std::move(p));
+      S.hits.push_back(std::move(p));
       continue;
     }
     c.jobs.push_back({int(i), &seg, std::move(key)});
   }
-  if (c.jobs.empty()) return out;
+  if (c.jobs.empty()) return call;
+  for (const Job& j : c.jobs) {
+    auto a = std::make_unique<Call::Arrival>();
+    a->call = &c;
+    a->entry = model_.empty_entry(*j.tokens, opt.seam, j.key);
+    call->arriving_[j.key] = {&a->entry, a.get()};
+    c.arrivals.push_back(std::move(a));
+  }
 
   // Plan: live workers first, then the local lanes.
   probe_workers(c);
@@ -233,7 +286,7 @@ Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptPar
     length.push_back(int64_t(j.tokens->size()));
   }
   c.pins.resize(c.jobs.size());
-  if (c.lanes.empty()) {  // no live worker and no local lane: the caller builds everything
+  if (c.lanes.empty()) {  // no live worker and no local lane: the fallback lane builds everything
     for (size_t j = 0; j < c.jobs.size(); ++j) c.orphans.push_back(int(j));
     stats->lane_of.assign(c.jobs.size(), -1);
   } else {
@@ -242,23 +295,27 @@ Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptPar
     stats->predicted_makespan_s = c.plan.makespan();
   }
 
-  std::vector<std::thread> threads;
-  int first_local = -1;  // the schedule lane the calling thread runs (-1: fallback only)
-  for (size_t l = 0; l < c.lanes.size(); ++l)  // counted before any lane thread starts
-    c.remote_running += c.lanes[l].remote && !c.plan.order[l].empty();
-  for (size_t l = 0; l < c.lanes.size(); ++l) {
-    if (c.lanes[l].remote) {
-      if (c.plan.order[l].empty()) continue;
-      threads.emplace_back([this, &c, l] { run_remote(c, int(l)); });
-    } else if (first_local < 0) {
-      first_local = int(l);
-    } else {
-      threads.emplace_back([this, &c, l] { run_local(c, int(l)); });
-    }
-  }
-  std::thread watcher;
+  // One thread per lane with work (every local lane: it also takes rescheduled jobs), and
+  // the fallback lane when there is no local lane. Counted before any lane thread starts.
+  std::vector<int> run;
+  for (size_t l = 0; l < c.lanes.size(); ++l)
+    if (!c.lanes[l].remote || !c.plan.order[l].empty()) run.push_back(int(l));
+  if (m == 0) run.push_back(-1);
+  for (int l : run) c.remote_running += l >= 0 && c.lanes[size_t(l)].remote;
+  c.lanes_running = int(run.size());
+  for (int l : run)
+    S.threads.emplace_back([this, &c, l] {
+      if (l >= 0 && c.lanes[size_t(l)].remote) {
+        run_remote(c, l);
+      } else {
+        run_local(c, l);
+      }
+      std::lock_guard<std::mutex> lock(c.mu);
+      c.lanes_running -= 1;
+      c.cv.notify_all();
+    });
   if (cancel) {
-    watcher = std::thread([&c, cancel] {
+    S.watcher = std::thread([&c, cancel] {
       std::unique_lock<std::mutex> l(c.mu);
       while (!c.finished) {
         if (!c.aborted && cancel->load()) {
@@ -269,24 +326,75 @@ Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptPar
       }
     });
   }
-  run_local(c, first_local);
-  for (std::thread& t : threads) t.join();
+  return call;
+}
+
+ScatterCall::~ScatterCall() {
+  if (waited_ || !st_) return;
+  {
+    std::lock_guard<std::mutex> l(st_->c.mu);
+    if (!st_->c.aborted) {
+      st_->c.cancelled = true;
+      st_->c.abort_locked();
+    }
+  }
+  (void)wait();
+}
+
+Result<std::vector<SegmentStore::Pin>> ScatterCall::wait() {
+  if (waited_) return internal_error("ScatterCall::wait called twice");
+  waited_ = true;
+  State& S = *st_;
+  Scatter::Call& c = S.c;
+  for (std::thread& t : S.threads) t.join();
   {
     std::lock_guard<std::mutex> l(c.mu);
     c.finished = true;
     c.cv.notify_all();
   }
-  if (watcher.joinable()) watcher.join();
-  stats->wall_s = wall.seconds();
-
+  if (S.watcher.joinable()) S.watcher.join();
+  if (c.stats) c.stats->wall_s = S.wall.seconds();
+  if (!S.early.is_ok()) return S.early;
   if (c.cancelled) return Status(StatusCode::kCancelled, "segment prefill cancelled by the caller");
   if (!c.local_error.is_ok()) return c.local_error;
+  std::vector<SegmentStore::Pin> out = std::move(S.hits);
   for (size_t j = 0; j < c.jobs.size(); ++j) {
     if (!c.pins[j])
       return internal_error("segment " + std::to_string(c.jobs[j].segment) + " got no entry");
     out.push_back(std::move(c.pins[j]));
   }
   return out;
+}
+
+bool Scatter::place_layer(Call& c, int j, int layer, SegmentEntry&& part, double seconds,
+                          int lane, bool remote, std::string* why) {
+  Call::Arrival& a = *c.arrivals[size_t(j)];
+  const Job& job = c.jobs[size_t(j)];
+  {
+    std::lock_guard<std::mutex> l(c.mu);
+    if (layer < a.ready) return true;  // placed already (a rebuild recomputes the same bits)
+    if (layer > a.ready) {
+      *why = "layer " + std::to_string(layer) + " arrived before layer " + std::to_string(a.ready);
+      return false;
+    }
+    if (Status s = model_.set_entry_layer(&a.entry, layer, std::move(part)); !s) {
+      *why = s.message();
+      return false;
+    }
+    a.ready = layer + 1;
+    c.cv.notify_all();
+    if (a.ready < c.layers) return true;
+  }
+  // Complete: the store gets its own copy (the composition may still be reading this one).
+  SegmentStore::Pin pin = store_->insert(job.key, SegmentEntry(a.entry), seconds);
+  if (seconds > 0) add_sample(int64_t(job.tokens->size()), seconds);
+  {
+    std::lock_guard<std::mutex> l(c.mu);
+    c.pins[size_t(j)] = std::move(pin);
+    (remote ? c.stats->built_remote : c.stats->built_local) += 1;
+  }
+  if (opt_.on_ingest) opt_.on_ingest(lane < 0 ? -1 : lane_id(c, lane), job.segment, remote);
+  return true;
 }
 
 // A local lane: its own jobs, then whatever failed elsewhere, until every remote lane has
@@ -301,32 +409,37 @@ void Scatter::run_local(Call& c, int lane) {
     ~Threads() {
       if (saved > 0) set_num_threads(saved);
     }
-  } threads(opt_.local_lane_threads);
+  } threads(c.lane_threads);
+  auto fail = [&](const Status& s) {
+    std::lock_guard<std::mutex> l(c.mu);
+    if (c.local_error.is_ok()) c.local_error = s;
+    c.abort_locked();
+  };
   auto build = [&](int j, bool retry) {
     const Job& job = c.jobs[size_t(j)];
+    const std::string where = "segment " + std::to_string(job.segment);
+    auto layer_of = [&](const SegmentEntry& e, int layer) {
+      SegmentEntry part = model_.entry_layer(e, layer);
+      part.key = job.key;
+      return part;
+    };
+    std::string why;
+    bool ok = true;
     // A retried job may have been built by another request in the meantime.
-    SegmentStore::Pin pin = retry ? store_->lookup(job.key) : nullptr;
-    if (!pin) {
+    if (SegmentStore::Pin pin = retry ? store_->lookup(job.key) : nullptr) {
+      for (int layer = 0; layer < c.layers && ok; ++layer)
+        ok = place_layer(c, j, layer, layer_of(*pin, layer), 0, lane, false, &why);
+    } else {
       Timer t;
-      Result<SegmentEntry> e = model_.build_entry(*job.tokens, seam);
-      if (!e.is_ok()) {
-        std::lock_guard<std::mutex> l(c.mu);
-        if (c.local_error.is_ok())
-          c.local_error = e.status().with_context("segment " + std::to_string(job.segment));
-        c.abort_locked();
-        return;
-      }
-      const double s = t.seconds();
-      e->key = job.key;
-      pin = store_->insert(job.key, std::move(*e), s);
-      add_sample(int64_t(job.tokens->size()), s);
+      // Layers are placed as the build finishes them; the last one with the build time.
+      Result<SegmentEntry> e =
+          model_.build_entry(*job.tokens, seam, [&](int layer, const SegmentEntry& partial) {
+            if (ok && layer + 1 < c.layers) ok = place_layer(c, j, layer, layer_of(partial, layer), 0, lane, false, &why);
+          });
+      if (!e.is_ok()) return fail(e.status().with_context(where));
+      if (ok) ok = place_layer(c, j, c.layers - 1, layer_of(*e, c.layers - 1), t.seconds(), lane, false, &why);
     }
-    {
-      std::lock_guard<std::mutex> l(c.mu);
-      c.pins[size_t(j)] = std::move(pin);
-      c.stats->built_local += 1;
-    }
-    if (opt_.on_ingest) opt_.on_ingest(lane < 0 ? -1 : lane_id(c, lane), job.segment, false);
+    if (!ok) fail(internal_error(where + ": " + why));
   };
   if (lane >= 0)
     for (int j : c.plan.order[size_t(lane)]) {
@@ -349,8 +462,9 @@ void Scatter::run_local(Call& c, int lane) {
   }
 }
 
-// A remote lane: one streaming Prefill of the lane's jobs; entries are verified and stored
-// as they complete. On any failure the jobs not yet stored go to the local lanes.
+// A remote lane: one streaming Prefill of the lane's jobs; each entry's layers are verified
+// and placed as they arrive. On any failure the jobs not yet complete go to the local lanes
+// (their placed layers stay; the rebuild fills the rest).
 void Scatter::run_remote(Call& c, int lane) {
   Remote& r = *c.remotes[size_t(c.lanes[size_t(lane)].index)];
   const std::vector<int>& mine = c.plan.order[size_t(lane)];
@@ -365,31 +479,22 @@ void Scatter::run_remote(Call& c, int lane) {
     c.orphans.push_back(j);
     c.cv.notify_all();
   };
-  // Verifies one complete entry and stores it (or hands the job to the local lanes).
-  auto ingest = [&](int j, const std::string& bytes, double seconds) {
-    const Job& job = c.jobs[size_t(j)];
+  std::set<int> dropped;  // rejected jobs: the rest of their parts is read and ignored
+  // Verifies one layer of job j and places it (or hands the job to the local lanes).
+  auto ingest = [&](int j, int layer, const std::string& bytes, double seconds) {
+    if (dropped.count(j)) return;
     Result<SegmentEntry> e = deserialize_entry(bytes);
     std::string why;
     if (!e.is_ok()) {
       why = e.status().message();
-    } else if (e->key != job.key || e->seam != c.opt->seam || e->tokens != *job.tokens ||
-               segment_key(model_.fingerprint(), model_.compute_type(), c.opt->seam,
-                           c.opt->salt, e->tokens) != job.key) {
-      why = "its key, seam or tokens are not the segment's";
-    }
-    if (!why.empty()) {
-      std::lock_guard<std::mutex> l(c.mu);
-      reject(j, why);
+    } else if (place_layer(c, j, layer, std::move(*e), seconds, lane, true, &why)) {
+      if (layer + 1 == c.layers) pending.erase(j);
       return;
     }
-    SegmentStore::Pin pin = store_->insert(job.key, std::move(*e), seconds);
-    if (seconds > 0) add_sample(int64_t(job.tokens->size()), seconds);
-    {
-      std::lock_guard<std::mutex> l(c.mu);
-      c.pins[size_t(j)] = std::move(pin);
-      c.stats->built_remote += 1;
-    }
-    if (opt_.on_ingest) opt_.on_ingest(lane_id(c, lane), job.segment, true);
+    pending.erase(j);
+    dropped.insert(j);
+    std::lock_guard<std::mutex> l(c.mu);
+    reject(j, "layer " + std::to_string(layer) + ": " + why);
   };
 
   grpc::ClientContext ctx;
@@ -416,25 +521,31 @@ void Scatter::run_remote(Call& c, int lane) {
     std::unique_ptr<grpc::ClientReader<pb::EntryChunk>> reader = r.stub->Prefill(&ctx, req);
     pb::EntryChunk ch;
     std::string buf;
-    int cur = -1;  // job whose chunks are arriving
+    int cur = -1, cur_layer = 0;  // the part whose chunks are arriving (job, layer)
     uint64_t total = 0;
     while (reader->Read(&ch)) {
       std::string bad;
+      const int j = int(ch.index());
       if (cur < 0) {
-        if (ch.offset() != 0 || !pending.count(int(ch.index())))
-          bad = "chunk for segment job " + std::to_string(ch.index()) + " at offset " +
-                std::to_string(ch.offset()) + " does not start a pending entry";
+        if (ch.offset() != 0 || (!pending.count(j) && !dropped.count(j)))
+          bad = "chunk for segment job " + std::to_string(j) + " at offset " +
+                std::to_string(ch.offset()) + " does not start a part of a pending entry";
+        else if (ch.layer() >= uint32_t(c.layers))
+          bad = "layer " + std::to_string(ch.layer()) + " of a " + std::to_string(c.layers) +
+                "-layer model";
         else if (ch.total_bytes() == 0 || ch.total_bytes() > opt_.max_entry_bytes)
-          bad = "entry of " + std::to_string(ch.total_bytes()) + " bytes exceeds the " +
+          bad = "part of " + std::to_string(ch.total_bytes()) + " bytes exceeds the " +
                 std::to_string(opt_.max_entry_bytes) + "-byte limit";
-        cur = int(ch.index());
+        cur = j;
+        cur_layer = int(ch.layer());
         total = ch.total_bytes();
         buf.clear();
-      } else if (int(ch.index()) != cur || ch.total_bytes() != total || ch.offset() != buf.size()) {
+      } else if (j != cur || int(ch.layer()) != cur_layer || ch.total_bytes() != total ||
+                 ch.offset() != buf.size()) {
         bad = "chunk out of sequence";
       }
       if (bad.empty() && (ch.data().empty() || ch.data().size() > total - buf.size()))
-        bad = "chunk of " + std::to_string(ch.data().size()) + " bytes overruns the entry";
+        bad = "chunk of " + std::to_string(ch.data().size()) + " bytes overruns the part";
       if (!bad.empty()) {
         failure = "protocol error: " + bad;
         ctx.TryCancel();
@@ -444,8 +555,7 @@ void Scatter::run_remote(Call& c, int lane) {
       }
       buf += ch.data();
       if (buf.size() == total) {
-        pending.erase(cur);
-        ingest(cur, buf, ch.build_seconds());
+        ingest(cur, cur_layer, buf, ch.build_seconds());
         cur = -1;
         std::string().swap(buf);
       }

@@ -1,25 +1,30 @@
 // The combine worker's side of segment parallelism (SPEC §5). For a request's cold
 // segments, Scatter assigns them to lanes — remote scatter workers (dist/worker.h, by
 // address) and m local lanes building in-process — sends each worker one streaming Prefill
-// with a deadline, and ingests entries as they arrive (verify, then SegmentStore::insert),
-// so a Composer::prefill that follows finds every segment cached.
+// with a deadline, and ingests entries layer by layer as they arrive (verify each layer,
+// place it, and once an entry is complete SegmentStore::insert). start() returns at once:
+// its arriving() entries go to Composer::prefill (ComposeOptions::arriving), which composes
+// layer l as soon as every segment's layer l is in, so composition overlaps the builds and
+// the transfers instead of waiting for the last entry; prefill_segments() is start + wait.
 //
 // Faults: a worker that is unreachable, errs, misses its deadline, breaks the stream
-// protocol or disconnects has its unfinished segments rescheduled onto the local lanes; an
-// entry that fails verification (structure, checksum, key recomputed from fingerprint,
-// dtype, seam, salt and tokens) is rejected and rebuilt locally. So a call completes with
-// every entry present unless a local build itself fails or the caller cancels. With m = 0
-// the calling thread is still the fallback lane (it builds nothing else).
+// protocol or disconnects has its unfinished segments rescheduled onto the local lanes; a
+// layer that fails verification (structure, checksum, key, seam, tokens, this model's
+// shapes) gets its segment rejected and rebuilt locally. Layers already placed are kept (a
+// rebuild recomputes the same bits: builds are deterministic) and the rebuild fills the
+// rest. So a call completes with every entry present unless a local build itself fails or
+// the caller cancels; then arriving() gates fail with that error.
 //
 // Bounds: every RPC has a deadline = floor + slack × the lane's projected finish (cost
-// model); messages are at most max_message_bytes; an entry claiming more than
+// model); messages are at most max_message_bytes; a layer claiming more than
 // max_entry_bytes is a protocol error.
 //
-// Threading: one Scatter may serve many requests at once; prefill_segments() is safe from
-// any number of threads. All locking of the dist client is in this class: each call has its
-// own state under its own mutex, and the cost samples are under the Scatter's mutex. gRPC
-// channels are created once per address (on first use) and shared (they are thread-safe). A call uses the calling
-// thread plus one thread per remote lane, m − 1 local lanes and a cancellation watcher.
+// Threading: one Scatter may serve many requests at once; start() and prefill_segments()
+// are safe from any number of threads. All locking of the dist client is in this class:
+// each call has its own state under its own mutex, and the cost samples are under the
+// Scatter's mutex. gRPC channels are created once per address (on first use) and shared
+// (they are thread-safe). A call uses one thread per remote lane and per local lane (the
+// fallback lane included) and a cancellation watcher.
 #pragma once
 
 #include <atomic>
@@ -52,7 +57,7 @@ struct ScatterOptions {
   size_t max_message_bytes = size_t(4) << 20;
   size_t max_entry_bytes = size_t(2) << 30;
   size_t max_samples = 256;          // cost samples kept (the most recent)
-  // Called after each entry is ingested (from the lane's thread, outside the call's lock):
+  // Called after each entry is complete and stored (from the lane's thread, outside the call's lock):
   // the lane (a worker's index in the call's worker list, its size + i for local lane i, −1 for the
   // fallback lane), the segment's index in the request's parts, whether a worker built it.
   // For tests and metrics.
@@ -69,6 +74,31 @@ struct ScatterStats {
   std::vector<std::string> errors;  // one line per failure or rejection
   std::vector<int> lane_of;  // per missed segment (request order): planned lane, as on_ingest
   double predicted_makespan_s = 0, wall_s = 0;
+};
+
+class Scatter;
+
+// One call in flight (Scatter::start). `parts`, `opt`, `stats` and `cancel` passed to start()
+// must outlive it. Destroying it without wait() cancels the call and joins its threads.
+class ScatterCall {
+ public:
+  ~ScatterCall();
+  ScatterCall(const ScatterCall&) = delete;
+  ScatterCall& operator=(const ScatterCall&) = delete;
+
+  // The missed segments' entries by key, filling layer by layer: ComposeOptions::arriving.
+  // The pointers stay valid until this object is destroyed.
+  const ArrivingEntries& arriving() const { return arriving_; }
+  // Joins every lane and returns what prefill_segments() returns. Call at most once.
+  Result<std::vector<SegmentStore::Pin>> wait();
+
+ private:
+  friend class Scatter;
+  struct State;
+  ScatterCall() = default;
+  std::unique_ptr<State> st_;
+  ArrivingEntries arriving_;
+  bool waited_ = false;
 };
 
 class Scatter {
@@ -88,18 +118,30 @@ class Scatter {
   Result<std::vector<SegmentStore::Pin>> prefill_segments(
       const PromptParts& parts, const ComposeOptions& opt, const std::atomic<bool>* cancel,
       ScatterStats* stats, const std::vector<std::string>* workers = nullptr);
+  // The same call, started in the background: compose from the returned call's arriving()
+  // while it runs, then wait() for its result. Errors found before anything starts (no
+  // store, bad seam) come back from wait().
+  std::unique_ptr<ScatterCall> start(const PromptParts& parts, const ComposeOptions& opt,
+                                     const std::atomic<bool>* cancel, ScatterStats* stats,
+                                     const std::vector<std::string>* workers = nullptr);
 
   // The cost model now in use (fitted from builds seen so far; a FLOP-based prior before).
   CostModel cost_model() const;
   void add_sample(int64_t tokens, double seconds);
 
+  struct Call;  // one call's state (scatter.cpp)
+
  private:
+  friend class ScatterCall;
   struct Remote;
-  struct Call;
   void run_remote(Call& c, int lane);
   void run_local(Call& c, int lane);
   void probe_workers(Call& c);
   int lane_id(const Call& c, int lane) const;
+  // Places layer `layer` of job j (verified `part`); completes and stores the entry after its
+  // last layer. False (and the reason) when the part does not fit the job.
+  bool place_layer(Call& c, int j, int layer, SegmentEntry&& part, double seconds, int lane,
+                   bool remote, std::string* why);
   Remote* remote(const std::string& address);  // its channel, created on first use
 
   const Model& model_;

@@ -30,35 +30,48 @@ SimResult simulate(const SimParams& P, const SimConfig& C, const std::vector<int
 
   auto wire = [&](double bytes) { return P.bandwidth_Bps > 0 ? bytes / P.bandwidth_Bps : 0.0; };
   const double probe = P.query_load && C.workers > 0 ? P.rpc_latency_s : 0.0;
+  // Entries travel in N parts (one per decoder layer, each 1/N of the bytes and of the build
+  // time); present[j][l]: part l of segment j is in the combine.
+  const int N = std::max(1, P.layers);
+  std::vector<std::vector<double>> present(n, std::vector<double>(size_t(N), 0.0));
   for (int l = 0; l < lanes; ++l) {
     const std::vector<int>& jobs = plan.order[size_t(l)];
     const bool remote = l < C.workers;
     double build = 0, done = probe;
     if (!remote) {
-      for (int j : jobs) build += cost[size_t(j)];
-      done = probe + build;
+      double t = probe;
+      for (int j : jobs) {
+        for (int p = 0; p < N; ++p) present[size_t(j)][size_t(p)] = t + cost[size_t(j)] * (p + 1) / N;
+        t += cost[size_t(j)];
+        build += cost[size_t(j)];
+      }
+      done = t;
     } else if (!jobs.empty()) {
       double req_bytes = 0;
       for (int j : jobs) req_bytes += P.request_bytes_per_token * double(lengths[size_t(j)]);
-      // ready: entry k is in the streamer's queue; sent[k]: the streamer pops it and starts
-      // sending; link_free: it has sent the previous one; done: ingested by the combine.
-      std::vector<double> sent;
-      double t = probe + P.rpc_latency_s + wire(req_bytes);  // the producer starts building
-      double link_free = 0;
+      // The producer builds entry k once entry k − 3 has left its queue (at most two finished
+      // entries wait); the streamer pops parts in order onto the link; the reader ingests a
+      // part once it is in and the previous one is ingested.
+      std::vector<double> popped;  // per entry: when its last part was popped
+      double build_end = probe + P.rpc_latency_s + wire(req_bytes);
+      double link_free = 0, reader = probe;
       for (size_t k = 0; k < jobs.size(); ++k) {
         const size_t j = size_t(jobs[k]);
-        const double B = r.entry_bytes[j];
+        const double B = r.entry_bytes[j], span = cost[j] + B * P.serialize_s_per_byte;
+        const double start = k >= 3 ? std::max(build_end, popped[k - 3]) : build_end;
         build += cost[j];
-        double ready = t + cost[j] + B * P.serialize_s_per_byte;
-        if (k >= 2) ready = std::max(ready, sent[k - 2]);  // queue of 2: wait for a pop
-        const double start = std::max(ready, link_free);
-        sent.push_back(start);
-        link_free = start + wire(B);
-        // The reader takes entry k only after ingesting entry k − 1.
-        done = std::max(link_free, done) + B * P.ingest_s_per_byte;
+        double pop = 0;
+        for (int p = 0; p < N; ++p) {
+          pop = std::max(start + span * (p + 1) / N, link_free);
+          link_free = pop + wire(B / N);
+          reader = std::max(link_free, reader) + B / N * P.ingest_s_per_byte;
+          present[j][size_t(p)] = reader;
+        }
+        popped.push_back(pop);
+        build_end = start + span;
         r.bytes_total += B;
-        t = ready;  // the producer builds the next entry once this one is queued
       }
+      done = reader;
     }
     r.lane_done_s.push_back(done);
     r.lane_build_s.push_back(build);
@@ -66,7 +79,16 @@ SimResult simulate(const SimParams& P, const SimConfig& C, const std::vector<int
   r.all_present_s = r.lane_done_s.empty() ? 0.0 : *std::max_element(r.lane_done_s.begin(), r.lane_done_s.end());
   if (n == 0) r.all_present_s = 0;
   r.compose_s = P.compose_s;
-  r.ttft_s = r.all_present_s + r.compose_s;
+  if (P.layers <= 1 || n == 0) {
+    r.ttft_s = r.all_present_s + r.compose_s;
+  } else {  // layer l is composed once every segment's part l is in and layer l − 1 is done
+    double t = 0;
+    for (int p = 0; p < N; ++p) {
+      for (size_t j = 0; j < n; ++j) t = std::max(t, present[j][size_t(p)]);
+      t += r.compose_s / N;
+    }
+    r.ttft_s = t;
+  }
   return r;
 }
 

@@ -7,21 +7,24 @@
 //     costs predicted by `plan_cost` (what Scatter plans with), all lanes idle.
 //   * Start: a status probe (one RPC round trip, if query_load and any worker), then each
 //     worker's Prefill call (one round trip plus its tokens over the link) — in parallel.
-//   * A worker builds its segments in plan order, one at a time (build_mu); after each it
-//     serialises the entry (bytes × serialize_s_per_byte) and hands it to its streaming
-//     thread through a queue of at most 2 entries (the build of the next waits while the
-//     queue is full). The streamer sends entries one after another at `bandwidth_Bps`
-//     (the worker's own link).
-//   * The combine worker reads each worker's stream on one thread per worker and ingests
-//     an entry (deserialise + checksum + key check + store insert: bytes ×
-//     ingest_s_per_byte) once its last chunk is in, before reading on: entry k's transfer
-//     ends no earlier than the ingest of entry k − 1 (the wire buffers in between).
+//   * Entries travel in `layers` parts (one per decoder layer; 1: whole entries), each part
+//     1/layers of the entry's bytes and of its build + serialisation time. A worker builds
+//     its segments in plan order, one at a time (build_mu), serialising each part as the
+//     build finishes its layer and queueing it for its streaming thread; before building
+//     entry k it waits until entry k − 3 has left the queue (at most two finished entries
+//     wait). The streamer sends parts one after another at `bandwidth_Bps` (the worker's
+//     own link).
+//   * The combine worker reads each worker's stream on one thread per worker and ingests a
+//     part (deserialise + checksum + checks + placing: bytes × ingest_s_per_byte) once its
+//     last chunk is in, before reading on.
 //   * A local lane builds its segments in order in the combine process (no serialise, no
-//     transfer; the store insert is free). With no lane at all the calling thread builds
-//     everything (Scatter's fallback lane).
-//   * Compose: Composer::prefill starts only when prefill_segments() has returned, i.e.
-//     when every lane has ingested its last entry; it then costs `compose_s` (composition
-//     forward over prefix, seams and suffix + the first token), the same in every layout.
+//     transfer); its parts appear as the build passes each layer. With no lane at all the
+//     calling thread builds everything (Scatter's fallback lane).
+//   * Compose (`compose_s`: composition forward over prefix, seams and suffix + the first
+//     token, the same in every layout). layers = 1: it starts when every entry is in
+//     (all_present_s). layers > 1: layer l is composed (compose_s / layers) once layer l − 1
+//     is and every segment's part l is in — what Composer::prefill does with
+//     ComposeOptions::arriving.
 // Not modelled: failures and rescheduling, CPU shared between processes on one machine
 // (each worker is assumed to have its own cores), HTTP/2 flow-control stalls beyond the
 // ingest dependency, the Finish() round trip.
@@ -45,6 +48,7 @@ struct SimParams {
   double compose_s = 0;             // combine: composition forward + first token
   double request_bytes_per_token = 4;  // token ids in the Prefill request
   bool query_load = true;           // Scatter's GetStatus probe before planning
+  int layers = 1;  // parts per entry and composition steps (decoder layers; 1: whole entries)
 };
 
 struct SimConfig {
@@ -54,7 +58,7 @@ struct SimConfig {
 };
 
 struct SimResult {
-  double ttft_s = 0;         // all_present_s + compose_s
+  double ttft_s = 0;         // layers = 1: all_present_s + compose_s
   double all_present_s = 0;  // every entry in the combine's store (prefill_segments returns)
   double compose_s = 0;
   double planned_makespan_s = 0;  // the planner's projection (predicted costs, builds only)

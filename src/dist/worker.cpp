@@ -50,11 +50,12 @@ struct WorkerServer::Service final : pb::SegmentWorker::Service {
 
 namespace {
 
-// One built entry waiting to be streamed.
-struct Built {
+// One layer of an entry waiting to be streamed.
+struct Part {
   uint32_t index = 0;
+  uint32_t layer = 0;
   std::string bytes;
-  double seconds = 0;
+  double seconds = -1;  // >= 0 on the entry's last part: its build time
 };
 
 grpc::StatusCode grpc_code(StatusCode c) {
@@ -90,15 +91,20 @@ grpc::Status WorkerServer::Service::Prefill(grpc::ServerContext* ctx,
 
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<Built> ready;  // at most 2
+  // Parts built and not yet written. The build pushes its entry's parts as it goes; before
+  // the next build the producer waits until at most two entries' parts are left (a bound on
+  // memory; the stream keeps a finished entry to send while the next one builds).
+  std::deque<Part> ready;
   bool producer_done = false, stop = false;
   grpc::Status err = grpc::Status::OK;
+  const size_t layers = size_t(model.config().num_hidden_layers);
 
   std::thread producer([&] {
     int64_t accounted = 0;  // tokens already taken off `queued`
     for (const pb::Segment& seg : req->segments()) {
       {
-        std::lock_guard<std::mutex> l(mu);
+        std::unique_lock<std::mutex> l(mu);
+        cv.wait(l, [&] { return ready.size() <= 2 * layers || stop; });
         if (stop) break;
       }
       if (ctx->IsCancelled()) break;
@@ -106,25 +112,43 @@ grpc::Status WorkerServer::Service::Prefill(grpc::ServerContext* ctx,
       for (int ms = 0; ms < opt.debug_delay_ms && !ctx->IsCancelled(); ms += 10)
         std::this_thread::sleep_for(std::chrono::milliseconds(std::min(10, opt.debug_delay_ms - ms)));
       const std::vector<int32_t> tokens(seg.tokens().begin(), seg.tokens().end());
+      const std::string key =
+          segment_key(model.fingerprint(), model.compute_type(), req->seam(), req->salt(), tokens);
+      const bool corrupt = opt.debug_corrupt_every > 0 &&
+                           (sent.fetch_add(1) + 1) % uint64_t(opt.debug_corrupt_every) == 0;
+      Status part_error;
+      std::string last;  // the last layer's part
+      // Streams layer `layer` of the entry being built (on the build thread).
+      auto on_layer = [&](int layer, const SegmentEntry& partial) {
+        SegmentEntry part = model.entry_layer(partial, layer);
+        part.key = key;
+        Result<std::string> bytes = serialize_entry(part);
+        if (!bytes.is_ok()) {
+          if (part_error.is_ok()) part_error = bytes.status();
+          return;
+        }
+        if (size_t(layer) + 1 == layers) {  // sent with the build time, below
+          if (corrupt) bytes->back() = char(bytes->back() ^ 0x5a);  // tensor data: bad checksum
+          last = std::move(*bytes);
+          return;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        ready.push_back({seg.index(), uint32_t(layer), std::move(*bytes)});
+        cv.notify_all();
+      };
       Result<SegmentEntry> e = invalid_argument("not built");
       double seconds = 0;
       {
         std::lock_guard<std::mutex> l(build_mu);
         if (ctx->IsCancelled()) break;
         Timer t;
-        e = model.build_entry(tokens, req->seam());
+        e = model.build_entry(tokens, req->seam(), on_layer);
         seconds = t.seconds();
       }
       queued -= int64_t(tokens.size());
       accounted += int64_t(tokens.size());
-      Result<std::string> bytes = internal_error("not serialised");
-      if (e.is_ok()) {
-        e->key = segment_key(model.fingerprint(), model.compute_type(), req->seam(), req->salt(),
-                             tokens);
-        bytes = serialize_entry(*e);
-      }
-      if (!bytes.is_ok()) {
-        const Status& s = e.is_ok() ? bytes.status() : e.status();
+      if (!e.is_ok() || !part_error.is_ok()) {
+        const Status& s = e.is_ok() ? part_error : e.status();
         std::lock_guard<std::mutex> l(mu);
         err = {grpc_code(s.code()), "segment " + std::to_string(seg.index()) + ": " + s.message()};
         break;
@@ -135,12 +159,8 @@ grpc::Status WorkerServer::Service::Prefill(grpc::ServerContext* ctx,
         const double tps = double(tokens.size()) / std::max(seconds, 1e-9);
         tokens_per_second = tokens_per_second == 0 ? tps : 0.8 * tokens_per_second + 0.2 * tps;
       }
-      if (opt.debug_corrupt_every > 0 && (sent.fetch_add(1) + 1) % uint64_t(opt.debug_corrupt_every) == 0)
-        bytes->back() = char(bytes->back() ^ 0x5a);  // tensor data: the checksum no longer holds
-      std::unique_lock<std::mutex> l(mu);
-      cv.wait(l, [&] { return ready.size() < 2 || stop; });
-      if (stop) break;
-      ready.push_back({seg.index(), std::move(*bytes), seconds});
+      std::lock_guard<std::mutex> l(mu);
+      ready.push_back({seg.index(), uint32_t(layers - 1), std::move(last), seconds});
       cv.notify_all();
     }
     queued -= total - accounted;
@@ -153,7 +173,7 @@ grpc::Status WorkerServer::Service::Prefill(grpc::ServerContext* ctx,
   const size_t chunk = chunk_bytes(opt.max_message_bytes);
   bool write_ok = true;
   for (;;) {
-    Built b;
+    Part b;
     {
       std::unique_lock<std::mutex> l(mu);
       cv.wait(l, [&] { return !ready.empty() || producer_done; });
@@ -165,10 +185,11 @@ grpc::Status WorkerServer::Service::Prefill(grpc::ServerContext* ctx,
     for (size_t off = 0; off < b.bytes.size() && write_ok; off += chunk) {
       pb::EntryChunk c;
       c.set_index(b.index);
+      c.set_layer(b.layer);
       c.set_total_bytes(b.bytes.size());
       c.set_offset(off);
       c.set_data(b.bytes.data() + off, std::min(chunk, b.bytes.size() - off));
-      if (off + chunk >= b.bytes.size()) c.set_build_seconds(b.seconds);
+      if (off + chunk >= b.bytes.size() && b.seconds >= 0) c.set_build_seconds(b.seconds);
       write_ok = w->Write(c);
     }
     if (!write_ok) break;

@@ -92,6 +92,17 @@ Status Composer::prefill(const PromptParts& parts, const ComposeOptions& opt, Se
       compute(seg.data(), L);
       continue;
     }
+    if (opt.arriving) {
+      const auto it = opt.arriving->find(
+          segment_key(model_.fingerprint(), model_.compute_type(), opt.seam, opt.salt, seg));
+      if (it != opt.arriving->end()) {
+        stats->segments_missed += 1;
+        compute(seg.data(), opt.seam);
+        stats->seam_tokens += opt.seam;
+        plan.pieces.push_back({0, it->second.entry, it->second.gate});
+        continue;
+      }
+    }
     bool hit = false;
     HYPIC_ASSIGN_OR_RETURN(SegmentStore::Pin pin, entry_for(seg, opt, &hit));
     (hit ? stats->segments_hit : stats->segments_missed) += 1;

@@ -14,6 +14,7 @@
 // output never depends on what was cached.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,10 +39,22 @@ struct PromptParts {
   std::vector<int32_t> concatenated() const;
 };
 
+// A missed segment's entry still arriving layer by layer (segment parallelism,
+// dist::ScatterCall): its slots fill in decoder-layer order and `gate` tells when each is in.
+struct ArrivingEntry {
+  const SegmentEntry* entry = nullptr;
+  const EntryGate* gate = nullptr;
+};
+using ArrivingEntries = std::map<std::string, ArrivingEntry>;  // by segment key
+
 struct ComposeOptions {
   PicMode mode = PicMode::kHypic;
   int seam = 8;
   std::string salt;  // tenant isolation: part of every segment key
+  // Segments found here (by key) are composed from their arriving entries, layer l as soon
+  // as every arriving entry has layer l, instead of being looked up or built: composition
+  // overlaps the builds and transfers of segment parallelism. Counted as misses.
+  const ArrivingEntries* arriving = nullptr;
   // Debugging: per-layer hidden states of the suffix (see ForwardPlan::trace_last_piece).
   std::vector<std::vector<float>>* trace_suffix = nullptr;
 };

@@ -98,6 +98,7 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
     q.rows = p.rows;
     q.pos0 = pos;
     q.entry = p.entry;
+    q.gate = p.entry ? p.gate : nullptr;
     pass.pieces.push_back(q);
     row += p.rows;
     pos += q.tokens();
@@ -140,6 +141,8 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
   size_t li = 0, ai = 0;
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const LayerWeights& lw = w_.layers[size_t(i)];
+    for (const Pass::Piece& p : pass.pieces)
+      if (p.gate) HYPIC_RETURN_IF_ERROR(p.gate->wait(i));
     kernels::rmsnorm(h.f32(), lw.input_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);
     switch (lw.kind) {
       case LayerKind::kLinear:
@@ -151,6 +154,7 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
         ++ai;
         break;
     }
+    if (pass.on_captured) pass.on_captured(i);
     // The last layer's MLP only feeds the logits: an entry build needs none.
     if (pass.capture && i + 1 == c.num_hidden_layers) break;
     kernels::rmsnorm(h.f32(), lw.post_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);

@@ -4,6 +4,7 @@
 // on disjoint SeqStates (each call uses both cores through OpenMP / oneDNN).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,9 +36,20 @@ enum class ComposeRule {
 // computed pieces take the next `rows` of `tokens`; a cached piece composes a segment body
 // from its entry (its seam tokens are a computed piece just before it). Positions run on
 // from the state's position over both kinds.
+// A cached body whose entry is still arriving layer by layer (segment parallelism,
+// dist/scatter.h). Before the pass reads the entry's data of decoder layer `layer` it calls
+// wait(layer), which returns once that layer is in place; an error ends the pass with it
+// (the sequence state is then unusable: discard it).
+class EntryGate {
+ public:
+  virtual ~EntryGate() = default;
+  virtual Status wait(int layer) const = 0;
+};
+
 struct ForwardPiece {
   int64_t rows = 0;                     // tokens computed (0 for a cached body)
   const SegmentEntry* entry = nullptr;  // set: compose this cached body
+  const EntryGate* gate = nullptr;      // set: entry's layers are arriving (see EntryGate)
 };
 struct ForwardPlan {
   std::vector<int32_t> tokens;  // all computed tokens, concatenated in prompt order
@@ -85,7 +97,20 @@ class Model {
   // Segment entries (SPEC §4): a standalone prefill of `tokens` from zero state at positions
   // 0 … L−1 that keeps, per layer, what composing the body [seam, L) needs. Errors when the
   // segment is too short to have a body (see min_segment_tokens()).
-  Result<SegmentEntry> build_entry(const std::vector<int32_t>& tokens, int seam) const;
+  // on_layer (optional) is called as each decoder layer's data are complete in `partial`
+  // (layers 0, 1, … in order, on the calling thread): what a worker streams while it builds.
+  Result<SegmentEntry> build_entry(
+      const std::vector<int32_t>& tokens, int seam,
+      const std::function<void(int layer, const SegmentEntry& partial)>& on_layer = nullptr) const;
+  // Entries layer by layer (the wire form of segment parallelism). entry_layer: an entry with
+  // e's key, length, seam and tokens and only decoder layer `layer`'s data (sharing e's
+  // tensors), one linear or one attention slot. empty_entry: every slot present and empty,
+  // to be filled by set_entry_layer, which moves `part` (as entry_layer made it) into slot
+  // `layer` of `e` after checking that it is one layer of the right kind with this model's
+  // shapes and e's key, length, seam and tokens (errors leave `e` unchanged).
+  SegmentEntry entry_layer(const SegmentEntry& e, int layer) const;
+  SegmentEntry empty_entry(const std::vector<int32_t>& tokens, int seam, std::string key) const;
+  Status set_entry_layer(SegmentEntry* e, int layer, SegmentEntry&& part) const;
   // Shortest segment that gets an entry for a seam width: the body must extend past both
   // the seam and the conv history (K − 1 tokens). Shorter segments are simply recomputed.
   int64_t min_segment_tokens(int seam) const;

@@ -1,6 +1,7 @@
 // Model-internal: the resolved pieces of one forward pass (see ForwardPlan in model.h).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "model/model.h"
@@ -14,6 +15,7 @@ struct Model::Pass {
     int64_t rows = 0;  // computed rows; 0 for a cached body
     int64_t pos0 = 0;  // absolute position of the first token (computed or cached)
     const SegmentEntry* entry = nullptr;
+    const EntryGate* gate = nullptr;  // entry still arriving: wait per layer
     int64_t tokens() const { return entry ? entry->body_tokens() : rows; }
   };
   // Pieces of one sequence are in prompt order; pieces of different sequences are independent.
@@ -25,6 +27,7 @@ struct Model::Pass {
   // build_entry: per layer, what the body rows [seam, R) leave behind is stored here.
   SegmentEntry* capture = nullptr;
   int seam = 0;
+  std::function<void(int layer)> on_captured;  // after each layer's capture (build_entry)
   std::vector<std::vector<float>>* trace = nullptr;  // see ForwardPlan::trace_last_piece
 };
 

@@ -107,15 +107,25 @@ std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Sched
   SeqState st = model.new_state(job.parts.total_tokens() + r.max_tokens + 1);
   std::vector<float> logits;
   ComposeStats cs;
-  // Segment parallelism: cold segments built by the scatter lanes first; the pins keep them
-  // in the store until the composition has read them.
+  // Segment parallelism: cold segments built by the scatter lanes while the composition
+  // runs, layer by layer as their entries arrive; the pins keep them in the store after.
   std::vector<SegmentStore::Pin> scattered;
   json scatter_info;  // usage.hypic.scatter when segment parallelism ran
   const bool parallel = !r.scatter_workers.empty() || !opt.scatter.workers.empty() || opt.scatter.local_lanes > 1;
+  dist::ScatterStats ss;
+  std::unique_ptr<dist::ScatterCall> call;
   if (scatter && parallel && (r.mode == PicMode::kHypic || r.mode == PicMode::kNaive)) {
-    dist::ScatterStats ss;
-    auto pins = scatter->prefill_segments(job.parts, co, nullptr, &ss,
-                                          r.scatter_workers.empty() ? nullptr : &r.scatter_workers);
+    call = scatter->start(job.parts, co, nullptr, &ss,
+                          r.scatter_workers.empty() ? nullptr : &r.scatter_workers);
+    co.arriving = &call->arriving();
+  }
+  if (Status s = composer->prefill(job.parts, co, &st, &logits, &cs); !s) {
+    call.reset();  // cancels what is still building
+    out.error = status_error(s);
+    return out;
+  }
+  if (call) {
+    auto pins = call->wait();
     if (!pins) {
       out.error = status_error(pins.status());
       return out;
@@ -123,10 +133,6 @@ std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Sched
     scattered = std::move(pins).value();
     scatter_info = {{"built_remote", ss.built_remote}, {"built_local", ss.built_local},
                     {"rescheduled", ss.rescheduled}, {"corrupt", ss.corrupt}};
-  }
-  if (Status s = composer->prefill(job.parts, co, &st, &logits, &cs); !s) {
-    out.error = status_error(s);
-    return out;
   }
   metrics.record_compose(cs);
   // Decoding continues on the scheduler's decode thread, batched with the other requests.

@@ -35,9 +35,12 @@ class ScatterTest : public ::testing::Test {
   void TearDown() override { set_log_level(LogLevel::kInfo); }
 
   // Scatters `p` into a fresh store, composes, and checks the logits against a cold single
-  // instance. Returns the scatter stats.
+  // instance; then again with composition overlapping the call (start, compose from the
+  // arriving entries, wait), which must give the same logits and the same counts. Returns
+  // the stats of the first run.
   ScatterStats check(const ScatterOptions& so, const PromptParts& p,
                      const ComposeOptions& o = dist_opts()) {
+    const auto want = test::reference_logits(p, o);
     auto store = dist_store();
     Scatter s(dist_model(), store, so);
     ScatterStats st;
@@ -47,7 +50,22 @@ class ScatterTest : public ::testing::Test {
     const auto got = test::compose_logits(store, p, o, &cs);
     EXPECT_EQ(cs.segments_missed, 0) << "every segment was ready before the prefill";
     EXPECT_GE(cs.segments_hit, st.segments);  // a duplicate segment hits twice
-    EXPECT_EQ(got, test::reference_logits(p, o));
+    EXPECT_EQ(got, want);
+
+    auto store2 = dist_store();
+    Scatter s2(dist_model(), store2, so);
+    ScatterStats st2;
+    std::unique_ptr<ScatterCall> call = s2.start(p, o, nullptr, &st2);
+    ComposeOptions ao = o;
+    ao.arriving = &call->arriving();
+    EXPECT_EQ(call->arriving().size(), size_t(st.segments));
+    ComposeStats cs2;
+    const auto overlapped = test::compose_logits(store2, p, ao, &cs2);
+    auto pins2 = call->wait();
+    EXPECT_TRUE(pins2.is_ok()) << pins2.status().to_string();
+    EXPECT_EQ(overlapped, want) << "composition overlapping the call";
+    EXPECT_EQ(st2.built_remote + st2.built_local, st.built_remote + st.built_local);
+    EXPECT_EQ(st2.corrupt, st.corrupt);
     return st;
   }
 };

@@ -89,8 +89,8 @@ TEST(Simulator, TheWorkersTwoEntryQueueStallsItsBuilds) {
   p.bandwidth_Bps = 100;  // 10 s per entry
   const std::vector<double> actual = {1, 1, 1, 1, 35};
   const SimResult r = simulate(p, {1, 0, Policy::kRoundRobin}, {100, 100, 100, 100, 100}, &actual);
-  // Sends start at 1, 11, 21, 31. Entry 3 (built at 4) waits for entry 1's pop at 11, so the
-  // last build runs 11–46 (not 4–39) and its send 46–56 (not 41–51).
+  // Sends start at 1, 11, 21, 31. The build of entry 4 waits until entry 1 has left the
+  // queue (at 11), so it runs 11–46 (not 4–39) and its send 46–56 (not 41–51).
   EXPECT_DOUBLE_EQ(r.all_present_s, 56.0);
   EXPECT_DOUBLE_EQ(r.lane_build_s[0], 39.0);
 }
@@ -113,6 +113,36 @@ TEST(Simulator, NoColdSegmentIsJustTheCompose) {
   const SimResult r = simulate(p, {4, 1, Policy::kLpt}, {});
   EXPECT_DOUBLE_EQ(r.all_present_s, 0.0);
   EXPECT_DOUBLE_EQ(r.ttft_s, 0.25);
+}
+
+TEST(Simulator, LayerPartsOverlapCompositionWithTheBuilds) {
+  SimParams p = linear_cost(0.01, 1.0);  // 2, 3
+  p.compose_s = 1;
+  p.layers = 2;  // 0.5 s of composition per layer
+  // One local lane, LPT order: the 3-s segment (parts at 1.5, 3), then the 2-s one (4, 5).
+  // Layer 0 composes at 4–4.5, layer 1 at 5–5.5; whole entries would give 5 + 1.
+  EXPECT_DOUBLE_EQ(simulate(p, {0, 1, Policy::kLpt}, {100, 200}).ttft_s, 5.5);
+  p.layers = 1;
+  EXPECT_DOUBLE_EQ(simulate(p, {0, 1, Policy::kLpt}, {100, 200}).ttft_s, 6.0);
+  // Composition slower than the builds: layer 0 at 4–9, layer 1 at 9–14 (not 5 + 10).
+  p.layers = 2;
+  p.compose_s = 10;
+  EXPECT_DOUBLE_EQ(simulate(p, {0, 1, Policy::kLpt}, {100, 200}).ttft_s, 14.0);
+}
+
+TEST(Simulator, LayerPartsStreamFromAWorkerAsItBuilds) {
+  SimParams p = linear_cost(0.01, 1.0);  // 2 s
+  p.entry_bytes_base = 1000;
+  p.bandwidth_Bps = 1000;  // 0.5 s per part of 500 bytes
+  p.compose_s = 1;
+  p.layers = 2;
+  // Part 0 ready at 1, sent 1–1.5; part 1 at 2, sent 2–2.5. Layer 0 composes 1.5–2,
+  // layer 1 2.5–3. Whole: ready 2, sent 2–3, composed 3–4.
+  const SimResult r = simulate(p, {1, 0, Policy::kLpt}, {100});
+  EXPECT_DOUBLE_EQ(r.all_present_s, 2.5);
+  EXPECT_DOUBLE_EQ(r.ttft_s, 3.0);
+  p.layers = 1;
+  EXPECT_DOUBLE_EQ(simulate(p, {1, 0, Policy::kLpt}, {100}).ttft_s, 4.0);
 }
 
 TEST(Simulator, LptStaysWithinTheListSchedulingBounds) {

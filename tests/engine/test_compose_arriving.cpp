@@ -1,0 +1,189 @@
+// Composition from entries that arrive layer by layer (ComposeOptions::arriving, EntryGate),
+// as segment parallelism delivers them: the pass reads layer l of an arriving entry only once
+// its gate has released it, runs every earlier layer before later layers exist, and gives
+// exactly the logits of composing complete entries. Also the layer-part helpers of Model.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "engine/compose.h"
+
+namespace hypic {
+namespace {
+
+const Model& model() {
+  static std::unique_ptr<Model> m =
+      std::move(Model::load(std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense",
+                            {DType::kF32, false}))
+          .value();
+  return *m;
+}
+
+std::vector<int32_t> doc(uint32_t seed, int n) {
+  std::mt19937 g(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = int32_t(g() % 500);
+  return t;
+}
+
+std::shared_ptr<SegmentStore> store() {
+  SegmentStore::Options o;
+  o.mem_budget_bytes = size_t(256) << 20;
+  return std::shared_ptr<SegmentStore>(std::move(SegmentStore::open(o)).value());
+}
+
+ComposeOptions opts() {
+  ComposeOptions o;
+  o.mode = PicMode::kHypic;
+  o.seam = 4;
+  return o;
+}
+
+// Releases layers on the test thread's command and records how far the pass has asked.
+class StepGate final : public EntryGate {
+ public:
+  Status wait(int layer) const override {
+    std::unique_lock<std::mutex> l(mu_);
+    asked_ = std::max(asked_, layer);
+    cv_.notify_all();
+    cv_.wait(l, [&] { return released_ > layer || stopped_; });
+    if (released_ > layer) return Status::ok();
+    return Status(StatusCode::kCancelled, "test gate stopped");
+  }
+  // Waits (bounded) until the pass asks for `layer`; false on timeout.
+  bool wait_asked(int layer) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, std::chrono::seconds(30), [&] { return asked_ >= layer; });
+  }
+  void release(int layers) {
+    std::lock_guard<std::mutex> l(mu_);
+    released_ = layers;
+    cv_.notify_all();
+  }
+  void stop() {
+    std::lock_guard<std::mutex> l(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int asked_ = -1;
+  int released_ = 0;
+  bool stopped_ = false;
+};
+
+TEST(ComposeArriving, LayerByLayerEqualsCompleteEntries) {
+  const Model& m = model();
+  PromptParts p;
+  p.prefix = doc(900, 12);
+  p.segments = {doc(1, 80), doc(2, 60), doc(3, 100)};
+  p.suffix = doc(901, 9);
+  const ComposeOptions o = opts();
+  // Reference: every entry complete (built through the store).
+  std::vector<float> want;
+  {
+    Composer c(m, store(), nullptr);
+    SeqState st = m.new_state(p.total_tokens() + 1);
+    ComposeStats cs;
+    ASSERT_TRUE(c.prefill(p, o, &st, &want, &cs).is_ok());
+  }
+  // Segment 1 arrives layer by layer; the others come from a store as usual.
+  const std::string key = segment_key(m.fingerprint(), m.compute_type(), o.seam, o.salt, p.segments[1]);
+  auto full = m.build_entry(p.segments[1], o.seam);
+  ASSERT_TRUE(full.is_ok());
+  full->key = key;
+  SegmentEntry arriving = m.empty_entry(p.segments[1], o.seam, key);
+  StepGate gate;
+  ArrivingEntries map{{key, {&arriving, &gate}}};
+  ComposeOptions ao = o;
+  ao.arriving = &map;
+  Composer c(m, store(), nullptr);
+  SeqState st = m.new_state(p.total_tokens() + 1);
+  std::vector<float> got;
+  ComposeStats cs;
+  Status result;
+  std::thread pass([&] { result = c.prefill(p, ao, &st, &got, &cs); });
+  const int layers = m.config().num_hidden_layers;
+  for (int l = 0; l < layers; ++l) {
+    // The pass runs layers 0 … l−1 with only those layers of the entry in place.
+    const bool reached = gate.wait_asked(l);
+    const bool placed = reached && m.set_entry_layer(&arriving, l, m.entry_layer(*full, l)).is_ok();
+    if (!placed) {
+      gate.stop();
+      pass.join();
+      FAIL() << (reached ? "could not place layer " : "the pass never reached layer ") << l;
+    }
+    gate.release(l + 1);
+  }
+  pass.join();
+  ASSERT_TRUE(result.is_ok()) << result.to_string();
+  EXPECT_EQ(cs.segments_missed, 3);  // the arriving one counts as a miss too
+  EXPECT_EQ(st.pos, p.total_tokens());
+  EXPECT_EQ(got, want);
+}
+
+TEST(ComposeArriving, AGateErrorEndsThePassWithIt) {
+  const Model& m = model();
+  PromptParts p;
+  p.segments = {doc(4, 70)};
+  p.suffix = doc(901, 9);
+  const ComposeOptions o = opts();
+  const std::string key = segment_key(m.fingerprint(), m.compute_type(), o.seam, o.salt, p.segments[0]);
+  SegmentEntry arriving = m.empty_entry(p.segments[0], o.seam, key);
+  StepGate gate;
+  gate.stop();
+  ArrivingEntries map{{key, {&arriving, &gate}}};
+  ComposeOptions ao = o;
+  ao.arriving = &map;
+  Composer c(m, store(), nullptr);
+  SeqState st = m.new_state(p.total_tokens() + 1);
+  std::vector<float> logits;
+  ComposeStats cs;
+  const Status s = c.prefill(p, ao, &st, &logits, &cs);
+  EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.to_string();
+  EXPECT_TRUE(logits.empty());
+}
+
+TEST(ComposeArriving, LayerPartsAreCheckedBeforeTheyArePlaced) {
+  const Model& m = model();
+  const auto toks = doc(5, 50), other = doc(6, 50);
+  auto e = m.build_entry(toks, 4);
+  ASSERT_TRUE(e.is_ok());
+  e->key = "k";
+  SegmentEntry dst = m.empty_entry(toks, 4, "k");
+  const int attn_layer = [&] {
+    for (int i = 0; i < m.config().num_hidden_layers; ++i)
+      if (m.config().layer_kind(i) == LayerKind::kFull) return i;
+    return -1;
+  }();
+  ASSERT_GE(attn_layer, 1);
+  // A part of the wrong kind, of another segment, of another key, out of range.
+  EXPECT_FALSE(m.set_entry_layer(&dst, 0, m.entry_layer(*e, attn_layer)).is_ok());
+  SegmentEntry wrong_tokens = m.entry_layer(*e, 0);
+  wrong_tokens.tokens = other;
+  EXPECT_FALSE(m.set_entry_layer(&dst, 0, std::move(wrong_tokens)).is_ok());
+  SegmentEntry wrong_key = m.entry_layer(*e, 0);
+  wrong_key.key = "x";
+  EXPECT_FALSE(m.set_entry_layer(&dst, 0, std::move(wrong_key)).is_ok());
+  EXPECT_FALSE(m.set_entry_layer(&dst, m.config().num_hidden_layers, m.entry_layer(*e, 0)).is_ok());
+  // Shapes of another model (k/v of fewer body tokens).
+  SegmentEntry short_kv = m.entry_layer(*e, attn_layer);
+  short_kv.attn[0].k = short_kv.attn[0].k.rows(0, 10);
+  EXPECT_FALSE(m.set_entry_layer(&dst, attn_layer, std::move(short_kv)).is_ok());
+  for (const auto& l : dst.linear) EXPECT_TRUE(l.s0.empty()) << "a rejected part was placed";
+  for (const auto& a : dst.attn) EXPECT_TRUE(a.k.empty()) << "a rejected part was placed";
+  // Every layer placed in turn rebuilds the entry, which serialises to the same bytes.
+  for (int l = 0; l < m.config().num_hidden_layers; ++l)
+    ASSERT_TRUE(m.set_entry_layer(&dst, l, m.entry_layer(*e, l)).is_ok()) << l;
+  EXPECT_EQ(serialize_entry(dst).value(), serialize_entry(*e).value());
+}
+
+}  // namespace
+}  // namespace hypic
