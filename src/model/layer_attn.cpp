@@ -1,7 +1,8 @@
 // Gated full attention over the pieces of a pass:
 //   h += o_proj(attn(rope(qnorm(q)), rope(knorm(k)), v) ⊙ σ(gate)).
 // Cached bodies' keys/values are placed into the KV cache at their true positions (RoPE
-// applied there); computed rows attend causally to everything before them.
+// applied there); computed rows attend causally to everything before them. Pieces run in
+// prompt order, so an arriving entry (EntryGate) holds up only the pieces after it.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -18,7 +19,7 @@
 
 namespace hypic {
 
-void Model::attn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
+Status Model::attn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
                        size_t ai) const {
   HYPIC_PROFILE_SCOPE("attn_layer");
   const auto& c = cfg_;
@@ -53,9 +54,14 @@ void Model::attn_layer(const LayerWeights& lw, const float* x, int64_t R, float*
     std::memcpy(e.k.raw(), kn.f32() + b0 * kw, e.k.nbytes());
     std::memcpy(e.v.raw(), vn.f32() + b0 * kw, e.v.nbytes());
   }
-  // Every piece's keys and values go into the cache first (cached bodies rotated to their
-  // positions); attention is causal by position, so later pieces never leak backwards.
+  // Pieces in prompt order: each piece's keys and values go into the cache (cached bodies
+  // rotated to their positions), then a computed piece attends causally to everything up to
+  // its own end — all placed already, so an arriving entry is waited for only when the
+  // pieces before it are done (and the batched decode attends after the loop).
+  Tensor o = ws.f32(slot::kAttnOut, {R, nh, hd});
+  const float scale = 1.0f / std::sqrt(float(hd));
   for (const Pass::Piece& p : pass.pieces) {
+    if (p.gate) HYPIC_RETURN_IF_ERROR(p.gate->wait(pass.layer));
     KvCache& kv = p.seq->kv[ai];
     float* kc = kv.k.f32() + p.pos0 * kw;
     float* vc = kv.v.f32() + p.pos0 * kw;
@@ -65,33 +71,27 @@ void Model::attn_layer(const LayerWeights& lw, const float* x, int64_t R, float*
     std::memcpy(kc, ksrc, size_t(n * kw) * 4);
     std::memcpy(vc, vsrc, size_t(n * kw) * 4);
     rope.apply(kc, n, nkv, hd, p.pos0);
-    if (!p.entry) rope.apply(q.f32() + p.row0 * nh * hd, p.rows, nh, hd, p.pos0);
-  }
-  Tensor o = ws.f32(slot::kAttnOut, {R, nh, hd});
-  {
+    if (p.entry) continue;
+    rope.apply(q.f32() + p.row0 * nh * hd, p.rows, nh, hd, p.pos0);
+    if (pass.batch) continue;
     HYPIC_PROFILE_SCOPE("attn_core");
-    const float scale = 1.0f / std::sqrt(float(hd));
-    if (pass.batch) {
-      // One query per sequence, each over its own cache: one parallel region for all.
-      const size_t B = pass.pieces.size();
-      std::vector<int64_t> pos(B);
-      std::vector<const float*> kb(B), vb(B);
-      for (size_t b = 0; b < B; ++b) {
-        pos[b] = pass.pieces[b].pos0;
-        kb[b] = pass.pieces[b].seq->kv[ai].k.f32();
-        vb[b] = pass.pieces[b].seq->kv[ai].v.f32();
-      }
-      kernels::attention_decode({nh, nkv, hd}, int64_t(B), q.f32(), pos.data(), kb.data(),
-                                vb.data(), scale, o.f32());
-    } else {
-      for (const Pass::Piece& p : pass.pieces) {
-        if (p.entry) continue;
-        const KvCache& kv = p.seq->kv[ai];
-        kernels::attention_causal({nh, nkv, hd}, q.f32() + p.row0 * nh * hd, p.rows, p.pos0,
-                                  kv.k.f32(), kv.v.f32(), p.pos0 + p.rows, scale,
-                                  o.f32() + p.row0 * nh * hd);
-      }
+    kernels::attention_causal({nh, nkv, hd}, q.f32() + p.row0 * nh * hd, p.rows, p.pos0,
+                              kv.k.f32(), kv.v.f32(), p.pos0 + p.rows, scale,
+                              o.f32() + p.row0 * nh * hd);
+  }
+  if (pass.batch) {
+    // One query per sequence, each over its own cache: one parallel region for all.
+    HYPIC_PROFILE_SCOPE("attn_core");
+    const size_t B = pass.pieces.size();
+    std::vector<int64_t> pos(B);
+    std::vector<const float*> kb(B), vb(B);
+    for (size_t b = 0; b < B; ++b) {
+      pos[b] = pass.pieces[b].pos0;
+      kb[b] = pass.pieces[b].seq->kv[ai].k.f32();
+      vb[b] = pass.pieces[b].seq->kv[ai].v.f32();
     }
+    kernels::attention_decode({nh, nkv, hd}, int64_t(B), q.f32(), pos.data(), kb.data(),
+                              vb.data(), scale, o.f32());
   }
   float* op = o.f32();
   const float* gp = gate.f32();
@@ -99,6 +99,7 @@ void Model::attn_layer(const LayerWeights& lw, const float* x, int64_t R, float*
     for (int64_t i = t * nh * hd; i < (t + 1) * nh * hd; ++i) op[i] *= kernels::sigmoid(gp[i]);
   });
   kernels::linear(o.f32(), R, w.o_proj, h, /*accumulate=*/true);
+  return Status::ok();
 }
 
 }  // namespace hypic

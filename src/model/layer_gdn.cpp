@@ -17,7 +17,7 @@
 
 namespace hypic {
 
-void Model::gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
+Status Model::gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
                       size_t li) const {
   HYPIC_PROFILE_SCOPE("gdn_layer");
   const auto& c = cfg_;
@@ -84,6 +84,8 @@ void Model::gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* 
     for (const Pass::Piece& p : pass.pieces) {
       LinearState& st = p.seq->linear[li];
       if (p.entry) {
+        // An arriving entry: wait for this layer (the pieces before it are composed already).
+        if (p.gate) HYPIC_RETURN_IF_ERROR(p.gate->wait(pass.layer));
         HYPIC_PROFILE_SCOPE("gdn_compose");
         const SegmentEntry::Linear& e = p.entry->linear[li];
         if (!e.warm_mixed.empty()) {
@@ -166,6 +168,7 @@ void Model::gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* 
   HYPIC_PROFILE_SCOPE("gdn_norm_out");
   kernels::rmsnorm_gated(o.f32(), z.f32(), w.norm_w.f32(), o.f32(), R * nv, dv, c.rms_norm_eps);
   kernels::linear(o.f32(), R, w.out_proj, h, /*accumulate=*/true);
+  return Status::ok();
 }
 
 }  // namespace hypic

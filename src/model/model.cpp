@@ -141,16 +141,15 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
   size_t li = 0, ai = 0;
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     const LayerWeights& lw = w_.layers[size_t(i)];
-    for (const Pass::Piece& p : pass.pieces)
-      if (p.gate) HYPIC_RETURN_IF_ERROR(p.gate->wait(i));
+    pass.layer = i;
     kernels::rmsnorm(h.f32(), lw.input_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);
     switch (lw.kind) {
       case LayerKind::kLinear:
-        gdn_layer(lw, x.f32(), R, h.f32(), pass, li);
+        HYPIC_RETURN_IF_ERROR(gdn_layer(lw, x.f32(), R, h.f32(), pass, li));
         ++li;
         break;
       case LayerKind::kFull:
-        attn_layer(lw, x.f32(), R, h.f32(), pass, ai);
+        HYPIC_RETURN_IF_ERROR(attn_layer(lw, x.f32(), R, h.f32(), pass, ai));
         ++ai;
         break;
     }

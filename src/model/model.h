@@ -130,9 +130,10 @@ class Model {
   // Runs the pass's pieces (each names its sequence) and advances every sequence's pos.
   Status run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
                   std::vector<float>* logits) const;
-  void gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
+  // Mixers of decoder layer pass.layer; errors only from an arriving entry's gate.
+  Status gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
                  size_t linear_index) const;
-  void attn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
+  Status attn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
                   size_t attn_index) const;
   void mlp_layer(const MlpWeights& w, const float* x, int64_t L, float* h) const;
   void moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) const;

@@ -20,6 +20,7 @@ struct Model::Pass {
   };
   // Pieces of one sequence are in prompt order; pieces of different sequences are independent.
   std::vector<Piece> pieces;
+  int layer = 0;  // the decoder layer being run (for EntryGate::wait)
   // decode_batch: piece b is row b, one computed token of its own sequence, no two pieces
   // share a sequence. Lets the layers run the per-sequence parts as one batch.
   bool batch = false;
