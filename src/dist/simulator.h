@@ -23,8 +23,9 @@
 //   * Compose (`compose_s`: composition forward over prefix, seams and suffix + the first
 //     token, the same in every layout). layers = 1: it starts when every entry is in
 //     (all_present_s). layers > 1: layer l is composed (compose_s / layers) once layer l − 1
-//     is and every segment's part l is in — what Composer::prefill does with
-//     ComposeOptions::arriving.
+//     is and every segment's part l is in — Composer::prefill with ComposeOptions::arriving,
+//     except that it waits piece by piece (the pieces before a missing segment's go ahead),
+//     so this is slightly pessimistic.
 // Not modelled: failures and rescheduling, CPU shared between processes on one machine
 // (each worker is assumed to have its own cores), HTTP/2 flow-control stalls beyond the
 // ingest dependency, the Finish() round trip.
