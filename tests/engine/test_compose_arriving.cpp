@@ -79,6 +79,32 @@ class StepGate final : public EntryGate {
   bool stopped_ = false;
 };
 
+// One segment arriving through `gate`: its empty entry and the compose options naming it.
+struct OneArriving {
+  OneArriving(const Model& m, const std::vector<int32_t>& seg, const EntryGate* gate)
+      : key(segment_key(m.fingerprint(), m.compute_type(), opts().seam, opts().salt, seg)),
+        entry(m.empty_entry(seg, opts().seam, key)),
+        map{{key, {&entry, gate}}},
+        options(opts()) {
+    options.arriving = &map;
+  }
+  OneArriving(const OneArriving&) = delete;  // map points at entry
+  std::string key;
+  SegmentEntry entry;
+  ArrivingEntries map;
+  ComposeOptions options;
+};
+
+// Composer::prefill with fresh state and store.
+Status prefill(const Model& m, const PromptParts& p, const ComposeOptions& o,
+               std::vector<float>* logits, ComposeStats* cs, int64_t* pos = nullptr) {
+  Composer c(m, store(), nullptr);
+  SeqState st = m.new_state(p.total_tokens() + 1);
+  const Status s = c.prefill(p, o, &st, logits, cs);
+  if (pos) *pos = st.pos;
+  return s;
+}
+
 TEST(ComposeArriving, LayerByLayerEqualsCompleteEntries) {
   const Model& m = model();
   PromptParts p;
@@ -88,33 +114,23 @@ TEST(ComposeArriving, LayerByLayerEqualsCompleteEntries) {
   const ComposeOptions o = opts();
   // Reference: every entry complete (built through the store).
   std::vector<float> want;
-  {
-    Composer c(m, store(), nullptr);
-    SeqState st = m.new_state(p.total_tokens() + 1);
-    ComposeStats cs;
-    ASSERT_TRUE(c.prefill(p, o, &st, &want, &cs).is_ok());
-  }
+  ComposeStats cs;
+  ASSERT_TRUE(prefill(m, p, o, &want, &cs).is_ok());
   // Segment 1 arrives layer by layer; the others come from a store as usual.
-  const std::string key = segment_key(m.fingerprint(), m.compute_type(), o.seam, o.salt, p.segments[1]);
+  StepGate gate;
+  OneArriving one(m, p.segments[1], &gate);
   auto full = m.build_entry(p.segments[1], o.seam);
   ASSERT_TRUE(full.is_ok());
-  full->key = key;
-  SegmentEntry arriving = m.empty_entry(p.segments[1], o.seam, key);
-  StepGate gate;
-  ArrivingEntries map{{key, {&arriving, &gate}}};
-  ComposeOptions ao = o;
-  ao.arriving = &map;
-  Composer c(m, store(), nullptr);
-  SeqState st = m.new_state(p.total_tokens() + 1);
+  full->key = one.key;
   std::vector<float> got;
-  ComposeStats cs;
+  int64_t pos = 0;
   Status result;
-  std::thread pass([&] { result = c.prefill(p, ao, &st, &got, &cs); });
+  std::thread pass([&] { result = prefill(m, p, one.options, &got, &cs, &pos); });
   const int layers = m.config().num_hidden_layers;
   for (int l = 0; l < layers; ++l) {
     // The pass runs layers 0 … l−1 with only those layers of the entry in place.
     const bool reached = gate.wait_asked(l);
-    const bool placed = reached && m.set_entry_layer(&arriving, l, m.entry_layer(*full, l)).is_ok();
+    const bool placed = reached && m.set_entry_layer(&one.entry, l, m.entry_layer(*full, l)).is_ok();
     if (!placed) {
       gate.stop();
       pass.join();
@@ -125,7 +141,7 @@ TEST(ComposeArriving, LayerByLayerEqualsCompleteEntries) {
   pass.join();
   ASSERT_TRUE(result.is_ok()) << result.to_string();
   EXPECT_EQ(cs.segments_missed, 3);  // the arriving one counts as a miss too
-  EXPECT_EQ(st.pos, p.total_tokens());
+  EXPECT_EQ(pos, p.total_tokens());
   EXPECT_EQ(got, want);
 }
 
@@ -134,19 +150,12 @@ TEST(ComposeArriving, AGateErrorEndsThePassWithIt) {
   PromptParts p;
   p.segments = {doc(4, 70)};
   p.suffix = doc(901, 9);
-  const ComposeOptions o = opts();
-  const std::string key = segment_key(m.fingerprint(), m.compute_type(), o.seam, o.salt, p.segments[0]);
-  SegmentEntry arriving = m.empty_entry(p.segments[0], o.seam, key);
   StepGate gate;
   gate.stop();
-  ArrivingEntries map{{key, {&arriving, &gate}}};
-  ComposeOptions ao = o;
-  ao.arriving = &map;
-  Composer c(m, store(), nullptr);
-  SeqState st = m.new_state(p.total_tokens() + 1);
+  OneArriving one(m, p.segments[0], &gate);
   std::vector<float> logits;
   ComposeStats cs;
-  const Status s = c.prefill(p, ao, &st, &logits, &cs);
+  const Status s = prefill(m, p, one.options, &logits, &cs);
   EXPECT_EQ(s.code(), StatusCode::kCancelled) << s.to_string();
   EXPECT_TRUE(logits.empty());
 }
