@@ -97,7 +97,6 @@ struct Scatter::Call {
 };
 
 struct ScatterCall::State {
-  Scatter* scatter = nullptr;
   Scatter::Call c;
   std::vector<SegmentStore::Pin> hits;
   Status early;  // an error found before anything started
@@ -227,7 +226,6 @@ std::unique_ptr<ScatterCall> Scatter::start(const PromptParts& parts, const Comp
   std::unique_ptr<ScatterCall> call(new ScatterCall);
   call->st_ = std::make_unique<ScatterCall::State>();
   ScatterCall::State& S = *call->st_;
-  S.scatter = this;
   *stats = ScatterStats{};
   Call& c = S.c;
   c.stats = stats;
