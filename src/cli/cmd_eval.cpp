@@ -9,7 +9,7 @@
 //          every document.
 // full and prefix do not depend on the seam width and run once.
 // Besides accuracy, two measures that do not need a capable model: the reference reply's
-// negative log-likelihood under each mode (teacher-forced "Answer: {gold}<|im_end|>" from the
+// negative log-likelihood under each mode (teacher-forced "Answer: {reply}<|im_end|>" from the
 // composed state, nats per token), and the share of records whose answer equals full's.
 #include <algorithm>
 #include <cmath>
@@ -200,9 +200,9 @@ int cmd_eval(int argc, char** argv) {
   const Model& m = *model.value();
 
   std::vector<PromptParts> cold, warm;
-  std::vector<std::vector<int32_t>> replies;  // "Answer: {gold}<|im_end|>", as gen_data renders it
+  std::vector<std::vector<int32_t>> replies;  // "Answer: {reply}<|im_end|>", as gen_data renders it
   for (const auto& r : records) {
-    replies.push_back(tok.value().encode("Answer: " + r.answer + "<|im_end|>", /*parse_special=*/true));
+    replies.push_back(tok.value().encode("Answer: " + r.reply + "<|im_end|>", /*parse_special=*/true));
     cold.push_back(chat_parts(tok.value(), r.system, r.segments, r.query));
     auto rotated = r.segments;
     std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());

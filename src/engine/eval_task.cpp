@@ -41,21 +41,38 @@ std::string normalize_answer(const std::string& in) {
   s = trim(s);
   const std::string head = "Answer:";
   if (s.compare(0, head.size(), head) == 0) s.erase(0, head.size());
-  s = trim(s);
-  while (!s.empty() && s.back() == '.') s.pop_back();
-  s = trim(s);
-  std::string out;
+  std::string c;  // whitespace runs collapsed to one space
   bool space = false;
-  for (char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
+  for (char ch : trim(s)) {
+    if (std::isspace(static_cast<unsigned char>(ch))) {
       space = true;
       continue;
     }
-    if (space && !out.empty()) out += ' ';
+    if (space && !c.empty()) c += ' ';
     space = false;
-    out += char(std::tolower(static_cast<unsigned char>(c)));
+    c += ch;
   }
-  return out;
+  auto strip_periods = [](std::string v) {
+    v = trim(v);
+    while (!v.empty() && v.back() == '.') v.pop_back();
+    return trim(v);
+  };
+  if (c.find(" is ") != std::string::npos) {  // restated facts: the value after each " is "
+    std::string values;
+    for (size_t b = 0;;) {
+      const size_t e = c.find(". The ", b);
+      const std::string part = c.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      const size_t is = part.rfind(" is ");
+      if (b > 0) values += ", ";
+      values += strip_periods(is == std::string::npos ? part : part.substr(is + 4));
+      if (e == std::string::npos) break;
+      b = e + 2;
+    }
+    c = values;
+  }
+  c = strip_periods(c);
+  for (char& ch : c) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return c;
 }
 
 double answer_f1(const std::string& prediction, const std::string& gold) {
@@ -93,6 +110,8 @@ Result<std::vector<EvalRecord>> load_eval_records(const std::string& path) {
     for (auto [k, d] : {std::pair{"id", &r.id}, {"task", &r.task}, {"kind", &r.kind},
                         {"system", &r.system}, {"question", &question}, {"answer", &r.answer}})
       HYPIC_RETURN_IF_ERROR(str(k, d));
+    r.reply = r.answer;
+    if (j.contains("reply")) HYPIC_RETURN_IF_ERROR(str("reply", &r.reply));
     auto docs = j.find("documents");
     if (docs == j.end() || !docs->is_array() || docs->empty())
       return invalid_argument(where + "'documents' must be a non-empty array");

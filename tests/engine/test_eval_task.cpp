@@ -16,6 +16,13 @@ TEST(EvalTask, NormalizeMatchesTheGenerator) {
   EXPECT_EQ(normalize_answer("Kelport,  Brekdale\n and  Holm"), "kelport, brekdale and holm");
   EXPECT_EQ(normalize_answer("answer: x"), "answer: x");  // the prefix is case-sensitive, as in Python
   EXPECT_EQ(normalize_answer(""), "");
+  // Restated facts: the values are read back.
+  EXPECT_EQ(normalize_answer("Answer: The mayor of Fidranwick is Drovem Pidantre<|im_end|>"), "drovem pidantre");
+  EXPECT_EQ(normalize_answer("Answer: The employer of Tousteik Stirmeirbun is Thelfou Company. "
+                             "The founder of Thelfou Company is Haszal  Mulcho.<|im_end|>"),
+            "thelfou company, haszal mulcho");
+  EXPECT_EQ(normalize_answer("The birth year of Ana is 1750."), "1750");
+  EXPECT_EQ(normalize_answer("Answer: The mayor of X is . The river of Y is Z"), ", z");  // as Python
 }
 
 TEST(EvalTask, F1) {
