@@ -106,7 +106,25 @@ def dir_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
 
 
-def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None, size: int) -> str:
+def stages_of(ck: dict) -> list[dict]:
+    """The training stages behind a checkpoint, oldest first: each run that started from another run's
+    checkpoint (train.py --init-from) is one stage; their checkpoints hold the args and counters."""
+    out = []
+    while True:
+        a, st = ck["args"], ck["state"]
+        out.append({"format": a.get("data_format", "varied"), "steps": st["step"], "total": a.get("total_steps"),
+                    "tokens": st["real_tokens"], "cpu_h": st.get("cpu_seconds", st["train_seconds"]) / 3600,
+                    "lr": a.get("lr"), "run": a.get("run_dir"), "from": a.get("init_from") or "",
+                    "curriculum_start": a.get("curriculum_start", 0.0), "threads": a.get("threads")})
+        if not a.get("init_from") or not os.path.exists(a["init_from"]):
+            break
+        ck = torch.load(a["init_from"], map_location="cpu", weights_only=False)
+    return out[::-1]
+
+
+def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None, size: int,
+               stages: list[dict]) -> str:
+    restated = stages[-1]["format"] == "restated"
     hist = st.get("history", [])
     last = hist[-1] if hist else {}
     evals = st.get("evals", [])
@@ -159,13 +177,19 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
         "<|im_start|>system\\n" + gen_data.SYSTEM + "<|im_end|>\\n<|im_start|>user\\n     <- prefix",
         "Document: {title}\\n{text}\\n\\n                                  <- one segment per document",
         "Question: {question}<|im_end|>\\n<|im_start|>assistant\\n          <- suffix",
-        "Answer: {answer}<|im_end|>                                       <- the model's reply",
+        ("Answer: {fact restated}<|im_end|>                              <- the model's reply"
+         if restated else "Answer: {answer}<|im_end|>                                       <- the model's reply"),
         "```",
         "",
         "Each segment begins with a letter and ends with `.\\n\\n`, so it tokenises identically on its own "
         "and inside any prompt. The chat template renders the same string from messages "
-        "`[system, user = segments + \"Question: \" + question]`. Answers are scored after removing "
-        "`Answer:` (case-insensitive exact match).",
+        "`[system, user = segments + \"Question: \" + question]`. "
+        + ("Documents state each fact in one form, `The {attribute} of {entity} is {value}.`, and the reply "
+           "restates it (`Answer: The mayor of Brennwick is Tova Lindqvar`; two-hop: both facts, joined by "
+           "`. `; aggregation: the list or count itself). Answers are scored on the value(s) read back "
+           "from the reply (`gen_data.normalize_answer`: the text after each fact's last ` is `), "
+           "case-insensitive exact match." if restated else
+           "Answers are scored after removing `Answer:` (case-insensitive exact match)."),
         "",
         "## Tasks and held-out scores",
         "",
@@ -201,9 +225,14 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
         f"{'off' if targs.get('no_amp') else 'on'}, torch {torch.__version__}; the Gated DeltaNet layers ran "
         "`tools/tiny/fast_gdn.py` (same maths as transformers' `torch_chunk_gated_delta_rule`, checked "
         "against it; the checkpoint is a standard one).",
-        f"* {st['step']} optimizer steps, {st['real_tokens'] / 1e6:.1f} M tokens "
-        f"({st['tokens'] / 1e6:.1f} M with padding), {st.get('cpu_seconds', st['train_seconds']) / 3600:.2f} CPU hours "
-        f"in training steps ({st['train_seconds'] / 3600:.2f} h wall clock; evaluations and restarts not counted).",
+        f"* {sum(s['steps'] for s in stages)} optimizer steps in {len(stages)} stage(s), "
+        f"{sum(s['tokens'] for s in stages) / 1e6:.1f} M tokens, {sum(s['cpu_h'] for s in stages):.2f} CPU hours "
+        "in training steps (evaluations and restarts not counted):",
+        *[f"  {k + 1}. {s['steps']} steps, {s['tokens'] / 1e6:.1f} M tokens, {s['cpu_h']:.2f} CPU h, data format "
+          f"`{s['format']}`, peak lr {s['lr']}"
+          + (f", from the previous stage's weights, curriculum from {int(100 * s['curriculum_start'])} %"
+             if s["from"] else ", from scratch") + "."
+          for k, s in enumerate(stages)],
         (f"* Initialisation: flash-linear-attention's for the GDN decay and conv; GDN layers "
          f"{targs['induction_init']} as induction heads (query = current token, key = previous token through "
          "the conv taps, shared projection, long memory; `train.induction_init`)."
@@ -274,6 +303,7 @@ def main() -> int:
     ck = a.ckpt or T.latest_checkpoint(a.run_dir)
     assert ck, f"no checkpoint in {a.run_dir}"
     c = torch.load(ck, map_location="cpu", weights_only=False)
+    gen_data.set_format(c["args"].get("data_format", "varied"))  # runs before session 4: varied
     tok_path = c["args"].get("tokenizer") or os.path.join(a.run_dir, "tokenizer.json")
     tok = T.load_tokenizer(tok_path)
     model = T.build_model(tok)
@@ -306,7 +336,7 @@ def main() -> int:
             json.dump(ev, f, indent=2, ensure_ascii=False)
             f.write("\n")
     with open(os.path.join(a.out, "README.md"), "w") as f:
-        f.write(model_card(cfg, n_params, c["state"], c["args"], ev, dir_bytes(a.out)))
+        f.write(model_card(cfg, n_params, c["state"], c["args"], ev, dir_bytes(a.out), stages_of(c)))
     size = dir_bytes(a.out)
     print(f"{a.out}: {sorted(os.listdir(a.out))}, {size / 1e6:.1f} MB", flush=True)
     assert size <= MAX_BYTES, f"model directory is {size} bytes > {MAX_BYTES}"

@@ -77,16 +77,22 @@ def render_prompt(rec: dict) -> str:
     return PREFIX + "".join(render_segment(d) for d in rec["documents"]) + render_suffix(rec["question"])
 
 
-def render_reply(answer: str) -> str:
-    return ANSWER_PREFIX + " " + answer + EOS
+def render_reply(reply: str) -> str:
+    """The model's reply to a question whose reference reply text is `reply` (rec["reply"])."""
+    return ANSWER_PREFIX + " " + reply + EOS
 
 
 def normalize_answer(s: str) -> str:
+    """The comparable answer in a reply or a gold answer: drops <|im_end|> and "Answer:", reads the values
+    back from restated facts ("The mayor of X is V. The river of Y is W" -> "v, w"), drops a trailing period,
+    case and repeated spaces. Names and values never contain " is "."""
     s = s.replace(EOS, "").strip()
     if s.startswith(ANSWER_PREFIX):
         s = s[len(ANSWER_PREFIX):]
-    s = s.strip().rstrip(".").strip()
-    return re.sub(r"\s+", " ", s).lower()
+    s = re.sub(r"\s+", " ", s.strip())
+    if " is " in s:
+        s = ", ".join(part.rsplit(" is ", 1)[-1].strip().rstrip(".") for part in re.split(r"\. (?=The )", s))
+    return s.rstrip(".").strip().lower()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,7 +295,26 @@ def _article(w: str) -> str:
     return ("an " if w[0] in "aeiou" else "a ") + w
 
 
-FACTS = {  # (entity type, attribute) -> sentence variants
+# Data formats (set_format; train.py --data-format):
+# * "restated" (default since session 4): every fact is stated in one canonical sentence, "The {attribute}
+#   of {entity} is {value}.", and a reply restates it ("Answer: The mayor of Brennwick is Tova Lindqvar"):
+#   the model copies the attribute and the entity from the question, and the value then follows the same
+#   multi-token context as in the document, where a lookup can complete it (a reply "Answer: {value}"
+#   gives the lookup no key: the token before the value is ":" in every reply). Scoring reads the value(s)
+#   back (normalize_answer).
+# * "varied" (sessions 2-3; the first stage of the shipped model): facts in 2-3 surface forms each
+#   (FACTS_VARIED), reply "Answer: {answer}". Kept so that those runs reproduce exactly.
+FORMATS = ("restated", "varied")
+FORMAT = "restated"
+
+
+def set_format(name: str) -> None:
+    global FORMAT
+    assert name in FORMATS, name
+    FORMAT = name
+
+
+FACTS_VARIED = {  # (entity type, attribute) -> sentence variants
     ("person", "birthplace"): ["{E} was born in the town of {V}.", "{E} was born in {V}.",
                                "The birthplace of {E} is {V}."],
     ("person", "profession"): ["{E} works as {AV}.", "By profession, {E} is {AV}.",
@@ -306,6 +331,25 @@ FACTS = {  # (entity type, attribute) -> sentence variants
     ("company", "founded"): ["{E} was founded in the year {V}.", "{E} has existed since {V}."],
     ("company", "product"): ["{E} makes {V}.", "{E} is known for making {V}.", "The main product of {E} is {V}."],
 }
+ATTR_WORDS = {  # (entity type, attribute) -> the attribute's noun in facts and replies
+    ("person", "birthplace"): "birthplace", ("person", "profession"): "profession",
+    ("person", "birth_year"): "birth year", ("person", "employer"): "employer",
+    ("town", "river"): "river", ("town", "mayor"): "mayor", ("town", "founded"): "founding year",
+    ("town", "population"): "population", ("company", "hq"): "headquarters",
+    ("company", "founder"): "founder", ("company", "founded"): "founding year",
+    ("company", "product"): "main product",
+}
+
+
+def fact_sentence(etype: str, attr: str, ent: str, value: str) -> str:
+    """The canonical statement of a fact, without the final period (a reply ends here)."""
+    return f"The {ATTR_WORDS[(etype, attr)]} of {ent} is {value}"
+
+
+def _reply(answer: str, restated: str) -> str:
+    return restated if FORMAT == "restated" else answer
+
+
 QUESTIONS = {
     ("person", "birthplace"): ["In which town was {E} born?", "Where was {E} born?"],
     ("person", "profession"): ["What is the profession of {E}?", "What does {E} work as?"],
@@ -398,7 +442,8 @@ def all_questions(docs: list[dict]) -> list[dict]:
         for attr, v in d["attrs"].items():
             for tmpl in QUESTIONS[(d["type"], attr)]:
                 qs.append({"task": "single", "kind": f"{d['type']}.{attr}", "question": tmpl.format(E=d["name"]),
-                           "answer": v, "gold_docs": [i]})
+                           "answer": v, "reply": _reply(v, fact_sentence(d["type"], attr, d["name"], v)),
+                           "gold_docs": [i]})
                 break  # template variety is drawn at sampling time, see _pick_template
         for (t, link), (ttype, head) in LINKS.items():
             if d["type"] != t or d["attrs"].get(link) not in by_name:
@@ -410,7 +455,11 @@ def all_questions(docs: list[dict]) -> list[dict]:
                     continue
                 qs.append({"task": "two_hop", "kind": f"{t}.{link}>{tt}.{attr2}",
                            "question": head.format(E=d["name"]) + ", " + tail,
-                           "answer": tgt["name"] + ", " + tgt["attrs"][attr2], "gold_docs": sorted([i, j])})
+                           "answer": tgt["name"] + ", " + tgt["attrs"][attr2],
+                           "reply": _reply(tgt["name"] + ", " + tgt["attrs"][attr2],
+                                           fact_sentence(t, link, d["name"], tgt["name"]) + ". "
+                                           + fact_sentence(tt, attr2, tgt["name"], tgt["attrs"][attr2])),
+                           "gold_docs": sorted([i, j])})
     for (t, attr), (lq, cq) in AGG.items():
         values = sorted({d["attrs"][attr] for d in docs if d["type"] == t})
         ntype = sum(d["type"] == t for d in docs)
@@ -419,10 +468,11 @@ def all_questions(docs: list[dict]) -> list[dict]:
         for v in values:
             match = [i for i, d in enumerate(docs) if d["type"] == t and d["attrs"][attr] == v]
             vt = _value_text(attr, v)
+            names = ", ".join(docs[i]["name"] for i in match)
             qs.append({"task": "aggregate", "kind": f"list.{t}.{attr}", "question": lq.format(**vt),
-                       "answer": ", ".join(docs[i]["name"] for i in match), "gold_docs": match})
+                       "answer": names, "reply": names, "gold_docs": match})
             qs.append({"task": "aggregate", "kind": f"count.{t}.{attr}", "question": cq.format(**vt),
-                       "answer": str(len(match)), "gold_docs": match})
+                       "answer": str(len(match)), "reply": str(len(match)), "gold_docs": match})
     return qs
 
 
@@ -475,8 +525,11 @@ def _doc_lengths(rng: random.Random, profile: str, n: int) -> list[int]:
 def _render_doc(rng: random.Random, ent: dict, target: int) -> str:
     facts = []
     for attr, v in ent["attrs"].items():
-        tmpl = rng.choice(FACTS[(ent["type"], attr)])
-        facts.append(tmpl.format(E=ent["name"], **_value_text(attr, v)))
+        if FORMAT == "varied":
+            tmpl = rng.choice(FACTS_VARIED[(ent["type"], attr)])
+            facts.append(tmpl.format(E=ent["name"], **_value_text(attr, v)))
+        else:
+            facts.append(fact_sentence(ent["type"], attr, ent["name"], v) + ".")
     rng.shuffle(facts)
     used = sum(est_tokens(f) for f in facts) + est_tokens(ent["name"]) + 3
     filler = []
@@ -569,10 +622,12 @@ def make_example(split: str, profile: str, index: int, task: str | None = None) 
     rec = {
         "id": f"{split}-{profile}-{task}-{index}", "split": split, "profile": profile,
         "task": task, "kind": main["kind"], "system": SYSTEM, "documents": documents,
-        "question": main["question"], "answer": main["answer"], "gold_docs": main["gold_docs"],
+        "question": main["question"], "answer": main["answer"], "reply": main["reply"],
+        "gold_docs": main["gold_docs"],
     }
     if follow:
-        rec["followups"] = [{k: q[k] for k in ("task", "kind", "question", "answer", "gold_docs")} for q in follow]
+        rec["followups"] = [{k: q[k] for k in ("task", "kind", "question", "answer", "reply", "gold_docs")}
+                           for q in follow]
     return rec
 
 
@@ -603,7 +658,9 @@ def main() -> int:
     ap.add_argument("--per-task", type=int, default=0, help="examples per task (single, two_hop, aggregate)")
     ap.add_argument("--start", type=int, default=0, help="first example index")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--format", choices=FORMATS, default=FORMAT, help="fact and reply format (see FORMATS)")
     a = ap.parse_args()
+    set_format(a.format)
     n_out = 0
     with open(a.out, "w") as f:
         jobs = []

@@ -6,20 +6,23 @@
 # Idempotent: the tokenizer is built once per run directory, training resumes from the newest
 # checkpoint, and the export into models/hypic-tiny/ runs once training has finished (RUN/DONE).
 # Environment: PYTHON (default /opt/hypic-dev/bin/python), RUN_DIR (default /work/hypic-tiny-run),
-# OUT (default <repo>/models/hypic-tiny), EVAL_PER_TASK (default 100).
+# OUT (default <repo>/models/hypic-tiny), EVAL_PER_TASK (default 100), DATA_FORMAT (restated | varied,
+# gen_data's fact and reply format for the tokenizer corpus, the held-out set and training; default
+# restated).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 PY=${PYTHON:-/opt/hypic-dev/bin/python}
 RUN=${RUN_DIR:-/work/hypic-tiny-run}
 OUT=${OUT:-$REPO/models/hypic-tiny}
+FMT=${DATA_FORMAT:-restated}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 mkdir -p "$RUN/data"
 
 if [ ! -f "$RUN/tokenizer.json" ]; then
   echo "== data: tokenizer corpus (train split) and held-out set"
-  "$PY" "$HERE/gen_data.py" --split train --profile mixed --n 2000 --out "$RUN/data/tokenizer_corpus.jsonl"
-  "$PY" "$HERE/gen_data.py" --split heldout --profile eval --per-task 100 --out "$RUN/data/heldout.jsonl"
+  "$PY" "$HERE/gen_data.py" --split train --profile mixed --n 2000 --format "$FMT" --out "$RUN/data/tokenizer_corpus.jsonl"
+  "$PY" "$HERE/gen_data.py" --split heldout --profile eval --per-task 100 --format "$FMT" --out "$RUN/data/heldout.jsonl"
   echo "== tokenizer"
   "$PY" "$HERE/train_tokenizer.py" --data "$RUN/data/tokenizer_corpus.jsonl" --out "$RUN/tokenizer.json" \
         --vocab 4096 --check "$RUN/data/heldout.jsonl"
@@ -29,7 +32,7 @@ echo "== training (resumes from $RUN/ckpt if present)"
 # train.py exits with 75 for a planned restart (memory hygiene, see --restart-minutes): resume at once
 while true; do
   rc=0
-  "$PY" "$HERE/train.py" --run-dir "$RUN" "$@" || rc=$?
+  "$PY" "$HERE/train.py" --run-dir "$RUN" --data-format "$FMT" "$@" || rc=$?
   [ "$rc" -eq 75 ] || break
   echo "== planned restart"
 done

@@ -159,9 +159,9 @@ def encode_example(tok, rec: dict, ctx_weight: float, with_followups: bool = Tru
     add(gen_data.PREFIX, 0)
     for d in rec["documents"]:
         add(gen_data.render_segment(d), 1)
-    turns = [(rec["question"], rec["answer"])]
+    turns = [(rec["question"], rec["reply"])]
     if with_followups:
-        turns += [(f["question"], f["answer"]) for f in rec.get("followups", [])]
+        turns += [(f["question"], f["reply"]) for f in rec.get("followups", [])]
     for n, (q, a) in enumerate(turns):
         if n:
             add(gen_data.FOLLOWUP_HEAD, 0)
@@ -305,7 +305,7 @@ def loss_fn(model, x, kind, ctx_weight: float, amp: bool):
 # Evaluation (greedy, HF generate)
 # ---------------------------------------------------------------------------------------------
 @torch.no_grad()
-def evaluate(model, tok, recs, amp: bool = True, max_new: int = 40):
+def evaluate(model, tok, recs, amp: bool = True, max_new: int = 64):
     """Exact-match accuracy per task on records (single-question engine layout, greedy)."""
     was = model.training
     model.eval()
@@ -372,6 +372,10 @@ def lr_at(step: int, a) -> float:
     return a.lr * (a.min_lr_ratio + (1 - a.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * p)))
 
 
+def curriculum_frac(step: int, a) -> float:
+    return a.curriculum_start + (1 - a.curriculum_start) * step / a.total_steps
+
+
 def make_optimizer(model, a):
     decay, no_decay = [], []
     for n, p in model.named_parameters():
@@ -396,6 +400,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--induction-init", default=",".join(map(str, INDUCTION_LAYERS)),
                     help="GDN layers initialised as induction heads, comma list ('' for none)")
+    ap.add_argument("--init-from", default="",
+                    help="start a new run from this checkpoint's model weights (fresh optimizer and schedule)")
+    ap.add_argument("--curriculum-start", type=float, default=0.0,
+                    help="fraction of the curriculum (PHASES) at step 0; it then runs linearly to 1 at the last step")
+    ap.add_argument("--data-format", choices=gen_data.FORMATS, default="restated",
+                    help="gen_data format: restated facts in the reply (default) or the varied facts and bare "
+                         "answers of the first runs")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-amp", action="store_true", help="fp32 instead of bf16 autocast")
     ap.add_argument("--hf-gdn", action="store_true", help="use transformers' own torch GDN fallback")
@@ -410,6 +421,7 @@ def main() -> int:
                          "fragmentation); a restart resets it and resuming is exact. 0 = never")
     a = ap.parse_args()
 
+    gen_data.set_format(a.data_format)
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
     import transformers
@@ -427,7 +439,7 @@ def main() -> int:
     n_params = sum(p.numel() for p in model.parameters())
     opt = make_optimizer(model, a)
 
-    st = {"step": 0, "pool_start": 0, "pool_frac": 0.0, "batches_done": 0, "tokens": 0, "real_tokens": 0,
+    st = {"step": 0, "pool_start": 0, "pool_frac": a.curriculum_start, "batches_done": 0, "tokens": 0, "real_tokens": 0,
           "train_seconds": 0.0, "cpu_seconds": 0.0, "history": [], "evals": []}
     ck = latest_checkpoint(a.run_dir)
     if ck:
@@ -443,6 +455,9 @@ def main() -> int:
         print(f"resumed from {ck}: step {st['step']}, {st['tokens'] / 1e6:.2f} M tokens, "
               f"{st['train_seconds'] / 3600:.2f} h trained", flush=True)
     else:
+        if a.init_from:
+            model.load_state_dict(torch.load(a.init_from, map_location="cpu", weights_only=False)["model"])
+            print(f"model weights from {a.init_from}", flush=True)
         with open(os.path.join(a.run_dir, "config.json"), "w") as f:
             f.write(model.config.to_json_string())
         print(f"new run in {a.run_dir}: {n_params / 1e6:.2f} M parameters "
@@ -491,7 +506,7 @@ def main() -> int:
         if st["batches_done"] >= len(batches):
             st["pool_start"] += POOL
             old_mix = [m for s, m in PHASES if st["pool_frac"] >= s][-1]
-            st["pool_frac"] = st["step"] / a.total_steps
+            st["pool_frac"] = curriculum_frac(st["step"], a)
             new_mix = [m for s, m in PHASES if st["pool_frac"] >= s][-1]
             if new_mix != old_mix:
                 print(f"curriculum: step {st['step']}: profiles {new_mix}", flush=True)
