@@ -246,69 +246,70 @@ int bench_scatter(int argc, char** argv) {
   std::vector<double> compose_all;  // composition forwards measured after every entry was in
   for (int w : *workers) {
     if (w == 0) continue;
-    for (size_t pi = 0; pi < (w == 1 ? 1 : policies->size()); ++pi)  // one lane: one plan
+    for (size_t pi = 0; pi < (w == 1 ? 1 : policies->size()); ++pi) {  // one lane: one plan
       for (bool overlap : *composes) {
-      Measured m{w, (*policies)[pi], overlap, {}};
-      for (int64_t r = 0; r < *repeat; ++r) {
-        auto store = store_for_run();
-        dist::ScatterOptions so;
-        so.workers.assign(procs.addresses().begin(), procs.addresses().begin() + w);
-        so.local_lanes = 0;
-        so.policy = m.policy;
-        so.max_message_bytes = max_message;
-        std::mutex mu;
-        Run run;
-        run.lane_done_s.assign(size_t(w), 0);
-        Timer t;
-        so.on_ingest = [&](int lane, int, bool) {
-          std::lock_guard<std::mutex> l(mu);
-          if (lane >= 0 && lane < w) run.lane_done_s[size_t(lane)] = t.seconds();
-        };
-        dist::Scatter scatter(model, store, so);
-        for (const dist::CostSample& s : cal->builds) scatter.add_sample(s.tokens, s.seconds);
-        dist::ScatterStats ss;
-        const CpuMeter cpu(procs.pids());
-        Composer composer(model, store, nullptr);
-        SeqState st = model.new_state(parts.total_tokens() + 1);
-        std::vector<float> logits;
-        ComposeStats cs;
-        t.reset();  // the Scatter is built once per server: not part of the request
-        if (overlap) {
-          std::unique_ptr<dist::ScatterCall> call = scatter.start(parts, co, nullptr, &ss);
-          ComposeOptions ao = co;
-          ao.arriving = &call->arriving();
-          const Timer tc;
-          const Status s = composer.prefill(parts, ao, &st, &logits, &cs);
-          if (!s) return report_error("bench scatter", s);
-          run.first_token = argmax(logits.data(), vocab);
-          run.ttft_s = t.seconds();
-          run.compose_s = tc.seconds();  // includes the waits for arriving layers
-          auto pins = call->wait();
-          if (!pins) return report_error("bench scatter", pins.status());
-          run.build_s = *std::max_element(run.lane_done_s.begin(), run.lane_done_s.end());
-          cs.segments_missed = 0;  // the arriving entries count as misses; none was built here
-        } else {
-          auto pins = scatter.prefill_segments(parts, co, nullptr, &ss);
-          if (!pins) return report_error("bench scatter", pins.status());
-          run.build_s = t.seconds();
-          const Timer tc;
-          if (Status s = composer.prefill(parts, co, &st, &logits, &cs); !s)
-            return report_error("bench scatter", s);
-          run.first_token = argmax(logits.data(), vocab);
-          run.compose_s = tc.seconds();
-          run.ttft_s = t.seconds();
-          compose_all.push_back(run.compose_s);
+        Measured m{w, (*policies)[pi], overlap, {}};
+        for (int64_t r = 0; r < *repeat; ++r) {
+          auto store = store_for_run();
+          dist::ScatterOptions so;
+          so.workers.assign(procs.addresses().begin(), procs.addresses().begin() + w);
+          so.local_lanes = 0;
+          so.policy = m.policy;
+          so.max_message_bytes = max_message;
+          std::mutex mu;
+          Run run;
+          run.lane_done_s.assign(size_t(w), 0);
+          Timer t;
+          so.on_ingest = [&](int lane, int, bool) {
+            std::lock_guard<std::mutex> l(mu);
+            if (lane >= 0 && lane < w) run.lane_done_s[size_t(lane)] = t.seconds();
+          };
+          dist::Scatter scatter(model, store, so);
+          for (const dist::CostSample& s : cal->builds) scatter.add_sample(s.tokens, s.seconds);
+          dist::ScatterStats ss;
+          const CpuMeter cpu(procs.pids());
+          Composer composer(model, store, nullptr);
+          SeqState st = model.new_state(parts.total_tokens() + 1);
+          std::vector<float> logits;
+          ComposeStats cs;
+          t.reset();  // the Scatter is built once per server: not part of the request
+          if (overlap) {
+            std::unique_ptr<dist::ScatterCall> call = scatter.start(parts, co, nullptr, &ss);
+            ComposeOptions ao = co;
+            ao.arriving = &call->arriving();
+            const Timer tc;
+            const Status s = composer.prefill(parts, ao, &st, &logits, &cs);
+            if (!s) return report_error("bench scatter", s);
+            run.first_token = argmax(logits.data(), vocab);
+            run.ttft_s = t.seconds();
+            run.compose_s = tc.seconds();  // includes the waits for arriving layers
+            auto pins = call->wait();
+            if (!pins) return report_error("bench scatter", pins.status());
+            run.build_s = *std::max_element(run.lane_done_s.begin(), run.lane_done_s.end());
+            cs.segments_missed = 0;  // the arriving entries count as misses; none was built here
+          } else {
+            auto pins = scatter.prefill_segments(parts, co, nullptr, &ss);
+            if (!pins) return report_error("bench scatter", pins.status());
+            run.build_s = t.seconds();
+            const Timer tc;
+            if (Status s = composer.prefill(parts, co, &st, &logits, &cs); !s)
+              return report_error("bench scatter", s);
+            run.first_token = argmax(logits.data(), vocab);
+            run.compose_s = tc.seconds();
+            run.ttft_s = t.seconds();
+            compose_all.push_back(run.compose_s);
+          }
+          run.others_cores = others(cpu, run.ttft_s);
+          run.predicted_s = ss.predicted_makespan_s;
+          run.failures = ss.worker_failures + ss.corrupt + cs.segments_missed;
+          HYPIC_LOG_INFO("bench scatter: %d worker(s), %s, compose %s: TTFT %.2f s (entries in at %.2f s, "
+                         "then %.2f s), others used %.2f cores%s", w, dist::policy_name(m.policy),
+                         overlap ? "overlapped" : "after", run.ttft_s, run.build_s, run.ttft_s - run.build_s,
+                         run.others_cores, run.failures ? " WITH FAILURES" : "");
+          m.runs.push_back(run);
         }
-        run.others_cores = others(cpu, run.ttft_s);
-        run.predicted_s = ss.predicted_makespan_s;
-        run.failures = ss.worker_failures + ss.corrupt + cs.segments_missed;
-        HYPIC_LOG_INFO("bench scatter: %d worker(s), %s, compose %s: TTFT %.2f s (entries in at %.2f s, "
-                       "then %.2f s), others used %.2f cores%s", w, dist::policy_name(m.policy),
-                       overlap ? "overlapped" : "after", run.ttft_s, run.build_s, run.ttft_s - run.build_s,
-                       run.others_cores, run.failures ? " WITH FAILURES" : "");
-        m.runs.push_back(run);
+        measured.push_back(std::move(m));
       }
-      measured.push_back(std::move(m));
     }
   }
 

@@ -423,19 +423,21 @@ void Scatter::run_local(Call& c, int lane) {
     };
     std::string why;
     bool ok = true;
+    auto place = [&](const SegmentEntry& e, int layer, double seconds) {
+      if (ok) ok = place_layer(c, j, layer, layer_of(e, layer), seconds, lane, false, &why);
+    };
     // A retried job may have been built by another request in the meantime.
     if (SegmentStore::Pin pin = retry ? store_->lookup(job.key) : nullptr) {
-      for (int layer = 0; layer < c.layers && ok; ++layer)
-        ok = place_layer(c, j, layer, layer_of(*pin, layer), 0, lane, false, &why);
+      for (int layer = 0; layer < c.layers; ++layer) place(*pin, layer, 0);
     } else {
       Timer t;
       // Layers are placed as the build finishes them; the last one with the build time.
       Result<SegmentEntry> e =
           model_.build_entry(*job.tokens, seam, [&](int layer, const SegmentEntry& partial) {
-            if (ok && layer + 1 < c.layers) ok = place_layer(c, j, layer, layer_of(partial, layer), 0, lane, false, &why);
+            if (layer + 1 < c.layers) place(partial, layer, 0);
           });
       if (!e.is_ok()) return fail(e.status().with_context(where));
-      if (ok) ok = place_layer(c, j, c.layers - 1, layer_of(*e, c.layers - 1), t.seconds(), lane, false, &why);
+      place(*e, c.layers - 1, t.seconds());
     }
     if (!ok) fail(internal_error(where + ": " + why));
   };
