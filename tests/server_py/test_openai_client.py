@@ -261,6 +261,33 @@ def stream_text(stream):
     return text, finish, usage, n
 
 
+def stream_in_background(client, messages, max_tokens):
+    """Starts a streamed chat completion on a thread. Returns (thread, started, out): `started` is set
+    once text flows (or the call ended), out["result"] = (text, finish reason) or out["error"]."""
+    started, out = threading.Event(), {}
+
+    def run():
+        try:
+            text, finish = "", None
+            with client.chat.completions.create(model=MODEL, messages=messages, temperature=0,
+                                                max_tokens=max_tokens, stream=True) as s:
+                for ch in s:
+                    for c in ch.choices:
+                        if c.delta.content:
+                            text += c.delta.content
+                            started.set()
+                        finish = c.finish_reason or finish
+            out["result"] = (text, finish)
+        except BaseException as e:  # noqa: BLE001 - reported by the caller
+            out["error"] = e
+        finally:
+            started.set()
+
+    th = threading.Thread(target=run)
+    th.start()
+    return th, started, out
+
+
 class ServerCase(unittest.TestCase):
     """A server per class (started in setUpClass, stopped by a class cleanup, which runs
     even when setUpClass fails half-way)."""
@@ -797,28 +824,7 @@ class GracefulShutdown(unittest.TestCase):
         client = server.client()
         msgs = [{"role": "user", "content": "A story, please."}]
         ref = client.chat.completions.create(model=MODEL, messages=msgs, temperature=0, max_tokens=200)
-        started = threading.Event()
-        out = {}
-
-        def run():
-            try:
-                text, finish = "", None
-                with client.chat.completions.create(model=MODEL, messages=msgs, temperature=0,
-                                                    max_tokens=200, stream=True) as s:
-                    for ch in s:
-                        for c in ch.choices:
-                            if c.delta.content:
-                                text += c.delta.content
-                                started.set()
-                            finish = c.finish_reason or finish
-                out["result"] = (text, finish)
-            except BaseException as e:  # noqa: BLE001 - reported below
-                out["error"] = e
-            finally:
-                started.set()
-
-        th = threading.Thread(target=run)
-        th.start()
+        th, started, out = stream_in_background(client, msgs, 200)
         self.assertTrue(started.wait(timeout=30))
         server.proc.send_signal(signal.SIGTERM)  # mid-stream
         th.join(timeout=60)

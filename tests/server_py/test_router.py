@@ -276,31 +276,13 @@ class Faults(unittest.TestCase):
         msgs = [{"role": "user", "content": "A story, please."}]
         c = client(router.base)
         ref = c.chat.completions.create(model=MODEL, messages=msgs, temperature=0, max_tokens=200)
-        started, out = threading.Event(), {}
-
-        def run():
-            try:
-                text = ""
-                with c.chat.completions.create(model=MODEL, messages=msgs, temperature=0, max_tokens=200,
-                                               stream=True) as s:
-                    for ch in s:
-                        for x in ch.choices:
-                            if x.delta.content:
-                                text += x.delta.content
-                                started.set()
-                out["text"] = text
-            except BaseException as e:  # noqa: BLE001 - reported below
-                out["error"] = e
-            finally:
-                started.set()
-        th = threading.Thread(target=run)
-        th.start()
+        th, started, out = base.stream_in_background(c, msgs, 200)
         self.assertTrue(started.wait(30))
         router.signal(signal.SIGTERM)
         th.join(60)
         c.close()
         self.assertNotIn("error", out, out.get("error"))
-        self.assertEqual(out["text"], ref.choices[0].message.content)
+        self.assertEqual(out["result"], (ref.choices[0].message.content, ref.choices[0].finish_reason))
         self.assertEqual(router.stop(), 0, router.log())
         self.assertIn("hypic router: stopped", router.log())
 
