@@ -132,7 +132,6 @@ class Scatter {
   struct Call;  // one call's state (scatter.cpp)
 
  private:
-  friend class ScatterCall;
   struct Remote;
   void run_remote(Call& c, int lane);
   void run_local(Call& c, int lane);

@@ -92,25 +92,28 @@ Status Composer::prefill(const PromptParts& parts, const ComposeOptions& opt, Se
       compute(seg.data(), L);
       continue;
     }
+    // An arriving entry (segment parallelism) or the store's, built on a miss.
+    const ArrivingEntry* arriving = nullptr;
     if (opt.arriving) {
       const auto it = opt.arriving->find(
           segment_key(model_.fingerprint(), model_.compute_type(), opt.seam, opt.salt, seg));
-      if (it != opt.arriving->end()) {
-        stats->segments_missed += 1;
-        compute(seg.data(), opt.seam);
-        stats->seam_tokens += opt.seam;
-        plan.pieces.push_back({0, it->second.entry, it->second.gate});
-        continue;
-      }
+      if (it != opt.arriving->end()) arriving = &it->second;
     }
-    bool hit = false;
-    HYPIC_ASSIGN_OR_RETURN(SegmentStore::Pin pin, entry_for(seg, opt, &hit));
-    (hit ? stats->segments_hit : stats->segments_missed) += 1;
+    ForwardPiece piece;
+    if (arriving) {
+      stats->segments_missed += 1;
+      piece = {0, arriving->entry, arriving->gate};
+    } else {
+      bool hit = false;
+      HYPIC_ASSIGN_OR_RETURN(SegmentStore::Pin pin, entry_for(seg, opt, &hit));
+      (hit ? stats->segments_hit : stats->segments_missed) += 1;
+      stats->reused_tokens += hit ? pin->body_tokens() : 0;
+      piece = {0, pin.get()};
+      pins.push_back(std::move(pin));
+    }
     compute(seg.data(), opt.seam);
     stats->seam_tokens += opt.seam;
-    plan.pieces.push_back({0, pin.get()});
-    stats->reused_tokens += hit ? pin->body_tokens() : 0;
-    pins.push_back(std::move(pin));
+    plan.pieces.push_back(piece);
   }
   stats->build_ms = tb.ms();
   compute(parts.suffix.data(), int64_t(parts.suffix.size()));
