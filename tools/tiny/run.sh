@@ -6,9 +6,9 @@
 # Idempotent: the tokenizer is built once per run directory, training resumes from the newest
 # checkpoint, and the export into models/hypic-tiny/ runs once training has finished (RUN/DONE).
 # Environment: PYTHON (default /opt/hypic-dev/bin/python), RUN_DIR (default /work/hypic-tiny-run),
-# OUT (default <repo>/models/hypic-tiny), EVAL_PER_TASK (default 100), DATA_FORMAT (restated | varied,
-# gen_data's fact and reply format for the tokenizer corpus, the held-out set and training; default
-# restated).
+# OUT (default <repo>/models/hypic-tiny), EVAL_PER_TASK (default 60), DATA_FORMAT (restated | varied,
+# gen_data's fact and reply format for the held-out set and training; default restated), TOKENIZER_FORMAT
+# (the tokenizer corpus' format; default varied, the corpus of the shipped model's tokenizer).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -16,12 +16,13 @@ PY=${PYTHON:-/opt/hypic-dev/bin/python}
 RUN=${RUN_DIR:-/work/hypic-tiny-run}
 OUT=${OUT:-$REPO/models/hypic-tiny}
 FMT=${DATA_FORMAT:-restated}
+TOK_FMT=${TOKENIZER_FORMAT:-varied}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 mkdir -p "$RUN/data"
 
 if [ ! -f "$RUN/tokenizer.json" ]; then
   echo "== data: tokenizer corpus (train split) and held-out set"
-  "$PY" "$HERE/gen_data.py" --split train --profile mixed --n 2000 --format "$FMT" --out "$RUN/data/tokenizer_corpus.jsonl"
+  "$PY" "$HERE/gen_data.py" --split train --profile mixed --n 2000 --format "$TOK_FMT" --out "$RUN/data/tokenizer_corpus.jsonl"
   "$PY" "$HERE/gen_data.py" --split heldout --profile eval --per-task 100 --format "$FMT" --out "$RUN/data/heldout.jsonl"
   echo "== tokenizer"
   "$PY" "$HERE/train_tokenizer.py" --data "$RUN/data/tokenizer_corpus.jsonl" --out "$RUN/tokenizer.json" \
@@ -40,7 +41,7 @@ done
 
 if [ -f "$RUN/DONE" ]; then
   echo "== export -> $OUT"
-  "$PY" "$HERE/export.py" --run-dir "$RUN" --out "$OUT" --eval-per-task "${EVAL_PER_TASK:-100}"
+  "$PY" "$HERE/export.py" --run-dir "$RUN" --out "$OUT" --eval-per-task "${EVAL_PER_TASK:-60}"
 else
   echo "training stopped before the end; run $0 again to resume"
 fi

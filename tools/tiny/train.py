@@ -463,17 +463,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run-dir", default=DEFAULT_RUN)
     ap.add_argument("--tokenizer", default=None, help="default RUN/tokenizer.json")
-    ap.add_argument("--total-steps", type=int, default=4000)
+    ap.add_argument("--total-steps", type=int, default=3000)
     ap.add_argument("--tokens-per-step", type=int, default=4096, help="padded tokens per batch (budget)")
-    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--min-lr-ratio", type=float, default=0.1)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--clip", type=float, default=1.0)
     ap.add_argument("--ctx-weight", type=float, default=0.3, help="weight of the document/question LM loss")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--induction-init", default=",".join(map(str, INDUCTION_LAYERS)),
-                    help="GDN layers initialised as induction heads, comma list ('' for none)")
+    ap.add_argument("--induction-init", default="",
+                    help="GDN layers initialised as induction heads, comma list (the second run used "
+                         f"{','.join(map(str, INDUCTION_LAYERS))} with --no-context-lookup-init; default none)")
     ap.add_argument("--init-from", default="",
                     help="start a new run from this checkpoint's model weights (fresh optimizer and schedule)")
     ap.add_argument("--curriculum-start", type=float, default=0.0,
@@ -481,14 +482,14 @@ def main() -> int:
     ap.add_argument("--data-format", choices=gen_data.FORMATS, default="restated",
                     help="gen_data format: restated facts in the reply (default) or the varied facts and bare "
                          "answers of the first runs")
-    ap.add_argument("--context-lookup-init", action="store_true",
-                    help="initialise layers 1-3 as a context-lookup circuit (context_lookup_init); use with "
-                         "--induction-init ''")
+    ap.add_argument("--context-lookup-init", action=argparse.BooleanOptionalAction, default=True,
+                    help="initialise layers 1-3 as a context-lookup circuit (context_lookup_init; the shipped "
+                         "model); it excludes --induction-init")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-amp", action="store_true", help="fp32 instead of bf16 autocast")
     ap.add_argument("--hf-gdn", action="store_true", help="use transformers' own torch GDN fallback")
     ap.add_argument("--ckpt-minutes", type=float, default=15.0)
-    ap.add_argument("--eval-every", type=int, default=250, help="held-out evaluation every N steps")
+    ap.add_argument("--eval-every", type=int, default=250, help="held-out evaluation every N steps (0: none)")
     ap.add_argument("--eval-n", type=int, default=12, help="held-out prompts per task per profile")
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--max-steps-this-run", type=int, default=0, help="stop (with a checkpoint) after N steps")
@@ -497,6 +498,9 @@ def main() -> int:
                          "process's memory grows ~3 GB/hour with CPU autograd on varying shapes (allocator "
                          "fragmentation); a restart resets it and resuming is exact. 0 = never")
     a = ap.parse_args()
+    if a.context_lookup_init and a.induction_init.strip():
+        ap.error("--induction-init needs --no-context-lookup-init (the context-lookup circuit owns layers 1-3 and "
+                 "zeroes every other residual branch)")
 
     gen_data.set_format(a.data_format)
     torch.set_num_threads(a.threads)
@@ -637,7 +641,7 @@ def main() -> int:
                   flush=True)
             win = {k: 0 if k != "t" else 0.0 for k in win}
         now = time.time()
-        if st["step"] % a.eval_every == 0:
+        if a.eval_every and st["step"] % a.eval_every == 0:
             run_eval()
         if now - t_last_ck > a.ckpt_minutes * 60:
             checkpoint("timer")
