@@ -115,7 +115,9 @@ def stages_of(ck: dict) -> list[dict]:
         out.append({"format": a.get("data_format", "varied"), "steps": st["step"], "total": a.get("total_steps"),
                     "tokens": st["real_tokens"], "cpu_h": st.get("cpu_seconds", st["train_seconds"]) / 3600,
                     "lr": a.get("lr"), "run": a.get("run_dir"), "from": a.get("init_from") or "",
-                    "curriculum_start": a.get("curriculum_start", 0.0), "threads": a.get("threads")})
+                    "curriculum_start": a.get("curriculum_start", 0.0), "threads": a.get("threads"),
+                    "context_lookup_init": a.get("context_lookup_init", False),
+                    "induction_init": a.get("induction_init", "")})
         if not a.get("init_from") or not os.path.exists(a["init_from"]):
             break
         ck = torch.load(a["init_from"], map_location="cpu", weights_only=False)
@@ -125,6 +127,7 @@ def stages_of(ck: dict) -> list[dict]:
 def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None, size: int,
                stages: list[dict]) -> str:
     restated = stages[-1]["format"] == "restated"
+    init = stages[0]  # a later stage loads its weights over its own initialisation
     hist = st.get("history", [])
     last = hist[-1] if hist else {}
     evals = st.get("evals", [])
@@ -238,11 +241,11 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
          "(constant key from a shared embedding component), attention layer 3 matches the first against the "
          "second and copies the matched token; every other residual branch starts at zero. At step 0 it "
          "already picks the first value token of most held-out single-hop answers; all of it is trained."
-         if targs.get("context_lookup_init") else
+         if init["context_lookup_init"] else
          f"* Initialisation: flash-linear-attention's for the GDN decay and conv; GDN layers "
-         f"{targs['induction_init']} as induction heads (query = current token, key = previous token through "
+         f"{init['induction_init']} as induction heads (query = current token, key = previous token through "
          "the conv taps, shared projection, long memory; `train.induction_init`)."
-         if targs.get("induction_init") else "* Initialisation: flash-linear-attention's for the GDN decay and conv."),
+         if init["induction_init"] else "* Initialisation: flash-linear-attention's for the GDN decay and conv."),
         f"* AdamW (betas 0.9/0.95, weight decay {targs.get('weight_decay')}), peak lr {targs.get('lr')}, "
         f"{targs.get('warmup')} warm-up steps, cosine to {targs.get('min_lr_ratio')} x peak, gradient clip "
         f"{targs.get('clip')}, <= {targs.get('tokens_per_step')} padded tokens per step.",

@@ -302,8 +302,9 @@ def _article(w: str) -> str:
 #   multi-token context as in the document, where a lookup can complete it (a reply "Answer: {value}"
 #   gives the lookup no key: the token before the value is ":" in every reply). Scoring reads the value(s)
 #   back (normalize_answer).
-# * "varied" (sessions 2-3; the first stage of the shipped model): facts in 2-3 surface forms each
-#   (FACTS_VARIED), reply "Answer: {answer}". Kept so that those runs reproduce exactly.
+# * "varied" (sessions 2-3; the first stage of the model shipped in session 4, and the tokenizer corpus of
+#   every run): facts in 2-3 surface forms each (FACTS_VARIED), reply "Answer: {answer}". Kept so that those
+#   runs and the tokenizer reproduce exactly.
 FORMATS = ("restated", "varied")
 FORMAT = "restated"
 
