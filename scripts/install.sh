@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(cmake g++ libcpp-httplib-dev make pkg-config libdnnl-dev nlohmann-json3-dev libgtest-dev
+APT_PKGS=(cmake g++ libcpp-httplib-dev libboost-dev make pkg-config libdnnl-dev nlohmann-json3-dev libgtest-dev
           python3 python3-venv libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do

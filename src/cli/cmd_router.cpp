@@ -1,5 +1,6 @@
 // hypic router: the cluster's HTTP entry point (src/router/router.h). SIGTERM / SIGINT stop
-// it gracefully: no new requests, forwarded ones get 5 s to finish, exit 0.
+// it gracefully: new requests get 503, forwarded ones get --drain-timeout to finish (then are
+// cancelled), exit 0.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -10,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/http_flags.h"
 #include "router/router.h"
 
 namespace hypic::cli {
@@ -37,8 +39,8 @@ int cmd_router(int argc, char** argv) {
       .opt("routing", "P", "instance choice: affinity | least-loaded | round-robin (the last two for comparison)", "affinity")
       .opt("probe-interval-ms", "MS", "health / load check period", "1000")
       .opt("max-attempts", "N", "instances tried for one request", "3")
-      .opt("max-body", "MiB", "largest request body", "8")
-      .opt("max-connections", "N", "HTTP connections served at once", "256");
+      .opt("max-body", "MiB", "largest request body", "8");
+  add_http_flags(a);
   if (Status s = a.parse(argc, argv); !s) return report_error("router", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   router::RouterOptions ro;
@@ -48,21 +50,21 @@ int cmd_router(int argc, char** argv) {
   auto probe = a.integer("probe-interval-ms");
   auto attempts = a.integer("max-attempts");
   auto body = a.integer("max-body");
-  auto conns = a.integer("max-connections");
-  for (const Status* s : {&port.status(), &grpc_port.status(), &probe.status(), &attempts.status(), &body.status(), &conns.status()})
+  for (const Status* s : {&port.status(), &grpc_port.status(), &probe.status(), &attempts.status(), &body.status()})
     if (!s->is_ok()) return report_error("router", *s);
   if (*port < 0 || *port > 65535 || (a.has("grpc-port") && (*grpc_port < 0 || *grpc_port > 65535)) ||
-      *probe < 50 || *probe > 600000 || *attempts < 1 || *attempts > 16 || *body < 1 || *body > 1024 || *conns < 1 || *conns > 4096)
+      *probe < 50 || *probe > 600000 || *attempts < 1 || *attempts > 16 || *body < 1 || *body > 1024)
     return report_error("router", invalid_argument(
         "need 0 <= --port, --grpc-port <= 65535, 50 <= --probe-interval-ms <= 600000, 1 <= --max-attempts <= 16, "
-        "1 <= --max-body <= 1024, 1 <= --max-connections <= 4096"));
+        "1 <= --max-body <= 1024"));
   ro.port = int(*port);
   ro.grpc_port = int(*grpc_port);
   ro.probe_interval_ms = int(*probe);
   ro.probe_timeout_ms = std::min(500, int(*probe));
   ro.max_attempts = int(*attempts);
   ro.limits.max_body_bytes = size_t(*body) << 20;
-  ro.max_connections = int(*conns);
+  int drain_ms = 0;
+  if (Status s = read_http_flags(a, &ro.http, &drain_ms); !s) return report_error("router", s);
   ro.api_key = a.str("api-key");
   if (ro.api_key.empty())
     if (const char* k = std::getenv("HYPIC_API_KEY")) ro.api_key = k;
@@ -89,7 +91,7 @@ int cmd_router(int argc, char** argv) {
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    p->stop(5000);
+    p->stop(drain_ms);
   });
   p->run();
   done = true;

@@ -1,5 +1,6 @@
 // hypic serve: the OpenAI-compatible HTTP server (src/server/). SIGTERM / SIGINT stop it
-// gracefully: no new requests, running ones finish, exit 0.
+// gracefully: new requests get 503, running ones finish within --drain-timeout (then are
+// cut), exit 0.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -10,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/http_flags.h"
 #include "dist/heartbeat.h"
 #include "model/model.h"
 #include "server/http_server.h"
@@ -43,7 +45,6 @@ int cmd_serve(int argc, char** argv) {
       .opt("max-segments", "N", "most segments in one request", "64")
       .opt("registered-mem", "MiB", "cache memory registered segments may pin (default: half of --cache-mem)")
       .opt("max-registered-segments", "N", "most registered segments at once", "1024")
-      .opt("max-pending-connections", "N", "accepted connections waiting for an HTTP thread", "64")
       .opt("dtype", "bf16|f32", "compute type", "bf16")
       .opt("scatter-workers", "LIST", "segment parallelism: host:port,... of `hypic worker`s that build cold segments")
       .opt("local-lanes", "N", "segment parallelism: in-process lanes building cold segments in parallel", "1")
@@ -51,6 +52,7 @@ int cmd_serve(int argc, char** argv) {
       .opt("grpc-port", "P", "serve the Combine gRPC service a router forwards to (0: any free port)")
       .opt("join", "HOST:PORT", "join a router (its --grpc-port): heartbeats while running, leaves on exit")
       .opt("advertise", "HOST:PORT", "the gRPC address the router reaches this instance at (default: --host:--grpc-port)");
+  add_http_flags(a);
   if (Status s = a.parse(argc, argv); !s) return report_error("serve", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   if (!a.has("model")) return report_error("serve", invalid_argument("--model is required"));
@@ -66,18 +68,17 @@ int cmd_serve(int argc, char** argv) {
   auto segs = a.integer("max-segments");
   auto regmem = a.has("registered-mem") ? a.integer("registered-mem") : Result<int64_t>(int64_t(-1));
   auto regs = a.integer("max-registered-segments");
-  auto pending = a.integer("max-pending-connections");
   for (const Status* s : {&port.status(), &mem.status(), &conc.status(), &queue.status(),
                           &maxtok.status(), &body.status(), &segs.status(), &regmem.status(),
-                          &regs.status(), &pending.status()})
+                          &regs.status()})
     if (!s->is_ok()) return report_error("serve", *s);
   if (*port < 0 || *port > 65535 || *mem < 0 || *conc < 1 || *conc > 256 || *prefill_threads < 1 || *prefill_threads > 16 || *queue < 0 ||
       *maxtok < 1 || *body < 1 || *segs < 0 || (a.has("registered-mem") && *regmem < 1) ||
-      *regs < 0 || *pending < 1)
+      *regs < 0)
     return report_error("serve", invalid_argument(
         "need 0 <= --port <= 65535, --cache-mem >= 0, 1 <= --max-concurrency <= 256, 1 <= --prefill-threads <= 16, "
         "--max-queue >= 0, --max-tokens-limit >= 1, --max-body >= 1, --max-segments >= 0, "
-        "--registered-mem >= 1, --max-registered-segments >= 0, --max-pending-connections >= 1"));
+        "--registered-mem >= 1, --max-registered-segments >= 0"));
 
   server::ServerOptions so;
   so.host = a.str("host");
@@ -101,7 +102,7 @@ int cmd_serve(int argc, char** argv) {
   so.limits.max_segments = int(*segs);
   if (a.has("registered-mem")) so.registered_mem_bytes = size_t(std::min<int64_t>(*regmem, int64_t(1) << 30)) << 20;
   so.max_registered_segments = int(std::min<int64_t>(*regs, 1 << 30));
-  so.max_pending_connections = int(std::min<int64_t>(*pending, 1 << 20));
+  if (Status s = read_http_flags(a, &so.http, &so.drain_timeout_ms); !s) return report_error("serve", s);
 
   auto lanes = a.integer("local-lanes");
   if (!lanes) return report_error("serve", lanes.status());

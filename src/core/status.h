@@ -15,7 +15,8 @@
 namespace hypic {
 
 enum class StatusCode { kOk = 0, kInvalidArgument, kNotFound, kIoError, kCorrupt, kUnsupported,
-                        kOutOfRange, kResourceExhausted, kInternal, kCancelled };
+                        kOutOfRange, kResourceExhausted, kInternal, kCancelled,
+                        kUnavailable };
 
 const char* status_code_name(StatusCode c);
 

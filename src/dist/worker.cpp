@@ -65,6 +65,7 @@ grpc::StatusCode grpc_code(StatusCode c) {
     case StatusCode::kOutOfRange: return grpc::StatusCode::OUT_OF_RANGE;
     case StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case StatusCode::kCancelled: return grpc::StatusCode::CANCELLED;
+    case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
     case StatusCode::kNotFound:
     case StatusCode::kIoError:
     case StatusCode::kCorrupt:

@@ -101,4 +101,16 @@ bool DecodeBatch::remove(Id id) {
   return true;
 }
 
+bool DecodeBatch::end(Id id, Status status) {
+  auto it =
+      std::find_if(active_.begin(), active_.end(), [&](const auto& p) { return p->id == id; });
+  if (it == active_.end()) return false;
+  Seq& s = **it;
+  static_cast<void>(s.cursor.finish());
+  s.result.finish_reason = "abort";
+  retire(s, std::move(status));
+  active_.erase(it);
+  return true;
+}
+
 }  // namespace hypic

@@ -50,6 +50,10 @@ class DecodeBatch {
   // Drops an active sequence (cancelled by its owner): no report, its state is freed, its
   // callback is not called again. False when no active sequence has this id.
   bool remove(Id id);
+  // Ends an active sequence now (e.g. the server's drain deadline): its held-back text is
+  // released, finish_reason is "abort", and take_finished() reports it with what it produced
+  // so far and `status`. False when no active sequence has this id.
+  bool end(Id id, Status status);
 
   size_t size() const { return active_.size(); }  // active sequences
   bool empty() const { return active_.empty(); }

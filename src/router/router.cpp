@@ -1,7 +1,6 @@
 #include "router/router.h"
 
 #include <grpcpp/grpcpp.h>
-#include <httplib.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,7 +17,7 @@
 #include "dist/worker.h"
 #include "hypic_dist.grpc.pb.h"
 #include "server/combine_service.h"
-#include "server/connection.h"
+#include "server/http_front.h"
 #include "server/http_util.h"
 #include "server/respond.h"
 
@@ -29,7 +28,10 @@ namespace pb = dist::pb;
 using server::ApiError;
 using server::dump;
 using server::make_error;
-using server::send_error;
+using server::error_reply;
+using server::HttpRequest;
+using server::json_reply;
+using server::Reply;
 
 namespace {
 
@@ -76,7 +78,7 @@ std::vector<SegKey> affinity_keys(const server::ApiRequest& r) {
 // One forwarded request: its gRPC call in flight, for the reaper and stop().
 struct Forward {
   std::shared_ptr<server::Ticket> ticket;
-  std::function<bool()> client_gone;  // non-streaming requests: the socket probe
+  std::function<bool()> client_gone;  // the client's connection has closed
   std::mutex mu;
   grpc::ClientContext* ctx = nullptr;  // the current attempt's call (guarded by mu)
   bool cancel = false;                 // guarded by mu
@@ -90,7 +92,7 @@ struct Forward {
 struct Router::Impl {
   RouterOptions opt;
   Cluster cluster;
-  httplib::Server http;
+  std::unique_ptr<server::HttpFront> http;
   std::unique_ptr<grpc::Server> grpc_server;
   int grpc_port = -1;
   struct Service;
@@ -119,7 +121,7 @@ struct Router::Impl {
   void reap_loop();
   void run_forward(std::shared_ptr<Forward> f, std::string body, server::Endpoint ep,
                    std::vector<SegKey> keys, std::string id);
-  void handle_completion(const httplib::Request& req, httplib::Response& res, server::Endpoint ep);
+  void handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep);
   std::string served_model() const {
     return opt.model_name.empty() ? cluster.model_name() : opt.model_name;
   }
@@ -329,7 +331,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    active.erase(f);  // before the finish: the reaper must not probe a socket httplib closed
+    active.erase(f);  // before the finish: the reaper only looks at forwards in flight
   }
   f->ticket->finish(std::move(*outcome));
   std::lock_guard<std::mutex> l(mu_);  // the thread's last touch of the Impl
@@ -337,7 +339,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
   cv_.notify_all();
 }
 
-void Router::Impl::handle_completion(const httplib::Request& req, httplib::Response& res, server::Endpoint ep) {
+void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep) {
   const Timer arrival;
   server::ReplyMeta m;
   m.chat = ep == server::Endpoint::kChat;
@@ -357,7 +359,7 @@ void Router::Impl::handle_completion(const httplib::Request& req, httplib::Respo
     });
   };
   auto fail = [&](const ApiError& e) {
-    send_error(res, e);
+    reply(error_reply(e));
     done()(e.http_status, nullptr, e.code);
   };
   server::ApiRequest r;
@@ -381,7 +383,7 @@ void Router::Impl::handle_completion(const httplib::Request& req, httplib::Respo
   log["mode"] = pic_mode_name(r.mode);
   auto f = std::make_shared<Forward>();
   f->ticket = std::make_shared<server::Ticket>();
-  if (!r.stream) f->client_gone = server::disconnect_probe(req);
+  f->client_gone = req.client_gone();
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stopping) return fail(server::shutting_down_error());
@@ -389,7 +391,7 @@ void Router::Impl::handle_completion(const httplib::Request& req, httplib::Respo
     forwarding += 1;
   }
   std::thread(&Impl::run_forward, this, f, req.body, ep, affinity_keys(r), m.id).detach();
-  server::reply_completion(res, f->ticket, std::move(m), done());
+  server::reply_completion(std::move(reply), f->ticket, std::move(m), done());
 }
 
 std::string Router::Impl::metrics_text() {
@@ -433,54 +435,53 @@ json Router::Impl::cluster_json() {
 }
 
 void Router::Impl::setup_routes() {
-  http.set_payload_max_length(opt.limits.max_body_bytes);
-  const int threads = std::max(8, opt.max_connections);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-  server::install_common_handlers(http, opt.api_key);
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (served_model().empty())
-      return send_error(res, make_error(503, "no healthy instance", "server_error", "no_instance"));
-    res.set_content(R"({"status":"ok"})", "application/json");
+  server::HttpFrontOptions fo = opt.http;
+  fo.host = opt.host;
+  fo.port = opt.port;
+  fo.api_key = opt.api_key;
+  fo.max_body_bytes = opt.limits.max_body_bytes;
+  http = std::make_unique<server::HttpFront>(fo);
+  const server::RouteOptions cheap{/*inline_ok=*/true, /*json_body=*/false};
+  const server::RouteOptions json_body{/*inline_ok=*/false, /*json_body=*/true};
+  http->route("GET", "/health", [this](const HttpRequest&, Reply reply) {
+    if (served_model().empty()) return reply(error_reply(make_error(503, "no healthy instance", "server_error", "no_instance")));
+    reply(json_reply(json{{"status", "ok"}}));
+  }, cheap);
+  http->route("GET", "/metrics", [this](const HttpRequest&, Reply reply) {
+    server::HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = metrics_text();
+    reply(std::move(r));
   });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  http.Get("/v1/cluster", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dump(cluster_json()), "application/json");
-  });
+  http->route("GET", "/v1/cluster", [this](const HttpRequest&, Reply reply) { reply(json_reply(cluster_json())); });
   auto model_object = [](const std::string& name) {
     return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "hypic"}};
   };
-  http.Get("/v1/models", [this, model_object](const httplib::Request&, httplib::Response& res) {
+  http->route("GET", "/v1/models", [this, model_object](const HttpRequest&, Reply reply) {
     const std::string name = served_model();
     json data = name.empty() ? json::array() : json::array({model_object(name)});
-    res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
-  });
-  http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
+    reply(json_reply(json{{"object", "list"}, {"data", data}}));
+  }, cheap);
+  http->route("GET", "/v1/models/{path}", [this, model_object](const HttpRequest& req, Reply reply) {
     const std::string name = served_model();
-    if (!name.empty() && req.matches[1] == name) return res.set_content(dump(model_object(name)), "application/json");
-    send_error(res, server::model_not_found(req.matches[1], name));
-  });
-  auto post = [this](const std::string& path, std::function<void(const httplib::Request&, httplib::Response&)> fn) {
-    http.Post(path, [this, fn](const httplib::Request& req, httplib::Response& res) {
-      if (!server::authorized(req, opt.api_key)) return server::send_unauthorized(res);
-      fn(req, res);
-    });
+    if (!name.empty() && req.matches[1] == name) return reply(json_reply(model_object(name)));
+    reply(error_reply(server::model_not_found(req.matches[1], name)));
+  }, cheap);
+  http->route("POST", "/v1/chat/completions", [this](const HttpRequest& req, Reply reply) {
+    handle_completion(req, std::move(reply), server::Endpoint::kChat);
+  }, json_body);
+  http->route("POST", "/v1/completions", [this](const HttpRequest& req, Reply reply) {
+    handle_completion(req, std::move(reply), server::Endpoint::kCompletions);
+  }, json_body);
+  auto per_instance = [](const HttpRequest&, Reply reply) {
+    reply(error_reply(server::bad_request("segment registration is per instance (its ids are that instance's): register on an "
+                                          "instance directly, or send the text as an inline segment, which the router routes by cache affinity",
+                                          "", "unsupported_via_router")));
   };
-  post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(req, res, server::Endpoint::kChat);
-  });
-  post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(req, res, server::Endpoint::kCompletions);
-  });
-  auto per_instance = [](const httplib::Request&, httplib::Response& res) {
-    send_error(res, server::bad_request("segment registration is per instance (its ids are that instance's): register on an "
-                                        "instance directly, or send the text as an inline segment, which the router routes by cache affinity",
-                                        "", "unsupported_via_router"));
-  };
-  post("/v1/segments", per_instance);
-  http.Get(R"(/v1/segments(/[^/]+)?)", per_instance);
-  http.Delete(R"(/v1/segments/([^/]+))", per_instance);
+  http->route("POST", "/v1/segments", per_instance, json_body);
+  http->route("GET", "/v1/segments", per_instance, cheap);
+  http->route("GET", "/v1/segments/{id}", per_instance, cheap);
+  http->route("DELETE", "/v1/segments/{id}", per_instance, cheap);
 }
 
 Router::Router(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -515,16 +516,21 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opt) {
   return std::unique_ptr<Router>(new Router(std::move(impl)));
 }
 
-Status Router::bind() { return server::bind_http(impl_->http, impl_->opt.host, &impl_->opt.port); }
+Status Router::bind() {
+  Status s = impl_->http->bind();
+  if (s) impl_->opt.port = impl_->http->port();
+  return s;
+}
 
 int Router::port() const { return impl_->opt.port; }
 int Router::grpc_port() const { return impl_->grpc_port; }
-void Router::run() { impl_->http.listen_after_bind(); }
+void Router::run() { impl_->http->run(); }
 const Cluster& Router::cluster() const { return impl_->cluster; }
 
 void Router::stop(int grace_ms) {
   std::call_once(impl_->stop_once, [this, grace_ms] {
     Impl& i = *impl_;
+    i.http->begin_drain();  // new requests: 503
     std::unique_lock<std::mutex> l(i.mu_);
     i.stopping = true;
     i.cv_.notify_all();
@@ -533,7 +539,8 @@ void Router::stop(int grace_ms) {
       for (const auto& f : i.active) f->try_cancel();
     i.cv_.wait(l, [&] { return i.forwarding == 0; });
     l.unlock();
-    i.http.stop();
+    i.http->wait_idle(2000);  // what the forwards relayed is still being written
+    i.http->stop();
     if (i.prober.joinable()) i.prober.join();
     if (i.reaper.joinable()) i.reaper.join();
     if (i.grpc_server) i.grpc_server->Shutdown(after_ms(500));

@@ -19,7 +19,8 @@
 //   GET  /v1/cluster          members, health, load, in-flight
 // /v1/segments is per instance (ids are an instance's): the router answers 400 and says so.
 //
-// Threading: httplib's connection threads run the handlers; one thread per forwarded request
+// Threading: the HTTP front (server/http_front.h: one I/O thread, handler threads) runs the
+// handlers; one thread per forwarded request
 // reads its gRPC stream into a server::Ticket (the handler writes the response from it); a
 // prober thread; a reaper thread cancels forwards whose client left. State: Cluster (own
 // lock), the stubs map and the active forwards (mu_), counters (atomics).
@@ -31,6 +32,7 @@
 
 #include "core/status.h"
 #include "router/cluster.h"
+#include "server/http_front.h"
 #include "server/request.h"
 
 namespace hypic::router {
@@ -48,7 +50,7 @@ struct RouterOptions {
   int probe_timeout_ms = 500;
   int heartbeat_ms = 2000;  // what Join replies tell members
   int max_attempts = 3;     // instances tried for one request before 502
-  int max_connections = 256;
+  server::HttpFrontOptions http;  // connection limits and deadlines of the HTTP front
   bool log_requests = true;  // one JSON line per request on stderr
 };
 

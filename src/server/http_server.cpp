@@ -1,7 +1,5 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,7 +13,7 @@
 #include "engine/generate.h"
 #include "model/safetensors.h"
 #include "server/combine_service.h"
-#include "server/connection.h"
+#include "server/http_front.h"
 #include "server/http_util.h"
 #include "server/metrics.h"
 #include "server/respond.h"
@@ -61,7 +59,7 @@ struct HttpServer::Impl {
   std::unique_ptr<dist::Scatter> scatter;  // set when segment parallelism is configured
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<CombineServer> combine;  // after the scheduler: its calls use it
-  httplib::Server http;
+  std::unique_ptr<HttpFront> http;
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
   std::once_flag stop_once;
@@ -75,16 +73,15 @@ struct HttpServer::Impl {
   // service's common path), then submits it to the scheduler.
   std::optional<ApiError> prepare(std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts);
   std::variant<ApiError, std::shared_ptr<Ticket>> submit(ApiRequest r, PromptParts parts, const Timer& arrival);
-  void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint ep);
-  void handle_register(const httplib::Request& req, httplib::Response& res);
-  void handle_segment(const httplib::Request& req, httplib::Response& res, bool del);
-  void handle_segment_list(const httplib::Request& req, httplib::Response& res);
-  void handle_metrics(httplib::Response& res);
-  std::optional<ApiError> query_salt(const httplib::Request& req, std::string* salt) const;
+  void handle_completion(const HttpRequest& req, Reply reply, Endpoint ep);
+  void handle_register(const HttpRequest& req, Reply reply);
+  void handle_segment(const HttpRequest& req, Reply reply, bool del);
+  void handle_segment_list(const HttpRequest& req, Reply reply);
+  void handle_metrics(Reply reply);
+  std::optional<ApiError> query_salt(const HttpRequest& req, std::string* salt) const;
   std::optional<ApiError> capacity_error(SegmentRegistry::Admit a, size_t bytes) const;
   void sweep_registry(Clock::time_point now);
   void setup_routes();
-  bool authorized(const httplib::Request& req) const { return server::authorized(req, opt.api_key); }
   void log_line(const json& j) {
     if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
   }
@@ -164,12 +161,18 @@ Outcome HttpServer::Impl::finish_generation(GenerateResult&& g, const Status& d,
                                             PicMode mode) {
   Outcome out;
   metrics.record_generation(int64_t(g.tokens.size()), g.tokens.empty() ? -1.0 : g.ttft_ms);
-  if (!d) {
+  // Cut at the drain deadline: what it produced (a stream ends with it), then the error.
+  const bool cut = d.code() == StatusCode::kUnavailable;
+  if (!d && !cut) {
     out.error = d.code() == StatusCode::kCancelled
                     ? cancelled_error()
                     : make_error(500, d.message(), "server_error", "internal_error");
     return out;
   }
+  if (cut)
+    out.error = make_error(503, "the server is shutting down: this reply was cut at the drain deadline (--drain-timeout); "
+                                "finish_reason is \"abort\"; retry the request",
+                           "server_error", "shutting_down");
   const int64_t completion = int64_t(g.tokens.size());
   out.result = json{
       {"text", g.text},
@@ -251,9 +254,9 @@ void HttpServer::Impl::sweep_registry(Clock::time_point now) {
     log_line(json{{"event", "segment.expire"}, {"id", id}});
 }
 
-std::optional<ApiError> HttpServer::Impl::query_salt(const httplib::Request& req,
+std::optional<ApiError> HttpServer::Impl::query_salt(const HttpRequest& req,
                                                      std::string* salt) const {
-  *salt = req.has_param("cache_salt") ? req.get_param_value("cache_salt") : "";
+  *salt = req.param("cache_salt");
   if (salt->size() > opt.limits.max_salt_bytes)
     return bad_request("'cache_salt' longer than " + std::to_string(opt.limits.max_salt_bytes) + " bytes",
                        "cache_salt", "invalid_value");
@@ -286,8 +289,7 @@ std::variant<ApiError, std::shared_ptr<Ticket>> HttpServer::Impl::submit(ApiRequ
   return why == Scheduler::Rejection::kQueueFull ? overloaded_error() : shutting_down_error();
 }
 
-void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::Response& res,
-                                         Endpoint ep) {
+void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, Endpoint ep) {
   const Timer arrival;
   ReplyMeta m;
   m.chat = ep == Endpoint::kChat;
@@ -308,48 +310,49 @@ void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::R
   ApiRequest r;
   PromptParts parts;
   if (auto e = prepare(req.body, ep, &r, &parts)) {
-    send_error(res, *e);
+    reply(error_reply(*e));
     return done()(e->http_status, nullptr, e->code);
   }
   m.stream = r.stream;
   m.include_usage = r.include_usage;
   log["stream"] = r.stream;
   log["mode"] = pic_mode_name(r.mode);
-  // Streaming requests notice a gone client when a write fails; others poll the socket.
-  if (!r.stream) r.client_gone = disconnect_probe(req);
+  // The front watches the socket: a client that leaves cancels the job (before its prefill,
+  // or at its next token).
+  r.client_gone = req.client_gone();
   auto admitted = submit(std::move(r), std::move(parts), arrival);
   if (auto* e = std::get_if<ApiError>(&admitted)) {
-    send_error(res, *e);
+    reply(error_reply(*e));
     return done()(e->http_status, nullptr, e->code);
   }
   m.created = std::time(nullptr);
-  reply_completion(res, std::get<std::shared_ptr<Ticket>>(std::move(admitted)), std::move(m), done());
+  reply_completion(std::move(reply), std::get<std::shared_ptr<Ticket>>(std::move(admitted)), std::move(m), done());
 }
 
-void HttpServer::Impl::handle_register(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::Impl::handle_register(const HttpRequest& req, Reply reply) {
   const Timer arrival;
   json log{{"event", "segment.register"}, {"path", req.path}};
-  auto fail = [&](const ApiError& e) {
-    send_error(res, e);
+  auto fail = [this, reply, arrival](json log, const ApiError& e) {
+    reply(error_reply(e));
     log["status"] = e.http_status;
     log["error"] = e.code;
     log["ms"] = arrival.ms();
     log_line(log);
   };
   SegmentRequest sr;
-  if (auto e = parse_segment_request(req.body, opt.limits, &sr)) return fail(*e);
-  if (!sr.model.empty() && sr.model != opt.model_name) return fail(model_not_found(sr.model, opt.model_name));
+  if (auto e = parse_segment_request(req.body, opt.limits, &sr)) return fail(log, *e);
+  if (!sr.model.empty() && sr.model != opt.model_name) return fail(log, model_not_found(sr.model, opt.model_name));
   // Tokenised exactly as an inline segment part is, so the two share one cache entry.
   std::vector<int32_t> ids = tok.encode(sr.text, /*parse_special=*/false);
   const int64_t ctx = model.config().max_position_embeddings;
-  if (ids.empty()) return fail(bad_request("'text' tokenises to nothing", "text", "invalid_value"));
+  if (ids.empty()) return fail(log, bad_request("'text' tokenises to nothing", "text", "invalid_value"));
   if (int64_t(ids.size()) >= ctx)
-    return fail(bad_request("the segment has " + std::to_string(ids.size()) + " tokens; a prompt holding it needs more than the model's context of " +
-                                std::to_string(ctx) + " tokens; split it into smaller segments",
-                            "text", "context_length_exceeded"));
+    return fail(log, bad_request("the segment has " + std::to_string(ids.size()) + " tokens; a prompt holding it needs more than the model's context of " +
+                                     std::to_string(ctx) + " tokens; split it into smaller segments",
+                                 "text", "context_length_exceeded"));
   const auto now = Clock::now();
   sweep_registry(now);
-  if (auto e = capacity_error(registry->would_admit(0, now), 0)) return fail(*e);  // before building
+  if (auto e = capacity_error(registry->would_admit(0, now), 0)) return fail(log, *e);  // before building
   ApiRequest r;
   r.cache_salt = sr.cache_salt;
   r.seam = sr.seam;
@@ -359,47 +362,45 @@ void HttpServer::Impl::handle_register(const httplib::Request& req, httplib::Res
   PromptParts parts;
   parts.segments.push_back(std::move(ids));
   auto admitted = submit(std::move(r), std::move(parts), arrival);
-  if (auto* e = std::get_if<ApiError>(&admitted)) return fail(*e);
-  std::string ignored;
-  Outcome o = std::get<std::shared_ptr<Ticket>>(admitted)->wait(&ignored);
-  if (o.error) return fail(*o.error);
-  res.set_content(dump(o.result), "application/json");
-  for (const char* k : {"id", "tokens", "cached", "bytes", "seam"}) log[k] = o.result[k];
-  log["status"] = 200;
-  log["ms"] = arrival.ms();
-  log_line(log);
+  if (auto* e = std::get_if<ApiError>(&admitted)) return fail(log, *e);
+  when_finished(std::get<std::shared_ptr<Ticket>>(admitted), [this, reply, log, arrival, fail](std::string, Outcome o) mutable {
+    if (o.error) return fail(log, *o.error);
+    reply(json_reply(o.result));
+    for (const char* k : {"id", "tokens", "cached", "bytes", "seam"}) log[k] = o.result[k];
+    log["status"] = 200;
+    log["ms"] = arrival.ms();
+    log_line(log);
+  });
 }
 
-void HttpServer::Impl::handle_segment(const httplib::Request& req, httplib::Response& res,
-                                      bool del) {
-  const std::string sid = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
+void HttpServer::Impl::handle_segment(const HttpRequest& req, Reply reply, bool del) {
+  const std::string sid = req.matches.size() > 1 ? req.matches[1] : std::string();
   std::string salt;
-  if (auto e = query_salt(req, &salt)) return send_error(res, *e);
+  if (auto e = query_salt(req, &salt)) return reply(error_reply(*e));
   const auto now = Clock::now();
   sweep_registry(now);
   if (!del) {
     SegmentRegistry::Ptr s = registry->find(sid, salt, now);
-    if (!s) return send_error(res, segment_not_found(sid));
-    res.set_content(dump(segment_json(*s)), "application/json");
-    return;
+    if (!s) return reply(error_reply(segment_not_found(sid)));
+    return reply(json_reply(segment_json(*s)));
   }
   const bool ok = registry->erase(sid, salt, now);
   log_line(json{{"event", "segment.delete"}, {"id", sid}, {"status", ok ? 200 : 404}});
-  if (!ok) return send_error(res, segment_not_found(sid));
-  res.set_content(dump(json{{"id", sid}, {"object", "segment.deleted"}, {"deleted", true}}), "application/json");
+  if (!ok) return reply(error_reply(segment_not_found(sid)));
+  reply(json_reply(json{{"id", sid}, {"object", "segment.deleted"}, {"deleted", true}}));
 }
 
-void HttpServer::Impl::handle_segment_list(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::Impl::handle_segment_list(const HttpRequest& req, Reply reply) {
   std::string salt;
-  if (auto e = query_salt(req, &salt)) return send_error(res, *e);
+  if (auto e = query_salt(req, &salt)) return reply(error_reply(*e));
   const auto now = Clock::now();
   sweep_registry(now);
   json data = json::array();
   for (const auto& s : registry->list(salt, now)) data.push_back(segment_json(*s));
-  res.set_content(dump(json{{"object", "list"}, {"data", data}}), "application/json");
+  reply(json_reply(json{{"object", "list"}, {"data", data}}));
 }
 
-void HttpServer::Impl::handle_metrics(httplib::Response& res) {
+void HttpServer::Impl::handle_metrics(Reply reply) {
   const auto now = Clock::now();
   sweep_registry(now);
   ServerMetrics::Live live;
@@ -409,58 +410,48 @@ void HttpServer::Impl::handle_metrics(httplib::Response& res) {
   live.registered_segments = t.count;
   live.registered_bytes = t.bytes;
   live.cache = store->stats();
-  res.set_content(metrics.render(live), "text/plain; version=0.0.4; charset=utf-8");
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = metrics.render(live);
+  reply(std::move(r));
 }
 
 void HttpServer::Impl::setup_routes() {
-  http.set_payload_max_length(opt.limits.max_body_bytes);
-  // Handlers block while their job waits or runs, so the pool needs a thread per admitted
-  // job plus some to answer 429s and cheap routes. Connections beyond those wait in a
-  // bounded queue, then in the kernel's backlog (ConnectionQueue).
-  const size_t threads = size_t(std::max(8, opt.scheduler.max_batch + opt.scheduler.max_queue + 4));
-  const size_t pending = size_t(std::max(1, opt.max_pending_connections));
-  http.new_task_queue = [this, threads, pending] {
-    return new ConnectionQueue(threads, pending, [this] { return stopping.load(); });
-  };
-  // Authentication: requests with a body in their handler (see install_common_handlers).
-  install_common_handlers(http, opt.api_key);
-  http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", "application/json");
-  });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
+  HttpFrontOptions fo = opt.http;
+  fo.host = opt.host;
+  fo.port = opt.port;
+  fo.api_key = opt.api_key;
+  fo.max_body_bytes = opt.limits.max_body_bytes;
+  http = std::make_unique<HttpFront>(fo);
+  const RouteOptions cheap{/*inline_ok=*/true, /*json_body=*/false};
+  const RouteOptions json_body{/*inline_ok=*/false, /*json_body=*/true};
+  http->route("GET", "/health", [](const HttpRequest&, Reply reply) { reply(json_reply(json{{"status", "ok"}})); }, cheap);
+  http->route("GET", "/metrics", [this](const HttpRequest&, Reply reply) { handle_metrics(std::move(reply)); });
   const json model_object{{"id", opt.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "hypic"}};
-  http.Get("/v1/models", [model_object](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dump(json{{"object", "list"}, {"data", json::array({model_object})}}), "application/json");
+  http->route("GET", "/v1/models", [model_object](const HttpRequest&, Reply reply) {
+    reply(json_reply(json{{"object", "list"}, {"data", json::array({model_object})}}));
+  }, cheap);
+  http->route("GET", "/v1/models/{path}", [this, model_object](const HttpRequest& req, Reply reply) {
+    if (req.matches[1] == opt.model_name) return reply(json_reply(model_object));
+    reply(error_reply(model_not_found(req.matches[1], opt.model_name)));
+  }, cheap);
+  http->route("POST", "/v1/chat/completions", [this](const HttpRequest& req, Reply reply) {
+    handle_completion(req, std::move(reply), Endpoint::kChat);
+  }, json_body);
+  http->route("POST", "/v1/completions", [this](const HttpRequest& req, Reply reply) {
+    handle_completion(req, std::move(reply), Endpoint::kCompletions);
+  }, json_body);
+  http->route("POST", "/v1/segments", [this](const HttpRequest& req, Reply reply) {
+    handle_register(req, std::move(reply));
+  }, json_body);
+  http->route("GET", "/v1/segments", [this](const HttpRequest& req, Reply reply) {
+    handle_segment_list(req, std::move(reply));
   });
-  http.Get(R"(/v1/models/(.+))", [this, model_object](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] == opt.model_name) return res.set_content(dump(model_object), "application/json");
-    send_error(res, make_error(404, "the model '" + std::string(req.matches[1]) + "' does not exist; this server serves '" +
-                                        opt.model_name + "'", "invalid_request_error", "model_not_found", "model"));
+  http->route("GET", "/v1/segments/{id}", [this](const HttpRequest& req, Reply reply) {
+    handle_segment(req, std::move(reply), /*del=*/false);
   });
-  // POST handlers: authenticated here (see the pre-routing hook).
-  auto post = [this](const std::string& path, std::function<void(const httplib::Request&, httplib::Response&)> fn) {
-    http.Post(path, [this, fn](const httplib::Request& req, httplib::Response& res) {
-      if (!authorized(req)) return send_unauthorized(res);
-      fn(req, res);
-    });
-  };
-  post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(req, res, Endpoint::kChat);
-  });
-  post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(req, res, Endpoint::kCompletions);
-  });
-  post("/v1/segments", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_register(req, res);
-  });
-  http.Get("/v1/segments", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_segment_list(req, res);
-  });
-  http.Get(R"(/v1/segments/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_segment(req, res, /*del=*/false);
-  });
-  http.Delete(R"(/v1/segments/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_segment(req, res, /*del=*/true);
+  http->route("DELETE", "/v1/segments/{id}", [this](const HttpRequest& req, Reply reply) {
+    handle_segment(req, std::move(reply), /*del=*/true);
   });
 }
 
@@ -522,20 +513,31 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-Status HttpServer::bind() { return bind_http(impl_->http, impl_->opt.host, &impl_->opt.port); }
+Status HttpServer::bind() {
+  Status s = impl_->http->bind();
+  if (s) impl_->opt.port = impl_->http->port();
+  return s;
+}
 
 int HttpServer::port() const { return impl_->opt.port; }
 
 int HttpServer::grpc_port() const { return impl_->opt.grpc_port; }
 
-void HttpServer::run() { impl_->http.listen_after_bind(); }
+void HttpServer::run() { impl_->http->run(); }
 
 void HttpServer::stop() {
   std::call_once(impl_->stop_once, [this] {
-    impl_->stopping = true;
-    impl_->scheduler->shutdown();  // forwarded calls in flight finish; new ones get 503
-    if (impl_->combine) impl_->combine->shutdown(1000);
-    impl_->http.stop();
+    Impl& i = *impl_;
+    const Timer t;
+    i.stopping = true;
+    i.http->begin_drain();  // new requests: 503; requests in flight go on
+    const int cut = i.scheduler->shutdown(std::chrono::milliseconds(std::max(0, i.opt.drain_timeout_ms)));
+    if (i.combine) i.combine->shutdown(1000);
+    // What the cut jobs produced is still being written: a moment for that, then close.
+    i.http->wait_idle(2000);
+    i.http->stop();
+    if (i.opt.log_requests)
+      i.log_line(json{{"event", "drain"}, {"ms", t.ms()}, {"cut", cut}, {"drain_timeout_s", i.opt.drain_timeout_ms / 1000.0}});
   });
 }
 

@@ -1,7 +1,8 @@
-// The OpenAI-compatible HTTP front end (cpp-httplib): routes, authentication, request
+// The OpenAI-compatible HTTP server (on HttpFront, server/http_front.h): routes, authentication, request
 // limits, SSE streaming. Queueing and the jobs' locking are in Scheduler; the registry of
 // segments, the metrics and the connection queue keep their own small locks (see their
-// headers). The handlers parse, validate, tokenise, submit and write responses.
+// headers). The handlers parse, validate, tokenise, submit and answer through their Reply;
+// none of them waits (a completion answers when its ticket fills).
 //
 //   GET    /health                 {"status":"ok"} (no API key needed)
 //   GET    /metrics                Prometheus text format
@@ -15,7 +16,7 @@
 // through which a router forwards completions to the same prepare / submit path.
 //
 // A registration is a job on the scheduler like a completion (same workers, same 429).
-// Non-streaming requests stop when their client disconnects (see disconnect_probe()).
+// A request stops when its client disconnects (the front watches every socket).
 #pragma once
 
 #include <memory>
@@ -26,6 +27,7 @@
 #include "core/status.h"
 #include "dist/scatter.h"
 #include "model/model.h"
+#include "server/http_front.h"
 #include "server/request.h"
 #include "server/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -47,7 +49,12 @@ struct ServerOptions {
   dist::ScatterOptions scatter;
   size_t registered_mem_bytes = 0;  // cap on bytes pinned by /v1/segments; 0: cache_mem_bytes / 2
   int max_registered_segments = 1024;
-  int max_pending_connections = 64; // accepted connections waiting for an HTTP thread
+  // The HTTP front's connection limits and deadlines (host, port, api_key and the body
+  // limit are taken from the fields above and from `limits`).
+  HttpFrontOptions http;
+  // SIGTERM / stop(): streams in flight get this long, then are cut (finish_reason "abort",
+  // a final error event); new requests get 503 meanwhile.
+  int drain_timeout_ms = 30000;
   // The Combine gRPC service (a router forwards requests to it): its port, 0 for any free
   // one, −1 for none. It listens on `host`.
   int grpc_port = -1;
@@ -69,8 +76,9 @@ class HttpServer {
   int grpc_port() const;  // −1 without the Combine service
   // Serves until stop(). Returns when the listener is closed.
   void run();
-  // Graceful: stop accepting jobs, let running ones finish (queued ones get 503), then close
-  // the listener. Safe to call from any thread, once or more.
+  // Graceful: new requests get 503, queued jobs 503, running ones finish within
+  // drain_timeout_ms (then are cut), then the listener and connections close. Blocks until
+  // then. Safe to call from any thread, once or more.
   void stop();
 
   struct Impl;

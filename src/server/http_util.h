@@ -1,5 +1,5 @@
-// Small pieces shared by the HTTP front ends (HttpServer, router::Router): error replies,
-// API-key checks, JSON output. Pure functions; thread-safe.
+// Small pieces shared by the HTTP front ends (HttpServer, router::Router): error objects,
+// JSON output, the API-key comparison. Pure functions; thread-safe.
 #pragma once
 
 #include <string>
@@ -9,13 +9,9 @@
 #include "core/status.h"
 #include "server/request.h"
 
-namespace httplib {
-struct Request;
-struct Response;
-class Server;
-}  // namespace httplib
-
 namespace hypic::server {
+
+struct HttpResponse;
 
 ApiError make_error(int status, std::string msg, std::string type, std::string code,
                     std::string param = "");
@@ -30,21 +26,11 @@ ApiError shutting_down_error();  // 503
 // Serialises without throwing (invalid UTF-8 is replaced).
 std::string dump(const nlohmann::json& j);
 // The error object as the body, with Retry-After on 429 / 503.
-void send_error(httplib::Response& res, const ApiError& e);
+HttpResponse error_reply(const ApiError& e);
+// A JSON body (200 unless told otherwise).
+HttpResponse json_reply(const nlohmann::json& j, int status = 200);
 
-// Authentication: "Authorization: Bearer KEY" compared in constant time; an empty key lets
-// everything through, and /health never needs one.
-bool authorized(const httplib::Request& req, const std::string& api_key);
-// True when the request carries a body (it must be read before answering on a kept-alive
-// connection, so such requests are authenticated in their handler).
-bool has_body(const httplib::Request& req);
-void send_unauthorized(httplib::Response& res);
-
-// The routes' common setup: OpenAI error objects for httplib's own errors (404 unknown route,
-// 413 body too large, ...), and the API-key check for requests without a body (those with one
-// are checked in their handler, after the body is read). `api_key` must outlive `http`.
-void install_common_handlers(httplib::Server& http, const std::string& api_key);
-// Binds host:*port (0: any free port, written back to *port).
-Status bind_http(httplib::Server& http, const std::string& host, int* port);
+// Equal strings, in time that depends on the lengths only (API keys).
+bool constant_time_equal(const std::string& a, const std::string& b);
 
 }  // namespace hypic::server

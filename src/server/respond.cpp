@@ -1,6 +1,7 @@
 #include "server/respond.h"
 
-#include <httplib.h>
+#include <atomic>
+#include <mutex>
 
 #include "server/http_util.h"
 
@@ -18,80 +19,125 @@ json chunk(const ReplyMeta& m, json delta_or_text, json finish) {
               {"created", m.created}, {"model", m.model}, {"choices", json::array({choice})}};
 }
 
-// The reply's end, reported once: by the provider or (client gone before it ran, or while
-// it wrote) by the releaser; both run on the connection's thread.
+std::string event(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+// The reply's end, reported once, whichever thread gets there first.
 struct Once {
   ReplyDone done;
-  bool called = false;
+  std::atomic<bool> called{false};
   void operator()(int status, const json& usage, const std::string& code) {
-    if (called) return;
-    called = true;
-    done(status, usage, code);
+    if (!called.exchange(true)) done(status, usage, code);
   }
+};
+
+// Collects the text until the outcome. The wake runs on the thread that fed the ticket;
+// steps never overlap (a wake is registered only by the step that then returns).
+struct Collector : std::enable_shared_from_this<Collector> {
+  std::shared_ptr<Ticket> ticket;
+  std::function<void(std::string, Outcome)> fn;
+  std::string text;
+
+  void step() {
+    for (;;) {
+      std::string piece;
+      Outcome o;
+      const auto n = ticket->poll(&piece, &o, [self = shared_from_this()] { self->step(); });
+      if (n == Ticket::Next::kPending) return;
+      if (n == Ticket::Next::kText) {
+        text += piece;
+        continue;
+      }
+      return fn(std::move(text), std::move(o));
+    }
+  }
+};
+
+class TicketStream final : public BodyStream {
+ public:
+  TicketStream(std::shared_ptr<Ticket> t, ReplyMeta m, std::shared_ptr<Once> end)
+      : ticket_(std::move(t)), m_(std::move(m)), end_(std::move(end)) {}
+
+  Poll poll(std::string* out, const std::function<void()>& wake) override {
+    if (!started_) {
+      started_ = true;
+      if (m_.chat) *out += event(chunk(m_, json{{"role", "assistant"}, {"content", ""}}, nullptr));
+    }
+    for (;;) {
+      std::string piece;
+      Outcome o;
+      const auto n = ticket_->poll(&piece, &o, wake);
+      if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
+      if (n == Ticket::Next::kText) {
+        *out += event(chunk(m_, m_.chat ? json{{"content", piece}} : json(piece), nullptr));
+        if (out->size() >= (64u << 10)) return Poll::kData;
+        continue;
+      }
+      finish(o, out);
+      return Poll::kDone;
+    }
+  }
+
+  void abandon() override {
+    ticket_->cancel();
+    (*end_)(499, nullptr, "cancelled");
+  }
+
+ private:
+  void finish(const Outcome& o, std::string* out) {
+    if (!o.result.is_null() && o.result.contains("finish_reason")) {
+      *out += event(chunk(m_, m_.chat ? json::object() : json(""), o.result["finish_reason"]));
+      if (m_.include_usage) {
+        json u = chunk(m_, nullptr, nullptr);
+        u["choices"] = json::array();
+        u["usage"] = o.result["usage"];
+        *out += event(u);
+      }
+    }
+    if (o.error) *out += event(o.error->to_json());
+    *out += "data: [DONE]\n\n";
+    if (o.error) (*end_)(o.error->http_status, nullptr, o.error->code);
+    else (*end_)(200, o.result["usage"], "");
+  }
+
+  std::shared_ptr<Ticket> ticket_;
+  ReplyMeta m_;
+  std::shared_ptr<Once> end_;
+  bool started_ = false;
 };
 
 }  // namespace
 
-void reply_completion(httplib::Response& res, std::shared_ptr<Ticket> ticket, ReplyMeta m,
-                      ReplyDone done) {
+void when_finished(std::shared_ptr<Ticket> ticket, std::function<void(std::string text, Outcome o)> fn) {
+  auto c = std::make_shared<Collector>();
+  c->ticket = std::move(ticket);
+  c->fn = std::move(fn);
+  c->step();
+}
+
+void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, ReplyDone done) {
   if (!m.stream) {
-    std::string streamed;
-    Outcome o = ticket->wait(&streamed);
-    if (o.error) {
-      send_error(res, *o.error);
-      return done(o.error->http_status, nullptr, o.error->code);
-    }
-    json choice{{"index", 0}, {"finish_reason", o.result["finish_reason"]}, {"logprobs", nullptr}};
-    if (m.chat) choice["message"] = {{"role", "assistant"}, {"content", o.result["text"]}};
-    else choice["text"] = o.result["text"];
-    json body{{"id", m.id}, {"object", m.chat ? "chat.completion" : "text_completion"},
-              {"created", m.created}, {"model", m.model}, {"choices", json::array({choice})},
-              {"usage", o.result["usage"]}};
-    res.set_content(dump(body), "application/json");
-    return done(200, o.result["usage"], "");
+    return when_finished(std::move(ticket), [reply, m, done](std::string, Outcome o) {
+      if (o.error) {
+        reply(error_reply(*o.error));
+        return done(o.error->http_status, nullptr, o.error->code);
+      }
+      json choice{{"index", 0}, {"finish_reason", o.result["finish_reason"]}, {"logprobs", nullptr}};
+      if (m.chat) choice["message"] = {{"role", "assistant"}, {"content", o.result["text"]}};
+      else choice["text"] = o.result["text"];
+      json body{{"id", m.id}, {"object", m.chat ? "chat.completion" : "text_completion"},
+                {"created", m.created}, {"model", m.model}, {"choices", json::array({choice})},
+                {"usage", o.result["usage"]}};
+      reply(json_reply(body));
+      done(200, o.result["usage"], "");
+    });
   }
-  auto end = std::make_shared<Once>(Once{std::move(done)});
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [ticket, m, end](size_t, httplib::DataSink& sink) {
-        auto send = [&](const json& j) {
-          const std::string s = "data: " + dump(j) + "\n\n";
-          return sink.write(s.data(), s.size());
-        };
-        auto gone = [&] {
-          ticket->cancel();
-          (*end)(499, nullptr, "cancelled");
-          return false;
-        };
-        if (m.chat && !send(chunk(m, json{{"role", "assistant"}, {"content", ""}}, nullptr))) return gone();
-        std::string piece;
-        Outcome o;
-        while (ticket->next(&piece, &o))
-          if (!send(chunk(m, m.chat ? json{{"content", piece}} : json(piece), nullptr))) return gone();
-        if (o.error) {
-          send(o.error->to_json());
-        } else {
-          send(chunk(m, m.chat ? json::object() : json(""), o.result["finish_reason"]));
-          if (m.include_usage) {
-            json u = chunk(m, nullptr, nullptr);
-            u["choices"] = json::array();
-            u["usage"] = o.result["usage"];
-            send(u);
-          }
-        }
-        const std::string fin = "data: [DONE]\n\n";
-        sink.write(fin.data(), fin.size());
-        sink.done();
-        if (o.error) (*end)(o.error->http_status, nullptr, o.error->code);
-        else (*end)(200, o.result["usage"], "");
-        return true;
-      },
-      [ticket, end](bool success) {
-        if (success) return;
-        ticket->cancel();
-        (*end)(499, nullptr, "cancelled");
-      });
+  auto end = std::make_shared<Once>();
+  end->done = std::move(done);
+  HttpResponse r;
+  r.content_type = "text/event-stream";
+  r.set("Cache-Control", "no-cache");
+  r.stream = std::make_shared<TicketStream>(std::move(ticket), std::move(m), std::move(end));
+  reply(std::move(r));
 }
 
 }  // namespace hypic::server

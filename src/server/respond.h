@@ -1,6 +1,7 @@
 // Writing a completion's HTTP response from its Ticket: one JSON body, or Server-Sent
 // Events (OpenAI's chunk objects, "data: [DONE]" last). Shared by HttpServer (the ticket is
-// fed by the scheduler) and router::Router (fed by a forwarded gRPC stream).
+// fed by the scheduler) and router::Router (fed by a forwarded gRPC stream). Nothing here
+// blocks: the ticket is drained as it fills (Ticket::poll).
 #pragma once
 
 #include <ctime>
@@ -10,11 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/http_front.h"
 #include "server/scheduler.h"
-
-namespace httplib {
-struct Response;
-}
 
 namespace hypic::server {
 
@@ -27,14 +25,20 @@ struct ReplyMeta {
   bool include_usage = false;
 };
 
-// Called exactly once, on the connection's thread, when the reply ended: the HTTP status
-// (499: the client left), the usage object (null unless it succeeded), the error code.
+// Called exactly once, on whichever thread ended the reply: the HTTP status (499: the
+// client left), the usage object (null unless it succeeded), the error code.
 using ReplyDone = std::function<void(int status, const nlohmann::json& usage, const std::string& error_code)>;
 
-// Non-streaming: waits for the outcome and sets the body now. Streaming: installs a chunked
-// content provider that drains the ticket as httplib writes; a failed write cancels the
-// ticket. Errors after the 200 header are sent as a data event holding the error object.
-void reply_completion(httplib::Response& res, std::shared_ptr<Ticket> ticket, ReplyMeta meta,
-                      ReplyDone done);
+// Non-streaming: answers once the outcome is in (the text collected meanwhile). Streaming:
+// answers 200 at once with a BodyStream that turns the ticket's pieces into events; a
+// connection that ends first cancels the ticket. Errors after the 200 header are sent as a
+// data event holding the error object. An outcome that has both a result and an error (a
+// stream cut at the drain deadline) ends with the result's finish chunk (and usage, when
+// asked), then the error event.
+void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta meta, ReplyDone done);
+
+// Calls `fn` once with the text collected and the outcome: on the thread that finishes the
+// ticket, or on this one if it already has. Never blocks.
+void when_finished(std::shared_ptr<Ticket> ticket, std::function<void(std::string text, Outcome o)> fn);
 
 }  // namespace hypic::server

@@ -6,18 +6,34 @@
 
 namespace hypic::server {
 
+std::function<void()> Ticket::take_wake() {
+  std::function<void()> w;
+  w.swap(wake_);
+  return w;
+}
+
 bool Ticket::push_text(std::string text) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (cancelled_) return false;
-  pieces_.push_back(std::move(text));
-  cv_.notify_all();
+  std::function<void()> wake;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (cancelled_) return false;
+    pieces_.push_back(std::move(text));
+    cv_.notify_all();
+    wake = take_wake();
+  }
+  if (wake) wake();
   return true;
 }
 
 void Ticket::finish(Outcome o) {
-  std::lock_guard<std::mutex> lk(mu_);
-  if (!outcome_) outcome_ = std::move(o);
-  cv_.notify_all();
+  std::function<void()> wake;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!outcome_) outcome_ = std::move(o);
+    cv_.notify_all();
+    wake = take_wake();
+  }
+  if (wake) wake();
 }
 
 bool Ticket::cancelled() const {
@@ -44,11 +60,31 @@ Outcome Ticket::wait(std::string* text) {
   return out;
 }
 
-void Ticket::cancel() {
+Ticket::Next Ticket::poll(std::string* text, Outcome* out, std::function<void()> wake) {
   std::lock_guard<std::mutex> lk(mu_);
-  cancelled_ = true;
-  pieces_.clear();
-  cv_.notify_all();
+  if (!pieces_.empty()) {
+    *text = std::move(pieces_.front());
+    pieces_.pop_front();
+    return Next::kText;
+  }
+  if (outcome_) {
+    *out = *outcome_;
+    return Next::kOutcome;
+  }
+  wake_ = std::move(wake);
+  return Next::kPending;
+}
+
+void Ticket::cancel() {
+  std::function<void()> wake;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    cancelled_ = true;
+    pieces_.clear();
+    cv_.notify_all();
+    wake = take_wake();
+  }
+  if (wake) wake();
 }
 
 namespace {
@@ -159,6 +195,19 @@ void Scheduler::decode_loop() {
       }
       owners.emplace(*id, Owner{r.ticket, std::move(r.d.finish)});
     }
+    // The drain deadline passed: every sequence ends now with what it has.
+    bool cut = false;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      cut = cut_;
+    }
+    if (cut) {
+      int n = 0;
+      for (const auto& [id, o] : owners)
+        n += batch.end(id, Status(StatusCode::kUnavailable, "the server is shutting down: the drain deadline passed")) ? 1 : 0;
+      std::lock_guard<std::mutex> lk(mu_);
+      cut_count_ += n;
+    }
     // Clients that left: their sequences go now, not at their next text piece.
     std::vector<DecodeBatch::Id> gone;
     for (const auto& [id, o] : owners)
@@ -176,11 +225,11 @@ void Scheduler::decode_loop() {
   }
 }
 
-void Scheduler::shutdown() {
+int Scheduler::shutdown(std::optional<std::chrono::milliseconds> deadline) {
   std::deque<Job> dropped;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (stopping_ && workers_.empty()) return;
+    if (stopping_ && workers_.empty()) return cut_count_;
     stopping_ = true;
     dropped.swap(queue_);
     cv_.notify_all();
@@ -190,10 +239,19 @@ void Scheduler::shutdown() {
     o.error = ApiError{503, "the server is shutting down", "server_error", "", "shutting_down"};
     j.ticket->finish(std::move(o));
   }
+  if (deadline) {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!cv_.wait_for(lk, *deadline, [&] { return prefilling_ == 0 && ready_.empty() && decoding_ == 0; })) {
+      cut_ = true;
+      cv_.notify_all();
+    }
+  }
   for (auto& w : workers_)
     if (w.joinable()) w.join();
   workers_.clear();
   if (decoder_.joinable()) decoder_.join();
+  std::lock_guard<std::mutex> lk(mu_);
+  return cut_count_;
 }
 
 int Scheduler::queued() const {

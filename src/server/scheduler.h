@@ -16,6 +16,7 @@
 // drops cancelled sequences before each step, freeing their state.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -57,13 +58,20 @@ class Ticket {
   bool next(std::string* text, Outcome* out);
   // Waits for the outcome, concatenating all text pieces into *text.
   Outcome wait(std::string* text);
+  // next() without blocking: kPending when nothing is ready, and then `wake` is called once
+  // (by the thread that pushes, finishes or cancels, outside the lock) when something is.
+  enum class Next { kText, kOutcome, kPending };
+  Next poll(std::string* text, Outcome* out, std::function<void()> wake);
   void cancel();
 
  private:
+  // Takes the waiting poll's wake (call it after unlocking).
+  std::function<void()> take_wake();
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> pieces_;
   std::optional<Outcome> outcome_;
+  std::function<void()> wake_;  // guarded by mu_
   bool cancelled_ = false;
 };
 
@@ -108,9 +116,12 @@ class Scheduler {
   std::shared_ptr<Ticket> submit(ApiRequest request, PromptParts parts, Timer arrival,
                                  Rejection* why);
 
-  // Stops accepting, answers queued jobs with 503, lets in-flight ones finish (unless their
-  // clients cancel), joins the threads. Idempotent; call from one thread (the owner).
-  void shutdown();
+  // Stops accepting, answers queued jobs with 503 and lets in-flight ones finish (unless
+  // their clients cancel) — with a `deadline`, for at most that long: then every sequence
+  // still decoding ends with what it produced (finish_reason "abort", Status kUnavailable),
+  // and a job still prefilling likewise as soon as its prefill returns. Joins the threads.
+  // Returns how many requests the deadline cut. Idempotent; call from one thread (the owner).
+  int shutdown(std::optional<std::chrono::milliseconds> deadline = std::nullopt);
 
   int queued() const;
   int running() const;  // in flight: prefilling, waiting for the batch, or decoding
@@ -133,6 +144,8 @@ class Scheduler {
   std::deque<Ready> ready_;  // prefilled, joining the batch at its next step
   int prefilling_ = 0, decoding_ = 0;
   bool stopping_ = false;
+  bool cut_ = false;  // the drain deadline passed: end what still runs
+  int cut_count_ = 0;
   std::vector<std::thread> workers_;
   std::thread decoder_;
 };
