@@ -1,6 +1,8 @@
 #include "server/request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "tokenizer/tokenizer.h"
 
@@ -235,6 +237,68 @@ std::optional<ApiError> parse_stop(const json& v, const RequestLimits& lim, ApiR
   return std::nullopt;
 }
 
+ApiError unsupported(const std::string& param, const std::string& why) {
+  return bad_request("'" + param + "' is not supported by hypic" + why, param, "unsupported_parameter");
+}
+
+bool is_zero_number(const json& v) { return v.is_number() && v.get<double>() == 0.0; }
+bool is_empty(const json& v) {
+  return v.is_string() ? v.get_ref<const std::string&>().empty() : (v.is_array() || v.is_object()) && v.empty();
+}
+
+// Fields of the OpenAI API that hypic does not implement are accepted only at values that
+// change nothing (null, or the API's default); any other value, and any field the API does
+// not have, is 400 unsupported_parameter naming it, so a client never believes it worked.
+std::optional<ApiError> check_fields(const json& j, Endpoint ep) {
+  using Noop = bool (*)(const json&);
+  struct Field {
+    const char* name;
+    Noop noop;  // null: implemented (parsed below)
+  };
+  static const Field kChat[] = {
+      {"model", nullptr}, {"messages", nullptr}, {"max_tokens", nullptr}, {"max_completion_tokens", nullptr},
+      {"temperature", nullptr}, {"top_p", nullptr}, {"top_k", nullptr}, {"seed", nullptr}, {"n", nullptr},
+      {"stop", nullptr}, {"stream", nullptr}, {"stream_options", nullptr}, {"cache_salt", nullptr},
+      {"user", nullptr}, {"logprobs", nullptr}, {"hypic", nullptr},
+      {"presence_penalty", is_zero_number}, {"frequency_penalty", is_zero_number},
+      {"logit_bias", is_empty}, {"top_logprobs", is_zero_number}, {"tools", is_empty}, {"functions", is_empty},
+      {"tool_choice", [](const json& v) { return v == "none"; }},
+      {"function_call", [](const json& v) { return v == "none"; }},
+      {"parallel_tool_calls", [](const json& v) { return v.is_boolean(); }},  // no tools: nothing to parallelise
+      {"response_format", [](const json& v) { return v.is_object() && v.size() == 1 && v.value("type", "") == "text"; }},
+      {"store", [](const json& v) { return v == false; }}, {"metadata", is_empty},
+      {"service_tier", [](const json& v) { return v == "auto" || v == "default"; }},
+      {"modalities", [](const json& v) { return v == json::array({"text"}); }},
+      {"audio", nullptr}, {"prediction", nullptr}, {"reasoning_effort", nullptr}, {"web_search_options", nullptr},
+  };
+  static const Field kCompletions[] = {
+      {"model", nullptr}, {"prompt", nullptr}, {"max_tokens", nullptr}, {"temperature", nullptr}, {"top_p", nullptr},
+      {"top_k", nullptr}, {"seed", nullptr}, {"n", nullptr}, {"stop", nullptr}, {"stream", nullptr},
+      {"stream_options", nullptr}, {"cache_salt", nullptr}, {"user", nullptr}, {"logprobs", nullptr}, {"echo", nullptr},
+      {"hypic", nullptr},
+      {"presence_penalty", is_zero_number}, {"frequency_penalty", is_zero_number}, {"logit_bias", is_empty},
+      {"best_of", [](const json& v) { return v == 1; }}, {"suffix", is_empty},
+  };
+  // Known fields with no no-op value (everything but null is unsupported).
+  static const char* kNoValue[] = {"audio", "prediction", "reasoning_effort", "web_search_options"};
+  const bool chat = ep == Endpoint::kChat;
+  for (const auto& [key, v] : j.items()) {
+    const Field* f = nullptr;
+    for (const Field& x : chat ? std::span<const Field>(kChat) : std::span<const Field>(kCompletions))
+      if (key == x.name) f = &x;
+    if (!f)
+      return unsupported(key, std::string(" (not a field of the ") + (chat ? "chat completions" : "completions") +
+                                  " API that hypic implements); remove it");
+    if (v.is_null()) continue;
+    const bool no_value = std::find_if(std::begin(kNoValue), std::end(kNoValue), [&](const char* n) { return key == n; }) != std::end(kNoValue);
+    if (no_value || (f->noop && !f->noop(v)))
+      return unsupported(key, key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call"
+                                  ? " yet (tool calling is planned); remove it"
+                                  : "; remove it or send its default");
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLimits& lim,
                                      ApiRequest* r) {
   if (!j.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");
@@ -260,6 +324,7 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
     }
     if (r->prompt.empty()) return bad_request("'prompt' must not be empty", "prompt", "invalid_value");
   }
+  if (auto e = check_fields(j, ep)) return e;
   // max_completion_tokens wins over the deprecated max_tokens when both are given.
   r->max_tokens = lim.default_max_tokens;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
@@ -274,6 +339,11 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
   if (auto it = j.find("top_p"); it != j.end() && !it->is_null())
     if (auto e = get_num(*it, "top_p", 0.0, 1.0, &r->top_p)) return e;
   if (r->top_p <= 0.0) return bad_request("'top_p' must be greater than 0", "top_p", "invalid_value");
+  if (auto it = j.find("top_k"); it != j.end() && !it->is_null()) {  // an extension, as in vLLM
+    int64_t k = 0;
+    if (auto e = get_int(*it, "top_k", -1, 1 << 20, &k)) return e;
+    r->top_k = k < 0 ? 0 : int(k);  // -1 (vLLM) and 0: off
+  }
   if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
     int64_t s = 0;
     if (auto e = get_int(*it, "seed", INT64_MIN, INT64_MAX, &s)) return e;
@@ -308,11 +378,15 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
   for (const char* key : {"logprobs", "echo"}) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
+    // Completions' logprobs is a count (0: none), chat's a boolean.
+    if (ep == Endpoint::kCompletions && std::string_view(key) == "logprobs" && is_zero_number(*it)) continue;
     if (!it->is_boolean()) return wrong_type(key, "a boolean", *it);
     if (it->get<bool>()) return bad_request(std::string("'") + key + "' is not supported", key, "unsupported_value");
   }
   if (auto it = j.find("hypic"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("hypic", "an object", *it);
+    for (const auto& [k, v] : it->items())
+      if (k != "mode" && k != "seam") return unsupported("hypic." + k, " (the 'hypic' object takes 'mode' and 'seam'); remove it");
     if (auto m = it->find("mode"); m != it->end() && !m->is_null()) {
       if (!m->is_string()) return wrong_type("hypic.mode", "a string", *m);
       if (!parse_pic_mode(m->get<std::string>(), &r->mode))
@@ -412,6 +486,7 @@ GenerateOptions generate_options(const ApiRequest& r) {
   g.stop = r.stop;
   g.sampling.temperature = float(r.temperature);
   g.sampling.top_p = float(r.top_p);
+  g.sampling.top_k = r.top_k;
   g.sampling.seed = r.seed.value_or(0);
   return g;
 }

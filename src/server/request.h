@@ -89,6 +89,7 @@ struct ApiRequest {
   int max_tokens = 0;             // resolved (default applied)
   double temperature = 1.0;       // OpenAI default
   double top_p = 1.0;
+  int top_k = 0;                  // extension (as vLLM): 0 or -1 off
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool stream = false;

@@ -298,5 +298,73 @@ TEST(Request, FuzzMutationsNeverCrash) {
   EXPECT_GT(ok, 0);
 }
 
+// Fields hypic does not implement: refused with their name unless at a value that changes
+// nothing, so a client never believes they worked.
+TEST(Request, UnimplementedFieldsAreRefusedByName) {
+  const std::string chat_head = R"({"model":"m","messages":[{"role":"user","content":"a"}],)";
+  const std::string cmpl_head = R"({"model":"m","prompt":"a",)";
+  struct Case {
+    Endpoint ep;
+    std::string field;  // "name":value
+    std::string param;
+  };
+  const std::vector<Case> refused = {
+      {Endpoint::kChat, R"("tools":[{"type":"function","function":{"name":"f"}}])", "tools"},
+      {Endpoint::kChat, R"("tool_choice":"auto")", "tool_choice"},
+      {Endpoint::kChat, R"("response_format":{"type":"json_object"})", "response_format"},
+      {Endpoint::kChat, R"("presence_penalty":0.5)", "presence_penalty"},
+      {Endpoint::kChat, R"("frequency_penalty":-1)", "frequency_penalty"},
+      {Endpoint::kChat, R"("logit_bias":{"42":5})", "logit_bias"},
+      {Endpoint::kChat, R"("top_logprobs":3)", "top_logprobs"},
+      {Endpoint::kChat, R"("functions":[{"name":"f"}])", "functions"},
+      {Endpoint::kChat, R"("function_call":"auto")", "function_call"},
+      {Endpoint::kChat, R"("reasoning_effort":"low")", "reasoning_effort"},
+      {Endpoint::kChat, R"("repetition_penalty":1.1)", "repetition_penalty"},
+      {Endpoint::kChat, R"("hypic":{"mode":"hypic","seem":4})", "hypic.seem"},
+      {Endpoint::kCompletions, R"("best_of":3)", "best_of"},
+      {Endpoint::kCompletions, R"("suffix":"end")", "suffix"},
+      {Endpoint::kCompletions, R"("messages":[])", "messages"},
+      {Endpoint::kCompletions, R"("presence_penalty":2)", "presence_penalty"},
+  };
+  for (const Case& c : refused) {
+    ApiRequest r;
+    const std::string body = (c.ep == Endpoint::kChat ? chat_head : cmpl_head) + c.field + "}";
+    auto e = parse_request(body, c.ep, limits(), &r);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->http_status, 400) << body;
+    EXPECT_EQ(e->code, "unsupported_parameter") << body;
+    EXPECT_EQ(e->param, c.param) << body;
+    EXPECT_NE(e->message.find(c.param), std::string::npos) << e->message;
+  }
+  const std::vector<Case> noops = {
+      {Endpoint::kChat, R"("tools":[])", ""}, {Endpoint::kChat, R"("tool_choice":"none")", ""},
+      {Endpoint::kChat, R"("tools":null)", ""}, {Endpoint::kChat, R"("response_format":{"type":"text"})", ""},
+      {Endpoint::kChat, R"("presence_penalty":0)", ""}, {Endpoint::kChat, R"("frequency_penalty":0.0)", ""},
+      {Endpoint::kChat, R"("logit_bias":{})", ""}, {Endpoint::kChat, R"("logprobs":false)", ""},
+      {Endpoint::kChat, R"("parallel_tool_calls":true)", ""}, {Endpoint::kChat, R"("store":false)", ""},
+      {Endpoint::kChat, R"("n":1)", ""}, {Endpoint::kChat, R"("user":"u1")", ""},
+      {Endpoint::kCompletions, R"("best_of":1)", ""}, {Endpoint::kCompletions, R"("logprobs":0)", ""},
+      {Endpoint::kCompletions, R"("echo":false)", ""}, {Endpoint::kCompletions, R"("suffix":"")", ""},
+  };
+  for (const Case& c : noops) {
+    ApiRequest r;
+    const std::string body = (c.ep == Endpoint::kChat ? chat_head : cmpl_head) + c.field + "}";
+    auto e = parse_request(body, c.ep, limits(), &r);
+    EXPECT_FALSE(e) << body << " -> " << (e ? e->message : "");
+  }
+}
+
+TEST(Request, TopKIsAnExtension) {
+  ApiRequest r;
+  ASSERT_FALSE(parse_request(R"({"model":"m","prompt":"a","top_k":40})", Endpoint::kCompletions, limits(), &r));
+  EXPECT_EQ(r.top_k, 40);
+  EXPECT_EQ(generate_options(r).sampling.top_k, 40);
+  ASSERT_FALSE(parse_request(R"({"model":"m","prompt":"a","top_k":-1})", Endpoint::kCompletions, limits(), &r));
+  EXPECT_EQ(r.top_k, 0);
+  auto e = parse_request(R"({"model":"m","prompt":"a","top_k":-2})", Endpoint::kCompletions, limits(), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "top_k");
+}
+
 }  // namespace
 }  // namespace hypic::server
