@@ -34,6 +34,7 @@ constexpr size_t kDrainBodyBytes = 64u << 10;   // a rejected request's body rea
 constexpr size_t kWatchBufferBytes = 1u << 20;  // pipelined bytes buffered while answering
 constexpr size_t kReadChunk = 16u << 10;
 constexpr int kLingerMs = 2000;                 // reading what a closing peer still sends
+constexpr int kMaxRejecting = 512;              // refused connections closing gracefully at once
 
 bool iequal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -216,6 +217,7 @@ struct HttpFront::Impl : std::enable_shared_from_this<HttpFront::Impl> {
   // I/O thread only:
   std::unordered_set<Connection*> conns;
   std::unordered_map<std::string, int> per_peer;
+  int rejecting = 0;  // connections refused by a cap, closing
   bool draining = false;
   bool stopped = false;
   // Any thread:
@@ -226,7 +228,7 @@ struct HttpFront::Impl : std::enable_shared_from_this<HttpFront::Impl> {
   explicit Impl(HttpFrontOptions o) : opt(std::move(o)), pool(opt.handler_threads) {}
   void accept();
   void on_accept(tcp::socket s);
-  void remove(Connection* c, const std::string& peer);
+  void remove(Connection* c, const std::string& peer, bool counted);
   bool authorized(const HttpRequest& r) const;
 };
 
@@ -236,9 +238,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   enum class State { kIdle, kHeader, kBody, kWaiting, kWriting, kLinger, kClosed };
 
-  Connection(std::shared_ptr<HttpFront::Impl> front, tcp::socket s, std::string peer, int port)
+  // `counted`: one of the front's connections (caps); else a refused one, only answered.
+  Connection(std::shared_ptr<HttpFront::Impl> front, tcp::socket s, std::string peer, int port, bool counted)
       : f_(std::move(front)), sock_(std::move(s)), timer_(f_->io), peer_(std::move(peer)), peer_port_(port),
-        gone_(std::make_shared<std::atomic<bool>>(false)) {}
+        counted_(counted), gone_(std::make_shared<std::atomic<bool>>(false)) {}
 
   const std::string& peer() const { return peer_; }
   State state() const { return state_; }
@@ -251,6 +254,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     next_request();
   }
 
+  // Answers `r` at once without reading a request, then closes gracefully.
+  void reject(HttpResponse r) {
+    error_code ec;
+    sock_.non_blocking(true, ec);
+    close_after_ = true;
+    answer_early(std::move(r));
+  }
+
   // Posted by a Reply.
   void deliver(uint64_t seq, HttpResponse r) {
     if (state_ != State::kWaiting || seq != seq_) {  // stale: the connection moved on or closed
@@ -260,8 +271,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     write_response(std::move(r));  // even to a peer that half-closed; a failed write closes
   }
 
+  // Kept-alive idle connections close; a new one still gets its answer (503).
   void on_drain() {
-    if (state_ == State::kIdle) close();
+    if (state_ == State::kIdle && seq_ > 0) close();
   }
 
   void close() {
@@ -277,7 +289,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     error_code ec;
     sock_.shutdown(tcp::socket::shutdown_both, ec);
     sock_.close(ec);
-    f_->remove(this, peer_);
+    f_->remove(this, peer_, counted_);
   }
 
  private:
@@ -375,7 +387,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     body_.reset();
     early_.reset();
     close_after_ = false;
-    if (f_->draining && buf_.size() == 0) return close();
+    if (f_->draining && seq_ > 0 && buf_.size() == 0) return close();  // kept alive: done
     if (buf_.size() > 0) {  // a pipelined request is already here
       set_state(State::kHeader);
       arm(f_->opt.header_timeout_ms);
@@ -663,6 +675,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::steady_timer timer_;
   std::string peer_;
   int peer_port_ = 0;
+  bool counted_ = true;
   std::shared_ptr<std::atomic<bool>> gone_;
   State state_ = State::kIdle;
   uint64_t timer_gen_ = 0;
@@ -761,34 +774,38 @@ void HttpFront::Impl::on_accept(tcp::socket s) {
   const auto ep = s.remote_endpoint(ec);
   if (ec) return;
   const std::string peer = ep.address().to_string();
-  int& n = per_peer[peer];
-  if (int64_t(conns.size()) >= opt.max_connections || n >= opt.max_connections_per_peer || draining) {
-    if (n == 0) per_peer.erase(peer);
+  auto it = per_peer.find(peer);
+  const int from_peer = it == per_peer.end() ? 0 : it->second;
+  const bool total_full = int64_t(conns.size()) >= opt.max_connections;
+  if (total_full || from_peer >= opt.max_connections_per_peer) {
     rejected += 1;
-    const ApiError e = draining ? shutting_down_error()
-                                : make_error(503, "too many connections (at most " +
-                                                      std::to_string(int64_t(conns.size()) >= opt.max_connections ? opt.max_connections
-                                                                                                                 : opt.max_connections_per_peer) +
-                                                      (int64_t(conns.size()) >= opt.max_connections ? " in total" : " from one address") +
-                                                      "); close idle connections or retry later",
-                                             "server_error", "too_many_connections");
-    const std::string body = dump(e.to_json());
-    const std::string msg = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    s.non_blocking(true, ec);
-    s.write_some(asio::buffer(msg), ec);
-    s.shutdown(tcp::socket::shutdown_both, ec);
-    s.close(ec);
+    // Answered 503 and closed gracefully (so the peer reads the answer), unless so many
+    // rejections are already closing that this one is just dropped.
+    if (rejecting >= kMaxRejecting) {
+      s.close(ec);
+      return;
+    }
+    const int cap = total_full ? opt.max_connections : opt.max_connections_per_peer;
+    auto c = std::make_shared<Connection>(shared_from_this(), std::move(s), peer, ep.port(), /*counted=*/false);
+    rejecting += 1;
+    c->reject(error_reply(make_error(503, "too many connections (at most " + std::to_string(cap) +
+                                              (total_full ? " in total" : " from one address") +
+                                              "); close idle connections or retry later",
+                                      "server_error", "too_many_connections")));
     return;
   }
-  ++n;
-  auto c = std::make_shared<Connection>(shared_from_this(), std::move(s), peer, ep.port());
+  per_peer[peer] += 1;
+  auto c = std::make_shared<Connection>(shared_from_this(), std::move(s), peer, ep.port(), /*counted=*/true);
   conns.insert(c.get());
   open += 1;
   c->start();
 }
 
-void HttpFront::Impl::remove(Connection* c, const std::string& peer) {
+void HttpFront::Impl::remove(Connection* c, const std::string& peer, bool counted) {
+  if (!counted) {
+    rejecting -= 1;
+    return;
+  }
   if (conns.erase(c) == 0) return;
   open -= 1;
   auto it = per_peer.find(peer);

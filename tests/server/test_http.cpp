@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -726,6 +727,78 @@ TEST_F(HttpTest, NonStreamingClientDisconnectStopsDecoding) {
   int st = 0;
   post(c, "/v1/chat/completions", chat_body(1), &st);
   EXPECT_EQ(st, 200);
+}
+
+// stop() (SIGTERM) with a drain deadline: a stream still running at the deadline ends with
+// what it produced — a finish chunk with finish_reason "abort", the usage, an error event
+// (shutting_down), [DONE] — and stop() returns; a request after the drain began gets 503.
+TEST_F(HttpTest, DrainDeadlineCutsStreams) {
+  ServerOptions o = opts();
+  o.debug_piece_delay_ms = 20;  // 2000 tokens take 40 s or more: the deadline comes first
+  o.drain_timeout_ms = 2000;
+  o.port = 0;
+  o.log_requests = false;
+  auto created = HttpServer::create(*model_, *tok_, o);
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  std::unique_ptr<HttpServer> srv = std::move(created).value();
+  ASSERT_TRUE(srv->bind().is_ok());
+  std::thread run([&] { srv->run(); });
+  httplib::Client c("127.0.0.1", srv->port());
+  c.set_read_timeout(60, 0);
+  json b = chat_body(2000);
+  b["stream"] = true;
+  b["stream_options"] = {{"include_usage", true}};
+  std::string body;
+  std::atomic<bool> flowing{false};
+  std::thread stopper, prober;
+  int during_drain = 0;  // the status a new request got while the stream drained
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.body = b.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    body.append(d, n);
+    if (flowing.exchange(true)) return true;
+    stopper = std::thread([&] { srv->stop(); });  // text flows: stop now
+    prober = std::thread([&] {  // the drain lasts 2 s; it begins at once
+      for (int i = 0; i < 150 && during_drain != 503; ++i) {
+        httplib::Client p("127.0.0.1", srv->port());
+        auto h = p.Get("/health");
+        if (!h) break;  // the server has closed
+        during_drain = h->status;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+    return true;
+  };
+  auto r = c.send(req);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  ASSERT_TRUE(stopper.joinable());
+  stopper.join();
+  prober.join();
+  run.join();
+  EXPECT_EQ(during_drain, 503);
+  std::vector<json> events;
+  for (size_t p = 0; p < body.size();) {
+    const size_t e = body.find("\n\n", p);
+    ASSERT_NE(e, std::string::npos) << body.substr(p);
+    const std::string ev = body.substr(p, e - p);
+    ASSERT_EQ(ev.rfind("data: ", 0), 0u) << ev;
+    events.push_back(ev == "data: [DONE]" ? json("[DONE]") : json::parse(ev.substr(6)));
+    p = e + 2;
+  }
+  ASSERT_GE(events.size(), 5u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json& err = events[events.size() - 2];
+  EXPECT_EQ(err["error"]["code"], "shutting_down") << err.dump();
+  const json& usage = events[events.size() - 3];
+  EXPECT_TRUE(usage["choices"].empty());
+  const int64_t produced = usage["usage"]["completion_tokens"];
+  EXPECT_GT(produced, 0);
+  EXPECT_LT(produced, 2000);
+  EXPECT_EQ(events[events.size() - 4]["choices"][0]["finish_reason"], "abort");
 }
 
 }  // namespace
