@@ -128,13 +128,18 @@ class Client:
         self.c = None
 
 
-def measure(port, model, n, timeout):
-    """Sequential warm chats and health checks: latencies and timeouts."""
+def measure(port, model, n, timeout, budget):
+    """Sequential warm chats and health checks: latencies and timeouts. Each kind stops after
+    `budget` seconds (a server that times every request out would take n x timeout)."""
     cl = Client(port, timeout)
     body = chat_body(model, True)
-    out = {"chat_ms": [], "ttft_ms": [], "overhead_ms": [], "health_ms": [], "timeouts": 0, "errors": 0}
+    out = {"chat_ms": [], "ttft_ms": [], "overhead_ms": [], "health_ms": [], "timeouts": 0, "errors": 0, "sent": 0}
     for kind in ("chat", "health"):
+        until = time.monotonic() + budget
         for _ in range(n):
+            if time.monotonic() > until:
+                break
+            out["sent"] += 1
             t0 = time.perf_counter()
             try:
                 if kind == "chat":
@@ -158,7 +163,7 @@ def measure(port, model, n, timeout):
                 if server is not None:
                     out["overhead_ms"].append(1000 * ttft - server)
     cl.close()
-    s = {"timeouts": out["timeouts"], "errors": out["errors"]}
+    s = {"sent": out["sent"], "timeouts": out["timeouts"], "errors": out["errors"]}
     for k in ("chat_ms", "ttft_ms", "overhead_ms", "health_ms"):
         s[k[:-3] + "_p50_ms"] = pct(out[k], 50)
         s[k[:-3] + "_p99_ms"] = pct(out[k], 99)
@@ -286,10 +291,10 @@ def bench_binary(label, binary, a):
     out = {"binary": label, "path": binary}
     try:
         Client(port, 30).chat(chat_body(name, True), True)  # cold: builds the segment's entry
-        out["idle"] = measure(port, name, a.n, a.timeout)
+        out["idle"] = measure(port, name, a.n, a.timeout, a.budget)
         print(json.dumps({"binary": label, "phase": "idle", **out["idle"]}), flush=True)
         with SlowClients(port, a.slow, a.peers, a.drip) as sc:
-            out["attack"] = measure(port, name, a.n, a.timeout)
+            out["attack"] = measure(port, name, a.n, a.timeout, a.budget)
             out["attack"].update({"slow_connections": a.slow, "slow_open_mean": (sum(sc.open_samples) / max(1, len(sc.open_samples))),
                                   "slow_reopened": sc.reopened, "slow_failed": sc.failed})
         print(json.dumps({"binary": label, "phase": "attack", **out["attack"]}), flush=True)
@@ -324,6 +329,7 @@ def main():
     ap.add_argument("--peers", type=int, default=8, help="loopback source addresses they come from")
     ap.add_argument("--drip", type=float, default=3.0, help="seconds between their header lines")
     ap.add_argument("--timeout", type=float, default=5.0, help="client timeout per request (s)")
+    ap.add_argument("--budget", type=float, default=30.0, help="seconds at most per kind of request per latency phase")
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=5.0, help="length of each rps phase")
     ap.add_argument("--server-args", default="", help="extra `hypic serve` flags for both binaries")

@@ -98,7 +98,6 @@ const char* reason_phrase(int status) {
     case 500: return "Internal Server Error";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
     case 507: return "Insufficient Storage";
     default: return "";
   }
@@ -387,6 +386,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     body_.reset();
     early_.reset();
     close_after_ = false;
+    header_bytes_ = 0;
     if (f_->draining && seq_ > 0 && buf_.size() == 0) return close();  // kept alive: done
     if (buf_.size() > 0) {  // a pipelined request is already here
       set_state(State::kHeader);
@@ -405,7 +405,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
         if (buf_.size() == 0) return read_more();
         const size_t n = head_->put(buf_.data(), ec);
         buf_.consume(n);
-        if (ec == bhttp::error::need_more) return read_more();
+        // Beast limits the bytes of one put(); the whole block is limited here.
+        header_bytes_ += n;
+        if (header_bytes_ > f_->opt.max_header_bytes) ec = bhttp::error::header_limit;
+        else if (ec == bhttp::error::need_more) return read_more();
         if (ec) return protocol_error(ec);
       }
       if (!decide()) return;
@@ -451,7 +454,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req_ = HttpRequest{};
     req_.method = std::string(h.method_string());
     req_.target = std::string(h.target());
-    const std::string_view t(h.target().data(), h.target().size());
+    std::string_view t(h.target().data(), h.target().size());
+    // The absolute form ("http://host/path", RFC 9112 3.2.2) names the same resource.
+    for (std::string_view scheme : {"http://", "https://"})
+      if (t.size() > scheme.size() && iequal(t.substr(0, scheme.size()), scheme)) {
+        const size_t slash = t.find('/', scheme.size());
+        t = slash == std::string_view::npos ? std::string_view("/") : t.substr(slash);
+      }
     const size_t q = t.find('?');
     req_.path = percent_decode(t.substr(0, q), false);
     if (q != std::string_view::npos) parse_query(t.substr(q + 1), &req_.query);
@@ -464,10 +473,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const auto len = head_->content_length();
     const bool has_body = head_->chunked() || (len && *len > 0);
 
-    if (version_ != 10 && version_ != 11) {
-      close_after_ = true;
-      early_ = front_error(505, "only HTTP/1.0 and HTTP/1.1 are supported", "http_version_not_supported");
-    } else if (f_->draining) {
+    // (Beast's parser accepts HTTP/1.0 and 1.1 only: other versions are a 400 "bad version".)
+    const bool expect_continue = has_body && version_ == 11 && iequal(req_.header("Expect"), "100-continue");
+    if (f_->draining) {
       close_after_ = true;
       early_ = error_reply(shutting_down_error());
     } else if (!f_->authorized(req_)) {
@@ -482,7 +490,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
         early_.reset();
         return answer_early(std::move(r)), false;
       }
-      if (len && *len > kDrainBodyBytes) {  // not worth reading: answer, then close
+      // Not worth reading, or the client waits for our word before sending it: answer now,
+      // then close (what it still sends is read and dropped while the connection closes).
+      if ((len && *len > kDrainBodyBytes) || expect_continue) {
         close_after_ = true;
         HttpResponse r = std::move(*early_);
         early_.reset();
@@ -491,7 +501,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       start_body(kDrainBodyBytes);
       return true;
     }
-    if (has_body && version_ == 11 && iequal(req_.header("Expect"), "100-continue")) {
+    if (expect_continue) {
       wbuf_ += "HTTP/1.1 100 Continue\r\n\r\n";
       flush();
     }
@@ -686,6 +696,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<HttpResponse> early_;  // answered once the body is drained
   HttpRequest req_;
   unsigned version_ = 11;
+  size_t header_bytes_ = 0;  // of this request's header block so far
   bool keep_alive_ = true;
   bool close_after_ = false;
   bool reading_ = false;

@@ -9,11 +9,12 @@
 //   header   the whole header block must arrive within header_timeout (from its first
 //            byte; an idle keep-alive connection is closed after keep_alive_timeout);
 //            at most max_header_bytes.
-//   decide   on the headers alone: HTTP version (505), draining (503), the API key for every
-//            path but /health (401), Content-Length against max_body_bytes (413). A request
-//            answered here has its body drained (up to kDrainBodyBytes; beyond, the
-//            connection is closed after the answer) so a kept-alive connection stays in sync.
-//            `Expect: 100-continue` is answered once the request is accepted.
+//   decide   on the headers alone: draining (503), the API key for every path but /health
+//            (401), Content-Length against max_body_bytes (413). A request answered here has
+//            its body drained (up to kDrainBodyBytes; beyond, or when it sent `Expect:
+//            100-continue`, the connection is closed after the answer) so a kept-alive
+//            connection stays in sync. `Expect: 100-continue` is answered `100 Continue`
+//            once the request is accepted. The absolute form of a target is accepted.
 //   body     the whole body within body_timeout.
 //   route    404 for an unknown path, 405 with Allow for a known path and another method,
 //            415 for a JSON route whose body is not application/json.
