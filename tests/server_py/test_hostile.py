@@ -395,6 +395,42 @@ class HypicServer:
             pass
 
 
+class RouterAuth(unittest.TestCase):
+    """`hypic router --api-key` decides the key on the headers too (it uses the same front):
+    no member is needed for that, so the router runs alone (members may join on --grpc-port)."""
+
+    def test_key_on_every_route_with_and_without_bodies(self):
+        log = tempfile.NamedTemporaryFile(prefix="hypic-hostile-router-", suffix=".log", delete=False)
+        env = dict(os.environ)
+        env.pop("HYPIC_API_KEY", None)
+        proc = subprocess.Popen([OPTS["hypic_bin"], "router", "--port", "0", "--grpc-port", "0", "--api-key", KEY],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
+
+        def cleanup():
+            terminate(proc)
+            log.close()
+            os.unlink(log.name)
+        self.addCleanup(cleanup)
+        text = lambda: open(log.name, errors="replace").read()
+        self.assertTrue(wait_for(lambda: re.search(r"hypic router: http://[0-9.]+:(\d+)", text()) or proc.poll() is not None),
+                        text())
+        m = re.search(r"hypic router: http://[0-9.]+:(\d+)", text())
+        self.assertIsNotNone(m, text())
+        port = int(m.group(1))
+        for method, path in (("GET", "/metrics"), ("GET", "/v1/models"), ("GET", "/v1/cluster"), ("GET", "/v1/segments"),
+                             ("DELETE", "/v1/segments/seg_x"), ("POST", "/v1/chat/completions"), ("GET", "/nowhere")):
+            for body in (None, b"x"):
+                with self.subTest(method=method, path=path, body=body):
+                    r = fetch(port, method, path, key=None, body=body)
+                    self.assertIsNotNone(r)
+                    self.assertEqual(r.status, 401, r)
+                    self.assertEqual(r.json()["error"]["code"], "invalid_api_key")
+        r = fetch(port, "GET", "/v1/cluster")
+        self.assertEqual((r.status, r.json()["object"]), (200, "cluster"), r)
+        r = fetch(port, "GET", "/health", key=None)  # no key needed; no instance yet: 503
+        self.assertEqual((r.status, r.json()["error"]["code"]), (503, "no_instance"), r)
+
+
 def metrics_value(port, name, src="127.0.0.3"):
     r = fetch(port, "GET", "/metrics", src=src)
     if r is None or r.status != 200:
