@@ -12,9 +12,8 @@ authorised GET /v1/models on a fresh connection) and nothing may have changed.
     python tests/server_py/test_hostile.py --hypic-bin build/hypic [--source-dir .] [unittest args]
 
 Every wait polls a condition with a generous deadline; nothing asserts that something did
-not happen within a short sleep. The helpers follow tests/server_py/test_openai_client.py;
-they are copied rather than imported because that module needs the `openai` package on
-import (it exits 77 without it), and this suite needs only the standard library.
+not happen within a short sleep. Flags and process helpers are shared with the other
+suites (server_proc.py); the rest is its own, as this suite needs no `openai` package.
 """
 import json
 import os
@@ -29,28 +28,8 @@ import time
 import unittest
 
 
-def _parse_own_args(argv):
-    """Takes --hypic-bin / --source-dir out of argv; the rest goes to unittest."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    opts = {"hypic_bin": os.environ.get("HYPIC_BIN", ""),
-            "source_dir": os.environ.get("HYPIC_SOURCE_DIR", os.path.normpath(os.path.join(here, "..", "..")))}
-    rest = [argv[0]]
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        for flag, key in (("--hypic-bin", "hypic_bin"), ("--source-dir", "source_dir")):
-            if a == flag and i + 1 < len(argv):
-                opts[key] = argv[i + 1]
-                i += 1
-                break
-            if a.startswith(flag + "="):
-                opts[key] = a.split("=", 1)[1]
-                break
-        else:
-            rest.append(a)
-        i += 1
-    return opts, rest
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_proc import parse_own_args as _parse_own_args, terminate  # noqa: E402
 
 OPTS, UNITTEST_ARGV = _parse_own_args(sys.argv)
 
@@ -70,18 +49,6 @@ SHORT_PROMPT = [{"role": "user", "content": "hi"}]
 ERROR_KEYS = {"message", "type", "param", "code"}
 
 _PORT_RE = re.compile(r"hypic serve: model '([^']*)' on http://([0-9.]+):(\d+)")
-
-
-def terminate(proc, timeout=10.0):
-    """SIGTERM (graceful), then SIGKILL if the process has not exited within `timeout`; the exit status."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode
 
 
 def wait_for(cond, timeout=15.0, interval=0.02):
