@@ -211,6 +211,7 @@ void Sha256::reset() {
 }
 
 void Sha256::update(const void* data, size_t n) {
+  if (n == 0) return;  // data may then be null (an empty vector's data()): no memcpy from it
   const uint8_t* p = static_cast<const uint8_t*>(data);
   const BlockFn blocks = g_blocks.load(std::memory_order_relaxed);
   total_ += n;
@@ -276,6 +277,7 @@ void Xxh64::reset(uint64_t seed) {
 }
 
 void Xxh64::update(const void* data, size_t n) {
+  if (n == 0) return;  // data may then be null (an empty vector's data()): no memcpy from it
   const uint8_t* p = static_cast<const uint8_t*>(data);
   total_ += n;
   if (buf_len_ > 0) {

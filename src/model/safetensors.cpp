@@ -12,6 +12,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounded.h"
 #include "core/log.h"
 
 namespace hypic {
@@ -93,17 +94,32 @@ const char* safetensors_dtype_name(DType t) {
 // ---------------------------------------------------------------------------------------
 // Reader
 
+// The file's bytes: a read-only mapping (open) or an owned copy (from_bytes).
 struct SafetensorsFile::Mapping {
   void* addr = nullptr;
   size_t len = 0;
+  std::string copy;
   Mapping(void* a, size_t l) : addr(a), len(l) {}
+  explicit Mapping(std::string bytes) : copy(std::move(bytes)) {}
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
   ~Mapping() {
     if (addr) ::munmap(addr, len);
   }
-  const uint8_t* bytes() const { return static_cast<const uint8_t*>(addr); }
+  const uint8_t* bytes() const {
+    return addr ? static_cast<const uint8_t*>(addr) : reinterpret_cast<const uint8_t*>(copy.data());
+  }
 };
+
+namespace {
+
+Status shorter_than_length_field(const std::string& path, uint64_t size) {
+  return corrupt("'" + path + "' is " + std::to_string(size) +
+                 " bytes, shorter than the 8-byte header length: the file is truncated or "
+                 "not a safetensors file (download it again)");
+}
+
+}  // namespace
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -125,18 +141,26 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   const uint64_t size = uint64_t(st.st_size);
   if (size < 8) {
     ::close(fd);
-    return corrupt("'" + path + "' is " + std::to_string(size) +
-                   " bytes, shorter than the 8-byte header length: the file is truncated or "
-                   "not a safetensors file (download it again)");
+    return shorter_than_length_field(path, size);
   }
   void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_errno = errno;
   ::close(fd);
   if (addr == MAP_FAILED)
     return io_error("cannot memory-map '" + path + "': " + errno_str(map_errno));
+  return parse(std::make_shared<Mapping>(addr, size), size, path);
+}
 
+Result<SafetensorsFile> SafetensorsFile::from_bytes(std::string bytes, const std::string& name) {
+  const uint64_t size = bytes.size();
+  if (size < 8) return shorter_than_length_field(name, size);
+  return parse(std::make_shared<Mapping>(std::move(bytes)), size, name);
+}
+
+Result<SafetensorsFile> SafetensorsFile::parse(std::shared_ptr<Mapping> map, uint64_t size,
+                                               const std::string& path) {
   SafetensorsFile f;
-  f.map_ = std::make_shared<Mapping>(addr, size);
+  f.map_ = std::move(map);
   f.path_ = path;
   f.file_size_ = size;
   const uint8_t* base = f.map_->bytes();
@@ -174,8 +198,12 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
     if (name == "__metadata__") {
       if (!v.is_object())
         return corrupt(where + "'__metadata__' must be an object of strings");
-      for (const auto& [k, mv] : v.items())
+      for (const auto& [k, mv] : v.items()) {
+        if (json_nested_deeper(mv, kMaxDumpDepth))
+          return corrupt(where + "'__metadata__' value '" + k + "' is nested more than " +
+                         std::to_string(kMaxDumpDepth) + " levels deep");
         f.metadata_[k] = mv.is_string() ? mv.get<std::string>() : mv.dump();
+      }
       continue;
     }
     const std::string t = where + "tensor '" + name + "': ";
@@ -199,11 +227,11 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
       const json& d = (*sh)[i];
       int64_t dim = 0;
       if (!json_int64(d, &dim))
-        return corrupt(t + "shape entry " + std::to_string(i) + " (" + d.dump() +
+        return corrupt(t + "shape entry " + std::to_string(i) + " (" + json_dump_bounded(d) +
                        ") is not an integer");
       if (dim < 0)
         return corrupt(t + "negative dimension " + std::to_string(dim) + " at index " +
-                       std::to_string(i) + " of shape " + sh->dump());
+                       std::to_string(i) + " of shape " + json_dump_bounded(*sh));
       e.shape.push_back(dim);
     }
 
@@ -212,13 +240,13 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
       return corrupt(t + "missing field 'data_offsets' or it is not a [begin, end] pair");
     int64_t b = 0, en = 0;
     if (!json_int64((*off)[0], &b) || !json_int64((*off)[1], &en) || b < 0 || en < 0)
-      return corrupt(t + "data_offsets " + off->dump() + " are not non-negative integers");
+      return corrupt(t + "data_offsets " + json_dump_bounded(*off) + " are not non-negative integers");
     e.begin = uint64_t(b);
     e.end = uint64_t(en);
     if (e.begin > e.end)
-      return corrupt(t + "data_offsets " + off->dump() + " are reversed (begin > end)");
+      return corrupt(t + "data_offsets " + json_dump_bounded(*off) + " are reversed (begin > end)");
     if (e.end > data_size)
-      return corrupt(t + "data_offsets " + off->dump() + " extend past the data section (" +
+      return corrupt(t + "data_offsets " + json_dump_bounded(*off) + " extend past the data section (" +
                      std::to_string(data_size) + " bytes): the file is truncated (download "
                      "it again)");
     const std::optional<uint64_t> want = checked_nbytes(e.shape, e.element_size);

@@ -61,6 +61,9 @@ class SafetensorsFile {
   // byte size, bounds and overlap. Errors name the file and, where one is at fault, the
   // tensor.
   static Result<SafetensorsFile> open(const std::string& path);
+  // The same validation of a safetensors image held in memory (the fuzz target, tests);
+  // `bytes` is kept, views point into it. `name` stands for the path in messages and path().
+  static Result<SafetensorsFile> from_bytes(std::string bytes, const std::string& name);
 
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return file_size_; }
@@ -82,6 +85,9 @@ class SafetensorsFile {
 
  private:
   struct Mapping;
+  // Validates the header of the `size` bytes held by `map` (size >= 8).
+  static Result<SafetensorsFile> parse(std::shared_ptr<Mapping> map, uint64_t size,
+                                       const std::string& path);
   std::shared_ptr<Mapping> map_;
   std::string path_;
   uint64_t file_size_ = 0, data_offset_ = 0;

@@ -18,12 +18,14 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string_view>
 
+#include "core/json_bounded.h"
 #include "core/sha256.h"
 #include "model/safetensors.h"
 
@@ -446,14 +448,18 @@ Result<Container> container_of_bytes(std::string_view b) {
     for (const json& d : v["shape"]) {
       uint64_t u = 0;
       if (!json_u64(d, &u) || u > uint64_t(kMaxDim) * kMaxDim)
-        return corrupt(w + "shape " + v["shape"].dump() + " is not non-negative integers");
+        return corrupt(w + "shape " + json_dump_bounded(v["shape"]) + " is not non-negative integers");
       it.shape.push_back(int64_t(u));
-      want = std::min<unsigned __int128>(want * u, (unsigned __int128)1 << 64);
+      // Rejected as soon as a prefix overflows, as the file reader does: saturating instead
+      // would let a later 0 dimension hide it (and shape_numel overflow on the result).
+      want *= u;
+      if (want > std::numeric_limits<uint64_t>::max())
+        return corrupt(w + "shape " + json_dump_bounded(v["shape"]) + " holds more than 2^64 bytes");
     }
     uint64_t b0 = 0, b1 = 0;
     if (!json_u64(v["data_offsets"][0], &b0) || !json_u64(v["data_offsets"][1], &b1) ||
         b0 > b1 || b1 > c.data_size)
-      return corrupt(w + "data_offsets " + v["data_offsets"].dump() +
+      return corrupt(w + "data_offsets " + json_dump_bounded(v["data_offsets"]) +
                      " are not a range inside the " + std::to_string(c.data_size) +
                      "-byte data section");
     if (want != b1 - b0)
@@ -520,7 +526,7 @@ Result<SegmentEntry> decode(const Container& f, const std::string& where) {
     if (!l.is_object() || l.size() != 3 || !l.contains("form") || !l["form"].is_string() ||
         !form_from_name(l["form"].get<std::string>(), &T.form) || !l.contains("nv") ||
         !l["nv"].is_number_integer() || !l.contains("dk") || !l["dk"].is_number_integer())
-      return bad("linear layer " + std::to_string(i) + " description " + l.dump() +
+      return bad("linear layer " + std::to_string(i) + " description " + json_dump_bounded(l) +
                  " is not {form, nv, dk}");
     const int64_t nv = l["nv"].get<int64_t>(), dk = l["dk"].get<int64_t>();
     if (nv < 0 || dk < 0 || nv > kMaxDim || dk > kMaxDim)

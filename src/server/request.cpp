@@ -67,7 +67,8 @@ std::optional<ApiError> get_int(const json& v, const std::string& param, int64_t
     *out = v.get<int64_t>();
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || d < double(lo) || d > double(hi))
+    // double(INT64_MAX) rounds up to 2^63, which int64_t cannot hold: that bound is exclusive.
+    if (!std::isfinite(d) || d != std::floor(d) || d < double(lo) || d > double(hi) || d >= 9223372036854775808.0)
       return bad_request("'" + param + "' must be an integer in [" + std::to_string(lo) + ", " +
                              std::to_string(hi) + "]", param, "invalid_value");
     *out = int64_t(d);
@@ -282,7 +283,9 @@ std::optional<ApiError> check_fields(const json& j, Endpoint ep) {
   // Known fields with no no-op value (everything but null is unsupported).
   static const char* kNoValue[] = {"audio", "prediction", "reasoning_effort", "web_search_options"};
   const bool chat = ep == Endpoint::kChat;
-  for (const auto& [key, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();
+    const json& v = item.value();
     const Field* f = nullptr;
     for (const Field& x : chat ? std::span<const Field>(kChat) : std::span<const Field>(kCompletions))
       if (key == x.name) f = &x;

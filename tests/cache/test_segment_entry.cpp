@@ -272,6 +272,72 @@ TEST_F(SegmentEntryFile, ForeignAndEditedFilesAreCorrupt) {
   expect_corrupt(path("x"), "garbage");
 }
 
+// The wire form with its header edited as text (tensor data kept; checksum left as it was).
+std::string with_header_text(const std::string& bytes,
+                             const std::function<void(std::string&)>& edit) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | uint8_t(bytes[size_t(i)]);
+  std::string h = bytes.substr(8, size_t(n));
+  edit(h);
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += char(uint8_t(uint64_t(h.size()) >> (8 * i)));
+  return out + h + bytes.substr(8 + size_t(n));
+}
+
+TEST_F(SegmentEntryFile, WireFormDamageFoundByFuzzingIsCorrupt) {
+  const std::string good = serialize_entry(make_entry(3)).value();
+  auto expect_corrupt_bytes = [](const std::string& b, const std::string& message) {
+    Result<SegmentEntry> r = deserialize_entry(b);
+    ASSERT_FALSE(r.is_ok()) << message;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << r.status().to_string();
+    EXPECT_NE(r.status().message().find(message), std::string::npos) << r.status().message();
+  };
+  auto edit_json = [&](const std::function<void(nlohmann::json&)>& f) {
+    return with_header_text(good, [&](std::string& h) {
+      nlohmann::json j = nlohmann::json::parse(h);
+      f(j);
+      h = j.dump();
+    });
+  };
+  // A shape whose element count overflows 64 bits, hidden by a later zero dimension.
+  expect_corrupt_bytes(edit_json([](nlohmann::json& j) {
+                         j["attn.0.k"]["shape"] = {int64_t(1) << 40, int64_t(1) << 40, 0};
+                         j["attn.0.k"]["data_offsets"] = {0, 0};
+                       }),
+                       "more than 2^64 bytes");
+  // Values nested a million levels deep are quoted in messages without recursing into them.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  expect_corrupt_bytes(with_header_text(good,
+                                        [&](std::string& h) {
+                                          const size_t at = h.find("\"shape\":[") + 9;
+                                          h.insert(at, deep + ",");
+                                        }),
+                       "nested more than");
+  expect_corrupt_bytes(edit_json([&](nlohmann::json& j) { j["__metadata__"]["linear"] = deep; }),
+                       "nested more than");
+}
+
+TEST_F(SegmentEntryFile, LayersOfZeroHeadsRoundTrip) {
+  // Empty transitions (nv = 0) have no data: hashing them must not read through a null pointer.
+  SegmentEntry e;
+  e.key = "k";
+  for (auto f : {kernels::TransitionForm::kLogScalar, kernels::TransitionForm::kLogVector,
+                 kernels::TransitionForm::kDense}) {
+    SegmentEntry::Linear l;
+    l.T = kernels::Transition::identity(f, 0, 0);
+    l.s0 = Tensor::zeros_f32({0, 0, 3});
+    e.linear.push_back(std::move(l));
+  }
+  Result<std::string> b = serialize_entry(e);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  Result<SegmentEntry> r = deserialize_entry(*b);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  expect_same_entry(*r, e);
+  Result<std::string> again = serialize_entry(*r);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(*again, *b);
+}
+
 TEST_F(SegmentEntryFile, SaveRejectsInconsistentEntries) {
   struct Case {
     const char* what;

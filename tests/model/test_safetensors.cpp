@@ -385,6 +385,49 @@ TEST_F(SafetensorsCorruption, RandomByteFlipsNeverCrash) {
   }
 }
 
+TEST_F(SafetensorsCorruption, DeeplyNestedValuesAreErrorsNotStackOverflows) {
+  // Messages quote offending values and non-string metadata is kept as JSON text: neither
+  // may dump a value nested a million levels deep (dump() recurses once per level).
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  EXPECT_ERROR(open_header(R"({"__metadata__": {"a": )" + deep + "}}", 0),
+               StatusCode::kCorrupt, bad(), "'a'", "nested");
+  EXPECT_ERROR(open_header(R"({"t": {"dtype": "F32", "shape": [)" + deep +
+                               R"(], "data_offsets": [0, 0]}})",
+                           0),
+               StatusCode::kCorrupt, "'t'", "not an integer", "nested more than");
+  EXPECT_ERROR(open_header(R"({"t": {"dtype": "F32", "shape": [0], "data_offsets": [)" + deep +
+                               ", 0]}}",
+                           0),
+               StatusCode::kCorrupt, "'t'", "data_offsets", "nested more than");
+  // Shallow non-string metadata is still kept as its JSON text.
+  auto r = open_header(R"({"__metadata__": {"a": [1, {"b": null}]}})", 0);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->metadata().at("a"), R"([1,{"b":null}])");
+}
+
+TEST_F(SafetensorsCorruption, FromBytesValidatesLikeOpen) {
+  const std::string image(bytes_.begin(), bytes_.end());
+  Result<SafetensorsFile> f = SafetensorsFile::from_bytes(image, "mem.safetensors");
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  Result<SafetensorsFile> g = SafetensorsFile::open(good_);
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(f->path(), "mem.safetensors");
+  EXPECT_EQ(f->file_size(), g->file_size());
+  EXPECT_EQ(f->data_offset(), g->data_offset());
+  EXPECT_EQ(f->names(), g->names());
+  for (const std::string& name : g->names()) {
+    Result<Tensor> a = f->tensor(name), b = g->tensor(name);
+    ASSERT_TRUE(a.is_ok() && b.is_ok());
+    ASSERT_EQ(a->shape(), b->shape());
+    EXPECT_EQ(std::memcmp(a->raw(), b->raw(), b->nbytes()), 0) << name;
+  }
+  // The same errors, naming the given name.
+  EXPECT_ERROR(SafetensorsFile::from_bytes(image.substr(0, 7), "mem"), StatusCode::kCorrupt,
+               "'mem'", "8-byte");
+  EXPECT_ERROR(SafetensorsFile::from_bytes(image.substr(0, image.size() - 3), "mem"),
+               StatusCode::kCorrupt, "'mem'", "past the data section");
+}
+
 // ---------------------------------------------------------------------------------------
 // Checkpoint
 

@@ -354,6 +354,18 @@ TEST(Request, UnimplementedFieldsAreRefusedByName) {
   }
 }
 
+// Found by fuzzing: a float of 2^63 passed the range check (double(INT64_MAX) is 2^63) and
+// its conversion to int64_t was undefined.
+TEST(Request, FloatAtTwoToTheSixtyThreeIsOutOfRange) {
+  ApiRequest r;
+  auto e = parse_request(R"({"model":"m","messages":[{"role":"user","content":"x"}],"seed":9223372036854775808.0})",
+                         Endpoint::kChat, limits(), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "seed");
+  EXPECT_FALSE(parse_request(R"({"model":"m","messages":[{"role":"user","content":"x"}],"seed":-9223372036854775808.0})",
+                             Endpoint::kChat, limits(), &r));
+}
+
 TEST(Request, TopKIsAnExtension) {
   ApiRequest r;
   ASSERT_FALSE(parse_request(R"({"model":"m","prompt":"a","top_k":40})", Endpoint::kCompletions, limits(), &r));
