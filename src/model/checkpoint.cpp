@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "core/json_bounded.h"
 #include "core/log.h"
 
 namespace hypic {
@@ -39,6 +40,9 @@ Result<std::map<std::string, std::string>> read_index(const std::string& index_p
   } catch (const json::exception& e) {
     return corrupt("checkpoint index '" + index_path + "' is not valid JSON (" + e.what() + ")");
   }
+  if (json_nested_deeper(j, kMaxDumpDepth))
+    return corrupt("checkpoint index '" + index_path + "' nests values more than " + std::to_string(kMaxDumpDepth) +
+                   " levels deep (damaged?)");
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     return corrupt("checkpoint index '" + index_path + "' has no 'weight_map' object");
   std::map<std::string, std::string> r;

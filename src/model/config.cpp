@@ -8,6 +8,8 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "core/json_bounded.h"
+
 namespace hypic {
 namespace {
 
@@ -108,7 +110,7 @@ class Fields {
   void fail(const char* key, const char* want, const json& v) {
     if (status_.is_ok())
       status_ = invalid_argument(source_ + ": field '" + name(key) + "' must be " + want +
-                                 ", got " + v.dump());
+                                 ", got " + json_dump_bounded(v));
   }
 
   const json& obj_;
@@ -180,6 +182,10 @@ Result<ModelConfig> ModelConfig::from_json(const std::string& text, const std::s
     return invalid_argument(source + " is not valid JSON (" + e.what() + ")");
   }
   if (!root.is_object()) return invalid_argument(source + " is not a JSON object");
+  // Copies and dumps of nlohmann values recurse per level: a damaged file must not reach them.
+  if (json_nested_deeper(root, kMaxDumpDepth))
+    return invalid_argument(source + " nests values more than " + std::to_string(kMaxDumpDepth) +
+                            " levels deep: not a model config (damaged?)");
 
   ModelConfig c;
   auto mt = root.find("model_type");

@@ -2,6 +2,7 @@
 // wrong, and for an unsupported component what is supported.
 #include <nlohmann/json.hpp>
 
+#include "core/json_bounded.h"
 #include "core/log.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
@@ -139,7 +140,7 @@ class Loader {
       if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
           it.value().get<int64_t>() > (1 << 30))
         return corrupt_("model.vocab entry " + json(it.key()).dump() + " has id " +
-                        it.value().dump() + ", not a non-negative integer");
+                        json_dump_bounded(it.value()) + ", not a non-negative integer");
       int32_t id = it.value().get<int32_t>();
       t_.vocab[it.key()] = id;
       if (bpe::bytelevel_to_bytes(it.key(), &bytes)) t_.model.bytes_to_id[bytes] = id;
@@ -170,7 +171,7 @@ class Loader {
         const std::string& s = e.get_ref<const std::string&>();
         size_t sp = s.find(' ');
         if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-          return corrupt_("model.merges[" + std::to_string(rank) + "] = " + e.dump() +
+          return corrupt_("model.merges[" + std::to_string(rank) + "] = " + json_dump_bounded(e) +
                           " is not two tokens separated by one space");
         a = s.substr(0, sp);
         b = s.substr(sp + 1);
@@ -178,7 +179,7 @@ class Loader {
         a = e[0].get<std::string>();
         b = e[1].get<std::string>();
       } else {
-        return corrupt_("model.merges[" + std::to_string(rank) + "] = " + e.dump() +
+        return corrupt_("model.merges[" + std::to_string(rank) + "] = " + json_dump_bounded(e) +
                         " is neither \"a b\" nor [\"a\", \"b\"]");
       }
       auto ia = t_.vocab.find(a), ib = t_.vocab.find(b), iab = t_.vocab.find(a + b);
@@ -204,7 +205,7 @@ class Loader {
     for (const json& e : list) {
       if (!e.is_object() || !e.contains("id") || !e["id"].is_number_integer() ||
           !e.contains("content") || !e["content"].is_string() || e["id"].get<int64_t>() < 0)
-        return corrupt_("added_tokens entry " + e.dump() + " lacks an integer id or content");
+        return corrupt_("added_tokens entry " + json_dump_bounded(e) + " lacks an integer id or content");
       AddedToken t;
       t.id = e["id"].get<int32_t>();
       t.content = e["content"].get<std::string>();
@@ -274,6 +275,10 @@ Result<std::shared_ptr<TokenizerImpl>> parse_tokenizer_json(std::string_view jso
     return corrupt("tokenizer file '" + origin + "' is not valid JSON (" + e.what() +
                    "); the file looks damaged or truncated, re-download it");
   }
+  // Copies and dumps of nlohmann values recurse per level: a damaged file must not reach them.
+  if (json_nested_deeper(j, kMaxDumpDepth))
+    return corrupt("tokenizer file '" + origin + "' nests values more than " + std::to_string(kMaxDumpDepth) +
+                   " levels deep: not a Hugging Face tokenizer.json (damaged?), re-download it");
   try {
     Loader loader(origin, *impl);
     HYPIC_RETURN_IF_ERROR(loader.load(j));

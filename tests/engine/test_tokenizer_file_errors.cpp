@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "model/model.h"
@@ -52,6 +53,26 @@ TEST_F(TokenizerFileErrors, NotJson) {
   auto t = Tokenizer::load(path);
   ASSERT_FALSE(t.is_ok());
   EXPECT_NE(t.status().message().find(path), std::string::npos) << t.status().message();
+}
+
+// A deeply nested value where an entry belongs: an error describing it, not a stack
+// overflow while the message is written (nlohmann's dump() recurses per level).
+TEST_F(TokenizerFileErrors, DeeplyNestedEntry) {
+  const std::string path = (dir_ / "tokenizer.json").string();
+  std::string text;
+  {
+    std::ifstream in(path);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t at = text.find("\"added_tokens\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t open = text.find('[', at);
+  ASSERT_NE(open, std::string::npos);
+  text.insert(open + 1, std::string(200000, '[') + std::string(200000, ']') + ",");
+  std::ofstream(path, std::ios::trunc) << text;
+  auto t = Tokenizer::load(path);
+  ASSERT_FALSE(t.is_ok());
+  EXPECT_NE(t.status().message().find("levels deep"), std::string::npos) << t.status().message().substr(0, 300);
 }
 
 TEST_F(TokenizerFileErrors, NotATokenizer) {

@@ -436,5 +436,14 @@ TEST(Config, DetectWeightPrefix) {
                       "encoder.weight");
 }
 
+// A damaged config.json nested very deep: a clear error, not a stack overflow (copies and
+// dumps of nlohmann values recurse per level).
+TEST(ModelConfig, DeeplyNestedIsAnError) {
+  const std::string text = R"({"model_type": "qwen3_5", "x": )" + std::string(200000, '[') + std::string(200000, ']') + "}";
+  auto r = ModelConfig::from_json(text, "config.json");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("levels deep"), std::string::npos) << r.status().message();
+}
+
 }  // namespace
 }  // namespace hypic
