@@ -10,8 +10,8 @@ void add_http_flags(Args& a) {
       .opt("keep-alive-timeout", "S", "seconds an idle kept-alive connection stays open", "5")
       .opt("write-timeout", "S", "seconds one write to a client that does not read may take (then closed)", "30")
       .opt("http-threads", "N", "threads running route handlers (parsing, tokenising; connections need none)", "2")
-      .opt("drain-timeout", "S", "on SIGTERM: seconds streams in flight may still run before they are cut "
-                                 "(finish_reason \"abort\" and a final error event); new requests get 503", "30");
+      .opt("drain-timeout", "S", "on SIGTERM: seconds requests in flight may still run; then they are cut "
+                                 "(a stream ends with an error event, code shutting_down); new requests get 503", "30");
 }
 
 Status read_http_flags(const Args& a, server::HttpFrontOptions* o, int* drain_timeout_ms) {

@@ -134,6 +134,14 @@ struct Router::Impl {
   }
   std::string metrics_text();
   json cluster_json();
+  // The error of a forward that was cancelled: cut at the drain deadline (503), or its
+  // client left (499).
+  ApiError cut_or_cancelled() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!stopping) return server::cancelled_error();
+    return make_error(503, "the router is shutting down: this reply was cut at the drain deadline (--drain-timeout); retry the request",
+                      "server_error", "shutting_down");
+  }
   void setup_routes();
 };
 
@@ -298,7 +306,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     }
     if (outcome) break;
     if (f->ticket->cancelled() || st.error_code() == grpc::StatusCode::CANCELLED) {
-      outcome = server::Outcome{server::cancelled_error(), {}};
+      outcome = server::Outcome{cut_or_cancelled(), {}};
       break;
     }
     last_error = "instance " + addr + " failed: " + (st.ok() ? "the stream ended without a result" : st.error_message());
@@ -319,7 +327,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     std::lock_guard<std::mutex> l(f->mu);
     cancelled = f->cancel;
   }
-  if (!outcome && cancelled) outcome = server::Outcome{server::cancelled_error(), {}};
+  if (!outcome && cancelled) outcome = server::Outcome{cut_or_cancelled(), {}};
   if (!outcome && last_busy) outcome = std::move(last_busy);
   if (!outcome && busy) outcome = server::Outcome{server::make_error(429, "every instance is busy (at its request limit); retry later",
                                                                      "rate_limit_error", "overloaded"), {}};

@@ -51,6 +51,11 @@ ERROR_KEYS = {"message", "type", "param", "code"}
 _PORT_RE = re.compile(r"hypic serve: model '([^']*)' on http://([0-9.]+):(\d+)")
 
 
+def read_text(path):
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
 def wait_for(cond, timeout=15.0, interval=0.02):
     """Polls cond() until it returns a true value (returned) or `timeout` passed (None)."""
     deadline = time.monotonic() + timeout
@@ -378,7 +383,7 @@ class RouterAuth(unittest.TestCase):
             log.close()
             os.unlink(log.name)
         self.addCleanup(cleanup)
-        text = lambda: open(log.name, errors="replace").read()
+        text = lambda: read_text(log.name)
         self.assertTrue(wait_for(lambda: re.search(r"hypic router: http://[0-9.]+:(\d+)", text()) or proc.poll() is not None),
                         text())
         m = re.search(r"hypic router: http://[0-9.]+:(\d+)", text())
@@ -1226,6 +1231,45 @@ class Shutdown(HostileCase):
         self.assertEqual(len(drains), 1, s.log()[-3000:])
         self.assertEqual(drains[0].get("cut"), 1, drains)
         sys.stderr.write("[drained in %.2f s; new requests meanwhile: %s] " % (time.monotonic() - t0, seen[:3]))
+
+    def test_router_sigterm_cuts_a_forwarded_stream_at_the_drain_deadline(self):
+        inst = self._server("--grpc-port", "0")
+        m = wait_for(lambda: re.search(r"Combine gRPC on [0-9.]+:(\d+)", inst.log()), timeout=20)
+        self.assertTrue(m, inst.log())
+        log = tempfile.NamedTemporaryFile(prefix="hypic-hostile-router-", suffix=".log", delete=False)
+        env = dict(os.environ)
+        env.pop("HYPIC_API_KEY", None)
+        router = subprocess.Popen([OPTS["hypic_bin"], "router", "--port", "0", "--api-key", KEY, "--drain-timeout", "1",
+                                   "--instances", "127.0.0.1:" + m.group(1), "--probe-interval-ms", "200"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
+
+        def cleanup():
+            terminate(router)
+            log.close()
+            os.unlink(log.name)
+        self.addCleanup(cleanup)
+        text = lambda: read_text(log.name)
+        rm = wait_for(lambda: re.search(r"hypic router: http://[0-9.]+:(\d+)", text()), timeout=20)
+        self.assertTrue(rm, text())
+        port = int(rm.group(1))
+        healthy = lambda: (lambda r: r is not None and r.status == 200)(fetch(port, "GET", "/health", key=None))
+        self.assertTrue(wait_for(healthy, timeout=20), text())  # the instance answered a probe
+        c, first = start_stream(port, chat_body(messages=LONG_PROMPT, max_tokens=3000, stream=True))
+        self.addCleanup(c.close)
+        th, out = self._read_stream_in_background(c)
+        router.send_signal(signal.SIGTERM)
+        th.join(30)
+        self.assertFalse(th.is_alive(), "the forwarded stream did not end within 30 s of SIGTERM")
+        self.assertNotIn("error", out, out.get("error"))
+        events = sse_events(out["data"])
+        self.assertEqual(events[-1], "[DONE]", events[-3:])
+        err = json.loads(events[-2])
+        self.assertEqual(err["error"]["code"], "shutting_down", err)
+        try:
+            rc = router.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.fail("the router did not exit within 30 s of SIGTERM")
+        self.assertEqual(rc, 0, text()[-3000:])
 
     def test_sigterm_lets_a_short_stream_finish(self):
         s = self._server()
