@@ -51,7 +51,7 @@ Result<SegmentStore::Pin> Composer::entry_for(const std::vector<int32_t>& segmen
   }
   *hit = false;
   Timer t;
-  HYPIC_ASSIGN_OR_RETURN(SegmentEntry e, model_.build_entry(segment, opt.seam));
+  HYPIC_ASSIGN_OR_RETURN(SegmentEntry e, model_.build_entry(segment, opt.seam, nullptr, opt.cancelled));
   e.key = key;
   return store_->insert(key, std::move(e), t.seconds());
 }
@@ -74,6 +74,7 @@ Status Composer::prefill(const PromptParts& parts, const ComposeOptions& opt, Se
   ForwardPlan plan;
   plan.rule = opt.mode == PicMode::kNaive ? ComposeRule::kNaive : ComposeRule::kTransition;
   plan.trace_last_piece = opt.trace_suffix;
+  plan.cancelled = opt.cancelled;
   auto compute = [&](const int32_t* ids, int64_t n) {
     if (n == 0) return;
     plan.tokens.insert(plan.tokens.end(), ids, ids + n);
@@ -141,6 +142,8 @@ Status Composer::prefill_prefix_mode(const PromptParts& parts, const ComposeOpti
     if (seq[size_t(i)] != &parts.prefix) ++stats->segments_hit;
   }
   for (size_t i = size_t(matched); i < seq.size(); ++i) {
+    if (opt.cancelled && opt.cancelled())
+      return Status(StatusCode::kCancelled, "the prefill was cancelled (the client left, or the server is stopping)");
     const bool last = i + 1 == seq.size();
     const int64_t pos0 = st->pos;
     HYPIC_RETURN_IF_ERROR(

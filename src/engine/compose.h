@@ -14,6 +14,7 @@
 // output never depends on what was cached.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,10 @@ struct ComposeOptions {
   // as every arriving entry has layer l, instead of being looked up or built: composition
   // overlaps the builds and transfers of segment parallelism. Counted as misses.
   const ArrivingEntries* arriving = nullptr;
+  // Checked before each layer of every pass (and between prefix-mode parts): true ends the
+  // prefill with kCancelled; nothing partial is stored (entries and prefix checkpoints
+  // already complete stay). A client that left, a server's drain deadline.
+  std::function<bool()> cancelled;
   // Debugging: per-layer hidden states of the suffix (see ForwardPlan::trace_last_piece).
   std::vector<std::vector<float>>* trace_suffix = nullptr;
 };

@@ -11,7 +11,8 @@ int64_t Model::min_segment_tokens(int seam) const {
 
 Result<SegmentEntry> Model::build_entry(
     const std::vector<int32_t>& tokens, int seam,
-    const std::function<void(int layer, const SegmentEntry& partial)>& on_layer) const {
+    const std::function<void(int layer, const SegmentEntry& partial)>& on_layer,
+    const std::function<bool()>& cancelled) const {
   const int64_t L = int64_t(tokens.size());
   if (seam < 0) return invalid_argument("seam width must be >= 0");
   if (L < min_segment_tokens(seam))
@@ -36,6 +37,7 @@ Result<SegmentEntry> Model::build_entry(
   pass.capture = &e;
   pass.seam = seam;
   if (on_layer) pass.on_captured = [&](int layer) { on_layer(layer, e); };
+  if (cancelled) pass.cancelled = &cancelled;
   HYPIC_RETURN_IF_ERROR(run_pass(tokens, pass, LogitsFor::kNone, nullptr));
   return e;
 }

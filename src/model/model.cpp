@@ -80,6 +80,7 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
   Pass pass;
   pass.rule = plan.rule;
   pass.trace = plan.trace_last_piece;
+  if (plan.cancelled) pass.cancelled = &plan.cancelled;
   int64_t row = 0, pos = st.pos;
   for (const ForwardPiece& p : plan.pieces) {
     if (p.entry) {
@@ -140,6 +141,8 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
   Tensor x = ws.f32(slot::kNormed, {R, H});
   size_t li = 0, ai = 0;
   for (int i = 0; i < c.num_hidden_layers; ++i) {
+    if (pass.cancelled && (*pass.cancelled)())
+      return Status(StatusCode::kCancelled, "the forward pass was cancelled (the client left, or the server is stopping)");
     const LayerWeights& lw = w_.layers[size_t(i)];
     pass.layer = i;
     kernels::rmsnorm(h.f32(), lw.input_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);

@@ -58,6 +58,9 @@ struct ForwardPlan {
   // Debugging (--debug-deviation): when set, receives after every layer the hidden states
   // of the last computed piece, [rows, H] flattened, one vector per layer.
   std::vector<std::vector<float>>* trace_last_piece = nullptr;
+  // Checked before each layer: true ends the pass with kCancelled, the state then holds a
+  // partial pass (discard it). A client that left, a server's drain deadline.
+  std::function<bool()> cancelled;
 };
 
 class Model {
@@ -99,9 +102,11 @@ class Model {
   // segment is too short to have a body (see min_segment_tokens()).
   // on_layer (optional) is called as each decoder layer's data are complete in `partial`
   // (layers 0, 1, … in order, on the calling thread): what a worker streams while it builds.
+  // cancelled (optional) is checked before each layer, as ForwardPlan::cancelled.
   Result<SegmentEntry> build_entry(
       const std::vector<int32_t>& tokens, int seam,
-      const std::function<void(int layer, const SegmentEntry& partial)>& on_layer = nullptr) const;
+      const std::function<void(int layer, const SegmentEntry& partial)>& on_layer = nullptr,
+      const std::function<bool()>& cancelled = nullptr) const;
   // Entries layer by layer (the wire form of segment parallelism). entry_layer: an entry with
   // e's key, length, seam and tokens and only decoder layer `layer`'s data (sharing e's
   // tensors), one linear or one attention slot. empty_entry: every slot present and empty,

@@ -30,6 +30,7 @@ struct Model::Pass {
   int seam = 0;
   std::function<void(int layer)> on_captured;  // after each layer's capture (build_entry)
   std::vector<std::vector<float>>* trace = nullptr;  // see ForwardPlan::trace_last_piece
+  const std::function<bool()>* cancelled = nullptr;  // see ForwardPlan::cancelled
 };
 
 }  // namespace hypic

@@ -36,6 +36,12 @@ json segment_json(const RegisteredSegment& s) {
               {"expires_at", s.expires_at ? json(*s.expires_at) : json(nullptr)}};
 }
 
+ApiError drain_cut_error() {
+  return make_error(503, "the server is shutting down: this reply was cut at the drain deadline (--drain-timeout); "
+                         "a stream's finish_reason is \"abort\"; retry the request",
+                    "server_error", "shutting_down");
+}
+
 // Copies the fields of a completion's usage that the request log line shows at top level.
 void log_usage(json& log, const json& usage) {
   log["usage"] = usage;
@@ -101,6 +107,8 @@ std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Sched
   co.mode = r.mode;
   co.seam = r.seam;
   co.salt = r.cache_salt;
+  // A client that leaves, or the drain deadline, stops the prefill at its next layer.
+  co.cancelled = [gone = r.client_gone, this] { return (gone && gone()) || scheduler->cutting(); };
   SeqState st = model.new_state(job.parts.total_tokens() + r.max_tokens + 1);
   std::vector<float> logits;
   ComposeStats cs;
@@ -118,7 +126,9 @@ std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Sched
   }
   if (Status s = composer->prefill(job.parts, co, &st, &logits, &cs); !s) {
     call.reset();  // cancels what is still building
-    out.error = status_error(s);
+    out.error = s.code() != StatusCode::kCancelled ? status_error(s)
+                : scheduler->cutting()            ? drain_cut_error()
+                                                  : cancelled_error();
     return out;
   }
   if (call) {
@@ -169,10 +179,7 @@ Outcome HttpServer::Impl::finish_generation(GenerateResult&& g, const Status& d,
                     : make_error(500, d.message(), "server_error", "internal_error");
     return out;
   }
-  if (cut)
-    out.error = make_error(503, "the server is shutting down: this reply was cut at the drain deadline (--drain-timeout); "
-                                "finish_reason is \"abort\"; retry the request",
-                           "server_error", "shutting_down");
+  if (cut) out.error = drain_cut_error();
   const int64_t completion = int64_t(g.tokens.size());
   out.result = json{
       {"text", g.text},

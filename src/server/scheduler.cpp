@@ -151,6 +151,8 @@ void Scheduler::worker_loop() {
     {
       std::lock_guard<std::mutex> lk(mu_);  // counts are exact before the outcome is visible
       --prefilling_;
+      // A prefill the drain deadline stopped (its cancel check) counts as cut.
+      if (auto* o = std::get_if<Outcome>(&r); o && cut_ && o->error && o->error->code == "shutting_down") ++cut_count_;
       if (auto* d = std::get_if<Decoding>(&r)) ready_.push_back(Ready{job.ticket, std::move(*d)});
       cv_.notify_all();
     }
@@ -243,6 +245,7 @@ int Scheduler::shutdown(std::optional<std::chrono::milliseconds> deadline) {
     std::unique_lock<std::mutex> lk(mu_);
     if (!cv_.wait_for(lk, *deadline, [&] { return prefilling_ == 0 && ready_.empty() && decoding_ == 0; })) {
       cut_ = true;
+      cutting_ = true;
       cv_.notify_all();
     }
   }

@@ -16,6 +16,7 @@
 // drops cancelled sequences before each step, freeing their state.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -118,10 +119,15 @@ class Scheduler {
 
   // Stops accepting, answers queued jobs with 503 and lets in-flight ones finish (unless
   // their clients cancel) — with a `deadline`, for at most that long: then every sequence
-  // still decoding ends with what it produced (finish_reason "abort", Status kUnavailable),
-  // and a job still prefilling likewise as soon as its prefill returns. Joins the threads.
+  // still decoding ends with what it produced (finish_reason "abort", Status kUnavailable);
+  // a prefill still running sees cutting() and stops at its next layer (or, once it returns,
+  // its sequence is cut like the others). Joins the threads.
   // Returns how many requests the deadline cut. Idempotent; call from one thread (the owner).
   int shutdown(std::optional<std::chrono::milliseconds> deadline = std::nullopt);
+
+  // True once the drain deadline passed: prefills still running should stop (their pass's
+  // cancel check). Any thread.
+  bool cutting() const { return cutting_.load(); }
 
   int queued() const;
   int running() const;  // in flight: prefilling, waiting for the batch, or decoding
@@ -145,6 +151,7 @@ class Scheduler {
   int prefilling_ = 0, decoding_ = 0;
   bool stopping_ = false;
   bool cut_ = false;  // the drain deadline passed: end what still runs
+  std::atomic<bool> cutting_{false};  // cut_, readable without mu_
   int cut_count_ = 0;
   std::vector<std::thread> workers_;
   std::thread decoder_;

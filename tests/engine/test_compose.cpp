@@ -217,6 +217,34 @@ TEST(Compose, CorruptDiskEntryIsRecomputedWithTheSameResult) {
 
 // The suffix trace (--debug-deviation) has one entry per layer; a first segment composes
 // exactly, so the suffix's hidden states match full at every layer.
+// A prefill cancelled at its k-th layer check (a client that left, a drain deadline) ends
+// with kCancelled wherever it is — while building the first entry, the second, or in the
+// composition pass — and stores nothing partial: a later prefill equals an untouched cold one.
+TEST(Compose, CancelledPrefillStopsAndStoresNothingPartial) {
+  const Model& m = model();
+  const auto p = parts({doc(11, 150), doc(12, 90)});
+  const int layers = m.config().num_hidden_layers;
+  Composer ref(m, store(), nullptr);
+  const auto want = run(m, ref, p, PicMode::kHypic, 4);
+  for (int k : {1, layers + 2, 2 * layers + 1}) {  // first build, second build, composition
+    auto st_store = store();
+    Composer c(m, st_store, nullptr);
+    int checks = 0;
+    ComposeOptions o;
+    o.seam = 4;
+    o.cancelled = [&] { return ++checks >= k; };
+    SeqState st = m.new_state(p.total_tokens() + 1);
+    std::vector<float> logits;
+    ComposeStats s;
+    const Status status = c.prefill(p, o, &st, &logits, &s);
+    EXPECT_EQ(status.code(), StatusCode::kCancelled) << "k " << k << ": " << status.to_string();
+    EXPECT_EQ(checks, k);  // stopped at the check that said so
+    const int complete = k <= layers ? 0 : k <= 2 * layers ? 1 : 2;  // entries finished before the stop
+    EXPECT_EQ(int(st_store->stats().mem_entries), complete) << "k " << k;
+    EXPECT_EQ(run(m, c, p, PicMode::kHypic, 4), want) << "k " << k;
+  }
+}
+
 TEST(Compose, SuffixTraceHasOneEntryPerLayer) {
   const Model& m = model();
   Composer c(m, store(), nullptr);
