@@ -1,8 +1,11 @@
-"""Helpers the server_py suites share (stdlib only): their own command-line flags, and
-stopping a spawned process."""
+"""Helpers the server_py suites share (stdlib only): their own command-line flags, spawned
+hypic processes (start, log, stop), and waiting for a condition."""
+import json
 import os
 import signal
 import subprocess
+import tempfile
+import time
 
 
 def parse_own_args(argv):
@@ -38,3 +41,95 @@ def terminate(proc, timeout=10.0):
             proc.kill()
             proc.wait(timeout=10)
     return proc.returncode
+
+
+def read_text(path):
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def wait_for(cond, timeout=15.0, interval=0.02):
+    """Polls cond() until it returns a true value (returned) or `timeout` passed (None)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(interval)
+
+
+class Process:
+    """A spawned hypic process whose stderr (one JSON line per request or event, and the
+    line naming its port) goes to a temporary file. Subclasses say when it is ready."""
+
+    def __init__(self, args, prefix="hypic-"):
+        self.args = list(args)
+        self.proc = None
+        self.port = None
+        self.returncode = None
+        self._log = tempfile.NamedTemporaryFile(prefix=prefix, suffix=".log", delete=False)
+
+    def spawn(self, port_re, group, timeout=30.0, ready=None):
+        """Starts it, reads its port from the first match of `port_re` (`group`) in its log,
+        then waits until ready() (if given) is true. Raises with the log when it fails."""
+        env = dict(os.environ)
+        env.setdefault("OMP_WAIT_POLICY", "passive")  # spinning OpenMP threads starve the clients
+        env.pop("HYPIC_API_KEY", None)
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._log, env=env)
+        deadline = time.monotonic() + timeout
+        name = " ".join(os.path.basename(a) for a in self.args[:2])
+        while self.port is None:
+            m = port_re.search(self.log())
+            if m:
+                self.port = int(m.group(group))
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError("%s exited with %d before listening:\n%s" % (name, self.proc.returncode, self.log()))
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("%s printed no port within %.0fs:\n%s" % (name, timeout, self.log()))
+            time.sleep(0.02)
+        while ready is not None:
+            try:
+                if ready():
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("%s was not ready within %.0fs:\n%s" % (name, timeout, self.log()))
+            time.sleep(0.02)
+        return self
+
+    def stop(self, timeout=10.0):
+        """SIGTERM (graceful), then SIGKILL if it does not exit; the exit status."""
+        if self.proc is None:
+            return self.returncode
+        self.returncode = terminate(self.proc, timeout)
+        self.proc = None
+        return self.returncode
+
+    def log(self):
+        return read_text(self._log.name)
+
+    def log_lines(self):
+        """The JSON lines on stderr."""
+        out = []
+        for line in self.log().splitlines():
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+        return out
+
+    def cleanup(self):
+        self.stop()
+        self._log.close()
+        try:
+            os.unlink(self._log.name)
+        except OSError:
+            pass

@@ -12,8 +12,9 @@ authorised GET /v1/models on a fresh connection) and nothing may have changed.
     python tests/server_py/test_hostile.py --hypic-bin build/hypic [--source-dir .] [unittest args]
 
 Every wait polls a condition with a generous deadline; nothing asserts that something did
-not happen within a short sleep. Flags and process helpers are shared with the other
-suites (server_proc.py); the rest is its own, as this suite needs no `openai` package.
+not happen within a short sleep. Its servers, flags and base class are in hostile_base.py, the raw HTTP client in
+raw_http.py, process helpers shared with the other suites in server_proc.py (no `openai`
+package needed).
 """
 import json
 import os
@@ -22,468 +23,19 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
 
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_proc import parse_own_args as _parse_own_args, terminate  # noqa: E402
+from raw_http import Closed, Conn, request_bytes, sse_events  # noqa: E402
+from server_proc import wait_for  # noqa: E402
+from hostile_base import (ERROR_KEYS, KEY, LONG_PROMPT, MODEL, OPTS, UNITTEST_ARGV,  # noqa: E402
+                          HostileCase, HypicServer, chat_body, fetch, metrics_value, start_router)
 
-OPTS, UNITTEST_ARGV = _parse_own_args(sys.argv)
-
-if __name__ == "__main__" and (not OPTS["hypic_bin"] or not os.access(OPTS["hypic_bin"], os.X_OK)):
+if not OPTS["hypic_bin"] or not os.access(OPTS["hypic_bin"], os.X_OK):
     print("ERROR: the hypic binary is missing: pass --hypic-bin PATH (got %r)" % OPTS["hypic_bin"])
     sys.exit(2)
-
-MODEL_DIR = os.path.join(OPTS["source_dir"], "tests", "models", "qwen3_5_dense")
-MODEL = "qwen3_5_dense"
-KEY = "hostile-key-7"
-HOST = "127.0.0.1"
-# A greedy prompt that this model (random weights) answers at length: ~2900 tokens before
-# its end-of-text, several seconds of decoding, so a stream of it is still running when a
-# test cuts it short (most prompts end after a few hundred tokens).
-LONG_PROMPT = [{"role": "user", "content": "ok"}]
-SHORT_PROMPT = [{"role": "user", "content": "hi"}]
-ERROR_KEYS = {"message", "type", "param", "code"}
-
-_PORT_RE = re.compile(r"hypic serve: model '([^']*)' on http://([0-9.]+):(\d+)")
-
-
-def read_text(path):
-    with open(path, "r", encoding="utf-8", errors="replace") as f:
-        return f.read()
-
-
-def wait_for(cond, timeout=15.0, interval=0.02):
-    """Polls cond() until it returns a true value (returned) or `timeout` passed (None)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(interval)
-
-
-# ---- a raw HTTP/1.1 client: exact bytes out, a strict parse of what comes back ----
-
-class Resp:
-    def __init__(self, status, reason, headers, body, raw_head):
-        self.status, self.reason, self.headers, self.body, self.raw_head = status, reason, headers, body, raw_head
-
-    def header(self, name):
-        for k, v in self.headers:
-            if k.lower() == name.lower():
-                return v
-        return None
-
-    def closes(self):
-        return (self.header("Connection") or "").lower() == "close"
-
-    def json(self):
-        return json.loads(self.body)
-
-    def __repr__(self):
-        return "<%d %r %r>" % (self.status, self.raw_head[:300], self.body[:300])
-
-
-class Closed(Exception):
-    """The peer closed (or reset) the connection in the middle of a response."""
-
-
-class Conn:
-    """One client connection; `src` binds it to another loopback source address first."""
-
-    def __init__(self, port, src=None, timeout=20.0):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            if src:
-                self.sock.bind((src, 0))
-            self.sock.settimeout(timeout)
-            self.sock.connect((HOST, port))
-        except BaseException:
-            self.sock.close()
-            raise
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.timeout = timeout
-        self.buf = b""
-        self.eof = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def close(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-    def send(self, data):
-        """False if the peer had already closed (a closed connection is a valid answer to some cases)."""
-        try:
-            self.sock.sendall(data)
-            return True
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-            return False
-
-    def _fill(self, deadline):
-        """Reads more into buf; False at EOF (or a reset); raises TimeoutError past the deadline."""
-        if self.eof:
-            return False
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("no bytes within the deadline; got so far: %r" % self.buf[:300])
-        self.sock.settimeout(left)
-        try:
-            d = self.sock.recv(65536)
-        except socket.timeout:
-            raise TimeoutError("no bytes within the deadline; got so far: %r" % self.buf[:300])
-        except (ConnectionResetError, ConnectionAbortedError):
-            d = b""
-        if not d:
-            self.eof = True
-            return False
-        self.buf += d
-        return True
-
-    def _take_line(self, deadline):
-        while b"\r\n" not in self.buf:
-            if not self._fill(deadline):
-                raise Closed("closed mid-line: %r" % self.buf[:300])
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _take(self, n, deadline):
-        while len(self.buf) < n:
-            if not self._fill(deadline):
-                raise Closed("closed with %d of %d body bytes" % (len(self.buf), n))
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
-
-    def read_head(self, timeout=None):
-        """(status, reason, headers, raw head) of the next response, or None when the connection
-        closed before any byte of it."""
-        deadline = time.monotonic() + (timeout or self.timeout)
-        while b"\r\n\r\n" not in self.buf:
-            if not self._fill(deadline):
-                if self.buf:
-                    raise Closed("closed mid-head: %r" % self.buf[:300])
-                return None
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
-        lines = head.split(b"\r\n")
-        m = re.match(rb"HTTP/1\.[01] (\d{3}) ?(.*)$", lines[0])
-        if not m:
-            raise AssertionError("not an HTTP/1.x status line: %r" % head[:300])
-        headers = []
-        for ln in lines[1:]:
-            k, sep, v = ln.partition(b":")
-            if not sep:
-                raise AssertionError("malformed response header line %r" % ln)
-            headers.append((k.decode("latin-1").strip(), v.decode("latin-1").strip()))
-        return int(m.group(1)), m.group(2).decode("latin-1"), headers, head
-
-    def read_chunk(self, timeout=None):
-        """The next chunk of a chunked body; b"" for the last one."""
-        deadline = time.monotonic() + (timeout or self.timeout)
-        size_line = self._take_line(deadline)
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            while self._take_line(deadline):  # trailers, up to the empty line
-                pass
-            return b""
-        data = self._take(size, deadline)
-        if self._take(2, deadline) != b"\r\n":
-            raise AssertionError("chunk not followed by CRLF")
-        return data
-
-    def read_response(self, timeout=None):
-        """The next whole response (1xx skipped), or None when the connection closed first."""
-        t = timeout or self.timeout
-        deadline = time.monotonic() + t
-        while True:
-            h = self.read_head(t)
-            if h is None:
-                return None
-            status, reason, headers, raw = h
-            if 100 <= status < 200:
-                continue
-            r = Resp(status, reason, headers, b"", raw)
-            break
-        te = (r.header("Transfer-Encoding") or "").lower()
-        cl = r.header("Content-Length")
-        if te == "chunked":
-            parts = []
-            while True:
-                c = self.read_chunk(max(0.1, deadline - time.monotonic()))
-                if not c:
-                    break
-                parts.append(c)
-            r.body = b"".join(parts)
-        elif cl is not None:
-            r.body = self._take(int(cl), deadline)
-        else:  # until the connection closes
-            while self._fill(deadline):
-                pass
-            r.body, self.buf = self.buf, b""
-        return r
-
-    def wait_closed(self, timeout=10.0):
-        """True once the peer closed (EOF or reset) within `timeout`; what it sent meanwhile stays in buf."""
-        deadline = time.monotonic() + timeout
-        try:
-            while self._fill(deadline):
-                pass
-        except TimeoutError:
-            return False
-        return True
-
-
-def request_bytes(method, path, key=None, body=None, headers=(), content_type=None, chunked=False,
-                  version="HTTP/1.1"):
-    """A request's bytes. body: None (no body headers), or bytes sent with Content-Length, or
-    with Transfer-Encoding: chunked (one chunk, then the last) when chunked."""
-    lines = ["%s %s %s" % (method, path, version), "Host: 127.0.0.1"]
-    if key is not None:
-        lines.append("Authorization: Bearer " + key)
-    if content_type is not None:
-        lines.append("Content-Type: " + content_type)
-    lines.extend(headers)
-    if body is not None and chunked:
-        lines.append("Transfer-Encoding: chunked")
-        payload = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
-    elif body is not None:
-        lines.append("Content-Length: %d" % len(body))
-        payload = body
-    else:
-        payload = b""
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
-
-
-def fetch(port, method, path, key=KEY, body=None, src=None, timeout=30.0, **kw):
-    """One request on a fresh connection: its response (None if closed unanswered)."""
-    if isinstance(body, (dict, list)):
-        body = json.dumps(body).encode()
-        kw.setdefault("content_type", "application/json")
-    with Conn(port, src=src, timeout=timeout) as c:
-        c.send(request_bytes(method, path, key=key, body=body, **kw))
-        return c.read_response()
-
-
-def chat_body(messages=SHORT_PROMPT, max_tokens=2, **extra):
-    b = {"model": MODEL, "messages": messages, "max_tokens": max_tokens, "temperature": 0}
-    b.update(extra)
-    return b
-
-
-def sse_events(data):
-    """The `data:` payloads of a Server-Sent Events body, in order."""
-    out = []
-    for block in data.decode("utf-8", "replace").split("\n\n"):
-        for line in block.split("\n"):
-            if line.startswith("data: "):
-                out.append(line[len("data: "):])
-    return out
-
-
-# ---- the server process ----
-
-class HypicServer:
-    """One `hypic serve` process; stderr (one JSON line per request) goes to a file. The
-    readiness probe connects from `probe_src`, so that a test of the per-address cap starts
-    with no connection of 127.0.0.1 counted."""
-
-    def __init__(self, *extra_args, probe_src="127.0.0.3"):
-        self.args = [OPTS["hypic_bin"], "serve", "--model", MODEL_DIR, "--port", "0", "--dtype", "f32",
-                     "--cache-mem", "64", "--api-key", KEY] + list(extra_args)
-        self.probe_src = probe_src
-        self.proc = None
-        self.port = None
-        self.returncode = None
-        self._log = tempfile.NamedTemporaryFile(prefix="hypic-hostile-", suffix=".log", delete=False)
-
-    def start(self, timeout=30.0):
-        env = dict(os.environ)
-        env.setdefault("OMP_WAIT_POLICY", "passive")  # spinning OpenMP threads starve the clients
-        env.pop("HYPIC_API_KEY", None)
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._log, env=env)
-        deadline = time.monotonic() + timeout
-        while self.port is None:
-            m = _PORT_RE.search(self.log())
-            if m:
-                self.port = int(m.group(3))
-                break
-            if self.proc.poll() is not None:
-                raise RuntimeError("hypic serve exited with %d before listening:\n%s" % (self.proc.returncode, self.log()))
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("hypic serve printed no port within %.0fs:\n%s" % (timeout, self.log()))
-            time.sleep(0.02)
-        while True:
-            try:
-                r = fetch(self.port, "GET", "/health", key=None, src=self.probe_src, timeout=2)
-                if r is not None and r.status == 200:
-                    return self
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("/health did not answer within %.0fs:\n%s" % (timeout, self.log()))
-            time.sleep(0.02)
-
-    def stop(self, timeout=15.0):
-        if self.proc is None:
-            return self.returncode
-        self.returncode = terminate(self.proc, timeout)
-        self.proc = None
-        return self.returncode
-
-    def log(self):
-        with open(self._log.name, "r", encoding="utf-8", errors="replace") as f:
-            return f.read()
-
-    def log_lines(self):
-        out = []
-        for line in self.log().splitlines():
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-        return out
-
-    def cleanup(self):
-        self.stop()
-        self._log.close()
-        try:
-            os.unlink(self._log.name)
-        except OSError:
-            pass
-
-
-class RouterAuth(unittest.TestCase):
-    """`hypic router --api-key` decides the key on the headers too (it uses the same front):
-    no member is needed for that, so the router runs alone (members may join on --grpc-port)."""
-
-    def test_key_on_every_route_with_and_without_bodies(self):
-        log = tempfile.NamedTemporaryFile(prefix="hypic-hostile-router-", suffix=".log", delete=False)
-        env = dict(os.environ)
-        env.pop("HYPIC_API_KEY", None)
-        proc = subprocess.Popen([OPTS["hypic_bin"], "router", "--port", "0", "--grpc-port", "0", "--api-key", KEY],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
-
-        def cleanup():
-            terminate(proc)
-            log.close()
-            os.unlink(log.name)
-        self.addCleanup(cleanup)
-        text = lambda: read_text(log.name)
-        self.assertTrue(wait_for(lambda: re.search(r"hypic router: http://[0-9.]+:(\d+)", text()) or proc.poll() is not None),
-                        text())
-        m = re.search(r"hypic router: http://[0-9.]+:(\d+)", text())
-        self.assertIsNotNone(m, text())
-        port = int(m.group(1))
-        for method, path in (("GET", "/metrics"), ("GET", "/v1/models"), ("GET", "/v1/cluster"), ("GET", "/v1/segments"),
-                             ("DELETE", "/v1/segments/seg_x"), ("POST", "/v1/chat/completions"), ("GET", "/nowhere")):
-            for body in (None, b"x"):
-                with self.subTest(method=method, path=path, body=body):
-                    r = fetch(port, method, path, key=None, body=body)
-                    self.assertIsNotNone(r)
-                    self.assertEqual(r.status, 401, r)
-                    self.assertEqual(r.json()["error"]["code"], "invalid_api_key")
-        r = fetch(port, "GET", "/v1/cluster")
-        self.assertEqual((r.status, r.json()["object"]), (200, "cluster"), r)
-        r = fetch(port, "GET", "/health", key=None)  # no key needed; no instance yet: 503
-        self.assertEqual((r.status, r.json()["error"]["code"]), (503, "no_instance"), r)
-
-
-def metrics_value(port, name, src="127.0.0.3"):
-    r = fetch(port, "GET", "/metrics", src=src)
-    if r is None or r.status != 200:
-        return None
-    for line in r.body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
-
-class HostileCase(unittest.TestCase):
-    """A server per class (started in setUpClass; a class cleanup stops it)."""
-    SERVER_ARGS = ("--max-body", "1")
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = HypicServer(*cls.SERVER_ARGS)
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.server.start()
-        cls.port = cls.server.port
-
-    def log_tail(self, n=15):
-        return "\n--- server log (tail) ---\n" + "\n".join(self.server.log().splitlines()[-n:])
-
-    def fetch(self, method, path, **kw):
-        return fetch(self.port, method, path, **kw)
-
-    def conn(self, **kw):
-        return Conn(self.port, **kw)
-
-    def assertError(self, r, status, code=None, param=Ellipsis, msg=None):
-        """r is an OpenAI error response: the status, {"error": {message, type, param, code}}."""
-        ctx = "%r%s%s" % (r, " " + msg if msg else "", self.log_tail())
-        self.assertIsNotNone(r, "no response (connection closed)" + ctx)
-        self.assertEqual(r.status, status, ctx)
-        self.assertTrue((r.header("Content-Type") or "").startswith("application/json"), ctx)
-        body = r.json()
-        self.assertEqual(set(body), {"error"}, ctx)
-        err = body["error"]
-        self.assertEqual(set(err), ERROR_KEYS, ctx)
-        self.assertIsInstance(err["message"], str, ctx)
-        self.assertTrue(err["message"], ctx)
-        self.assertEqual(err["type"], "server_error" if status >= 500 else "invalid_request_error", ctx)
-        if code is not None:
-            self.assertEqual(err["code"], code, ctx)
-        if param is not Ellipsis:
-            self.assertEqual(err["param"], param, ctx)
-        return err
-
-    def assertAnswersThenCloses(self, c, status, code=None, timeout=10.0):
-        """The next response on c is the error, and the connection is closed after it."""
-        r = c.read_response(timeout)
-        self.assertError(r, status, code)
-        self.assertTrue(r.closes(), r)
-        self.assertTrue(c.wait_closed(timeout), "connection still open %.0f s after %r" % (timeout, r))
-        return r
-
-    def segment_ids(self):
-        r = self.fetch("GET", "/v1/segments", src="127.0.0.3")
-        self.assertEqual(r.status, 200, r)
-        return sorted(s["id"] for s in r.json()["data"])
-
-    def assertServes(self, src=None, segments=()):
-        """The server is alive, answers a normal request on a fresh connection, and its
-        registered segments are those expected (nothing was changed)."""
-        self.assertIsNone(self.server.proc.poll(), "the server exited" + self.log_tail())
-        r = self.fetch("GET", "/health", key=None, src=src)
-        self.assertIsNotNone(r, "GET /health: connection closed" + self.log_tail())
-        self.assertEqual((r.status, r.json()), (200, {"status": "ok"}), r)
-        r = self.fetch("GET", "/v1/models", src=src)
-        self.assertIsNotNone(r, "GET /v1/models: connection closed" + self.log_tail())
-        self.assertEqual(r.status, 200, r)
-        self.assertEqual([m["id"] for m in r.json()["data"]], [MODEL])
-        self.assertEqual(self.segment_ids(), sorted(segments))
-
-    def chat(self, src=None, **kw):
-        r = self.fetch("POST", "/v1/chat/completions", body=chat_body(**kw), src=src, timeout=60)
-        self.assertIsNotNone(r, "chat: connection closed" + self.log_tail())
-        self.assertEqual(r.status, 200, repr(r) + self.log_tail())
-        self.assertEqual(r.json()["object"], "chat.completion")
-        return r.json()
 
 
 # ---- 1. the API key ----
@@ -1127,7 +679,29 @@ class CancelledStream(HostileCase):
         self.assertServes()
 
 
-# ---- 8. SIGTERM ----
+# ---- 8. the router ----
+
+class RouterAuth(unittest.TestCase):
+    """`hypic router --api-key` decides the key on the headers too (it uses the same front):
+    no member is needed for that, so the router runs alone (members may join on --grpc-port)."""
+
+    def test_key_on_every_route_with_and_without_bodies(self):
+        port = start_router(self, "--grpc-port", "0").port
+        for method, path in (("GET", "/metrics"), ("GET", "/v1/models"), ("GET", "/v1/cluster"), ("GET", "/v1/segments"),
+                             ("DELETE", "/v1/segments/seg_x"), ("POST", "/v1/chat/completions"), ("GET", "/nowhere")):
+            for body in (None, b"x"):
+                with self.subTest(method=method, path=path, body=body):
+                    r = fetch(port, method, path, key=None, body=body)
+                    self.assertIsNotNone(r)
+                    self.assertEqual(r.status, 401, r)
+                    self.assertEqual(r.json()["error"]["code"], "invalid_api_key")
+        r = fetch(port, "GET", "/v1/cluster")
+        self.assertEqual((r.status, r.json()["object"]), (200, "cluster"), r)
+        r = fetch(port, "GET", "/health", key=None)  # no key needed; no instance yet: 503
+        self.assertEqual((r.status, r.json()["error"]["code"]), (503, "no_instance"), r)
+
+
+# ---- 9. SIGTERM ----
 
 class Shutdown(HostileCase):
     """A server per test: each one is stopped by the test."""
@@ -1142,6 +716,13 @@ class Shutdown(HostileCase):
         s.start()
         self.server = s
         return s
+
+    def _exit_status(self, proc, timeout):
+        """The exit status of a process sent SIGTERM; fails the test if it has not exited."""
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.fail("%s did not exit within %d s of SIGTERM" % (" ".join(proc.args[:2]), timeout))
 
     def _read_stream_in_background(self, c):
         """Reads c's chunked body to its end on a thread (so the server's writes never wait on
@@ -1222,10 +803,7 @@ class Shutdown(HostileCase):
         self.assertEqual([f for f in finishes if f], ["abort"])
         self.assertTrue(c.wait_closed(10))
 
-        try:
-            rc = s.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.fail("the server did not exit within 30 s of SIGTERM")
+        rc = self._exit_status(s.proc, 30)
         self.assertEqual(rc, 0, s.log()[-3000:])
         drains = [l for l in s.log_lines() if l.get("event") == "drain"]
         self.assertEqual(len(drains), 1, s.log()[-3000:])
@@ -1236,28 +814,15 @@ class Shutdown(HostileCase):
         inst = self._server("--grpc-port", "0")
         m = wait_for(lambda: re.search(r"Combine gRPC on [0-9.]+:(\d+)", inst.log()), timeout=20)
         self.assertTrue(m, inst.log())
-        log = tempfile.NamedTemporaryFile(prefix="hypic-hostile-router-", suffix=".log", delete=False)
-        env = dict(os.environ)
-        env.pop("HYPIC_API_KEY", None)
-        router = subprocess.Popen([OPTS["hypic_bin"], "router", "--port", "0", "--api-key", KEY, "--drain-timeout", "1",
-                                   "--instances", "127.0.0.1:" + m.group(1), "--probe-interval-ms", "200"],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
-
-        def cleanup():
-            terminate(router)
-            log.close()
-            os.unlink(log.name)
-        self.addCleanup(cleanup)
-        text = lambda: read_text(log.name)
-        rm = wait_for(lambda: re.search(r"hypic router: http://[0-9.]+:(\d+)", text()), timeout=20)
-        self.assertTrue(rm, text())
-        port = int(rm.group(1))
-        healthy = lambda: (lambda r: r is not None and r.status == 200)(fetch(port, "GET", "/health", key=None))
-        self.assertTrue(wait_for(healthy, timeout=20), text())  # the instance answered a probe
+        router = start_router(self, "--drain-timeout", "1", "--instances", "127.0.0.1:" + m.group(1),
+                              "--probe-interval-ms", "200",  # ready once the instance answered a probe
+                              ready=lambda r: (lambda h: h is not None and h.status == 200)(
+                                  fetch(r.port, "GET", "/health", key=None)))
+        port = router.port
         c, first = start_stream(port, chat_body(messages=LONG_PROMPT, max_tokens=3000, stream=True))
         self.addCleanup(c.close)
         th, out = self._read_stream_in_background(c)
-        router.send_signal(signal.SIGTERM)
+        router.proc.send_signal(signal.SIGTERM)
         th.join(30)
         self.assertFalse(th.is_alive(), "the forwarded stream did not end within 30 s of SIGTERM")
         self.assertNotIn("error", out, out.get("error"))
@@ -1265,11 +830,8 @@ class Shutdown(HostileCase):
         self.assertEqual(events[-1], "[DONE]", events[-3:])
         err = json.loads(events[-2])
         self.assertEqual(err["error"]["code"], "shutting_down", err)
-        try:
-            rc = router.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.fail("the router did not exit within 30 s of SIGTERM")
-        self.assertEqual(rc, 0, text()[-3000:])
+        rc = self._exit_status(router.proc, 30)
+        self.assertEqual(rc, 0, router.log()[-3000:])
 
     def test_sigterm_lets_a_short_stream_finish(self):
         s = self._server()
@@ -1287,10 +849,7 @@ class Shutdown(HostileCase):
         self.assertTrue(all("error" not in ch for ch in chunks), chunks)
         finishes = [ch["choices"][0]["finish_reason"] for ch in chunks if ch.get("choices")]
         self.assertIn(finishes[-1], ("length", "stop"), chunks)
-        try:
-            rc = s.proc.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            self.fail("the server did not exit within 40 s of SIGTERM")
+        rc = self._exit_status(s.proc, 40)
         self.assertEqual(rc, 0, s.log()[-3000:])
         drains = [l for l in s.log_lines() if l.get("event") == "drain"]
         self.assertEqual([d.get("cut") for d in drains], [0], s.log()[-3000:])

@@ -32,7 +32,7 @@ SKIP_CODE = 77
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_proc import parse_own_args as _parse_own_args, terminate  # noqa: E402
+from server_proc import Process, parse_own_args as _parse_own_args, terminate  # noqa: E402,F401 (terminate: for test_router)
 
 OPTS, UNITTEST_ARGV = _parse_own_args(sys.argv)
 
@@ -65,54 +65,26 @@ def discard(log_file):
         pass
 
 
-class HypicServer:
+class HypicServer(Process):
     """One `hypic serve` process; its stderr (one JSON line per request) goes to a file."""
 
     def __init__(self, *extra_args, api_key=None):
-        self.args = [OPTS["hypic_bin"], "serve", "--model", MODEL_DIR, "--port", "0",
-                     "--dtype", "f32", "--cache-mem", "64"] + list(extra_args)
+        args = [OPTS["hypic_bin"], "serve", "--model", MODEL_DIR, "--port", "0",
+                "--dtype", "f32", "--cache-mem", "64"] + list(extra_args)
         if api_key:
-            self.args += ["--api-key", api_key]
-        self.proc = None
-        self.port = None
-        self.returncode = None
+            args += ["--api-key", api_key]
+        super().__init__(args, prefix="hypic-serve-")
         self._clients = []
-        self._log = tempfile.NamedTemporaryFile(prefix="hypic-serve-", suffix=".log", delete=False)
 
     @property
     def base(self):
         return "http://127.0.0.1:%d" % self.port
 
     def start(self, timeout=30.0):
-        env = dict(os.environ)
-        env.setdefault("OMP_WAIT_POLICY", "passive")  # spinning OpenMP threads starve the clients
-        env.pop("HYPIC_API_KEY", None)
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._log, env=env)
-        deadline = time.monotonic() + timeout
-        while self.port is None:
-            m = _PORT_RE.search(self.log())
-            if m:
-                self.port = int(m.group(3))
-                break
-            if self.proc.poll() is not None:
-                raise RuntimeError("hypic serve exited with %d before listening:\n%s"
-                                   % (self.proc.returncode, self.log()))
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("hypic serve printed no port within %.0fs:\n%s" % (timeout, self.log()))
-            time.sleep(0.02)
-        while True:
-            try:
-                status, body = http_get(self.base + "/health", timeout=2)
-                if status == 200 and json.loads(body).get("status") == "ok":
-                    return self
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("/health did not answer within %.0fs:\n%s" % (timeout, self.log()))
-            time.sleep(0.02)
+        def ready():
+            status, body = http_get(self.base + "/health", timeout=2)
+            return status == 200 and json.loads(body).get("status") == "ok"
+        return self.spawn(_PORT_RE, 3, timeout, ready)
 
     def stop(self, timeout=10.0):
         """SIGTERM (graceful: running requests finish), then SIGKILL if it does not exit."""
@@ -124,30 +96,7 @@ class HypicServer:
             except Exception:  # noqa: BLE001 - best effort
                 pass
         self._clients = []
-        if self.proc is None:
-            return self.returncode
-        self.returncode = terminate(self.proc, timeout)
-        self.proc = None
-        return self.returncode
-
-    def log(self):
-        with open(self._log.name, "r", encoding="utf-8", errors="replace") as f:
-            return f.read()
-
-    def log_lines(self):
-        """The JSON request log lines on stderr."""
-        out = []
-        for line in self.log().splitlines():
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-        return out
-
-    def cleanup(self):
-        self.stop()
-        discard(self._log)
+        return super().stop(timeout)
 
     def client(self, api_key=API_KEY, **kw):
         kw.setdefault("max_retries", 0)  # a 429 or a dropped connection must show, not be retried
