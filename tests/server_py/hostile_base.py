@@ -17,7 +17,6 @@ OPTS, UNITTEST_ARGV = _parse_own_args(sys.argv)
 MODEL_DIR = os.path.join(OPTS["source_dir"], "tests", "models", "qwen3_5_dense")
 MODEL = "qwen3_5_dense"
 KEY = "hostile-key-7"
-HOST = "127.0.0.1"
 # A greedy prompt that this model (random weights) answers at length: ~2900 tokens before
 # its end-of-text, several seconds of decoding, so a stream of it is still running when a
 # test cuts it short (most prompts end after a few hundred tokens).
