@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/log.h"
-#include "core/sha256.h"
+#include "core/hash.h"
 
 namespace hypic {
 namespace {

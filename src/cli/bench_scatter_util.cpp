@@ -23,8 +23,8 @@
 
 #include "core/log.h"
 #include "core/timer.h"
-#include "dist/wire.h"
-#include "hypic_dist.grpc.pb.h"
+#include "cluster/wire.h"
+#include "hypic_cluster.grpc.pb.h"
 #include "model/safetensors.h"
 
 extern char** environ;
@@ -173,15 +173,15 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(int(max_message_bytes));
   args.SetMaxSendMessageSize(int(max_message_bytes));
-  auto stub = dist::pb::SegmentWorker::NewStub(
+  auto stub = cluster::pb::SegmentWorker::NewStub(
       grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
   std::vector<double> rtt;
   for (int i = 0; i < 21; ++i) {  // the first connects: not counted
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    dist::pb::WorkerStatus resp;
+    cluster::pb::WorkerStatus resp;
     const Timer t;
-    const grpc::Status st = stub->GetStatus(&ctx, dist::pb::StatusRequest(), &resp);
+    const grpc::Status st = stub->GetStatus(&ctx, cluster::pb::StatusRequest(), &resp);
     if (!st.ok()) return io_error(address + ": GetStatus: " + st.error_message());
     if (i > 0) rtt.push_back(t.seconds());
   }
@@ -189,12 +189,12 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
   c.rpc_latency_s = rtt[rtt.size() / 2];
 
   const size_t n = parts.segments.size();
-  dist::pb::PrefillRequest req;
+  cluster::pb::PrefillRequest req;
   req.set_model_fingerprint(model.fingerprint());
   req.set_dtype(safetensors_dtype_name(model.compute_type()));
   req.set_seam(seam);
   for (size_t i = 0; i < n; ++i) {
-    dist::pb::Segment* s = req.add_segments();
+    cluster::pb::Segment* s = req.add_segments();
     s->set_index(uint32_t(i));
     s->mutable_tokens()->Add(parts.segments[i].begin(), parts.segments[i].end());
   }
@@ -207,7 +207,7 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
     grpc::ClientContext ctx;
     const Timer t;
     auto reader = stub->Prefill(&ctx, req);
-    dist::pb::EntryChunk ch;
+    cluster::pb::EntryChunk ch;
     double first = 0, first_payload = 0;
     while (reader->Read(&ch)) {
       const double now = t.seconds();

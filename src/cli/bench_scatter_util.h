@@ -1,6 +1,6 @@
 // Pieces of `hypic bench scatter` (cmd_bench_scatter.cpp): the request's segment lengths,
 // the `hypic worker` child processes, and the calibration that measures what the simulator
-// (dist/simulator.h) needs — per-segment build times on one worker lane, entry sizes, the
+// (cluster/simulator.h) needs — per-segment build times on one worker lane, entry sizes, the
 // link's bandwidth, the RPC round trip, and serialise / ingest costs per byte.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "dist/balance.h"
+#include "cluster/balance.h"
 #include "engine/compose.h"
 
 namespace hypic::cli {
@@ -56,7 +56,7 @@ class CpuMeter {
 };
 
 struct Calibration {
-  std::vector<dist::CostSample> builds;  // per segment (request order): tokens, seconds
+  std::vector<cluster::CostSample> builds;  // per segment (request order): tokens, seconds
   std::vector<double> entry_bytes;       // per segment: serialised entry size
   double bandwidth_Bps = 0;              // entry bytes / seconds between first and last chunk
   double rpc_latency_s = 0;              // median GetStatus round trip

@@ -1,6 +1,6 @@
 // hypic bench scatter: cold TTFT of one long request under segment parallelism (SPEC §5),
 // measured with real `hypic worker` processes on this machine, and projected for more
-// workers by the simulator (dist/simulator.h) calibrated in the same run.
+// workers by the simulator (cluster/simulator.h) calibrated in the same run.
 //
 // Per run a fresh store. --compose after: TTFT = Scatter::prefill_segments (workers build,
 // stream, the combine ingests) + Composer::prefill (composition forward) + the first token.
@@ -23,8 +23,8 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
-#include "dist/scatter.h"
-#include "dist/simulator.h"
+#include "cluster/scatter.h"
+#include "cluster/simulator.h"
 #include "engine/sampler.h"
 
 namespace hypic::cli {
@@ -56,7 +56,7 @@ struct Run {
   int first_token = -1, failures = 0;
 };
 
-json sim_json(const dist::SimResult& r) {
+json sim_json(const cluster::SimResult& r) {
   return {{"ttft_s", r.ttft_s}, {"all_present_s", r.all_present_s},
           {"planned_makespan_s", r.planned_makespan_s},
           {"lane_done_s", r.lane_done_s}, {"lane_build_s", r.lane_build_s}};
@@ -77,7 +77,7 @@ int bench_scatter(int argc, char** argv) {
       .opt("segments", "S", "number of segments", "24")
       .opt("skew", "F|zipf:S", "segment lengths: factor longest/shortest, or Zipf exponent", "1")
       .opt("workers-bin", "PATH", "hypic binary for the workers", "/proc/self/exe")
-      .opt("workers", "LIST", "worker counts to measure (0: single instance, no dist)", "0,1,2")
+      .opt("workers", "LIST", "worker counts to measure (0: single instance, no workers)", "0,1,2")
       .opt("policies", "LIST", "lpt, rr (round-robin), contiguous", "lpt,rr,contiguous")
       .opt("compose", "LIST", "overlap (compose as entries arrive, layer by layer), after (once all are in)",
            "overlap,after")
@@ -106,8 +106,8 @@ int bench_scatter(int argc, char** argv) {
     *v = int(std::strtol(s.c_str(), &e, 10));
     return !s.empty() && !*e && *v >= 0 && *v <= 64;
   });
-  auto policies = parse_list<dist::Policy>(a.str("policies"), [](const std::string& s, dist::Policy* p) {
-    return dist::parse_policy(s == "rr" ? "round-robin" : s, p);
+  auto policies = parse_list<cluster::Policy>(a.str("policies"), [](const std::string& s, cluster::Policy* p) {
+    return cluster::parse_policy(s == "rr" ? "round-robin" : s, p);
   });
   const std::string bl = std::string(",").append(a.str("baselines")).append(",");
   auto composes = parse_list<bool>(a.str("compose"), [](const std::string& s, bool* overlap) {
@@ -173,21 +173,21 @@ int bench_scatter(int argc, char** argv) {
     return std::shared_ptr<SegmentStore>(std::move(SegmentStore::open(so)).value());
   };
   // The cost model Scatter plans with once it has seen the calibration's builds.
-  dist::CostModel fitted;
+  cluster::CostModel fitted;
   {
-    dist::Scatter planner(model, store_for_run(), dist::ScatterOptions{});
-    for (const dist::CostSample& s : cal->builds) planner.add_sample(s.tokens, s.seconds);
+    cluster::Scatter planner(model, store_for_run(), cluster::ScatterOptions{});
+    for (const cluster::CostSample& s : cal->builds) planner.add_sample(s.tokens, s.seconds);
     fitted = planner.cost_model();
   }
   double sq = 0, sum_build = 0;
   std::vector<double> actual;
-  for (const dist::CostSample& s : cal->builds) {
+  for (const cluster::CostSample& s : cal->builds) {
     sq += std::pow(fitted.seconds(s.tokens) - s.seconds, 2);
     sum_build += s.seconds;
     actual.push_back(s.seconds);
   }
 
-  // Single instance (no dist), fresh store each run.
+  // Single instance (no workers), fresh store each run.
   json out;
   std::vector<double> base_compose;  // composition forward at the lane's threads
   auto single = [&](PicMode mode, int nthreads) -> Result<json> {
@@ -238,7 +238,7 @@ int bench_scatter(int argc, char** argv) {
   // Segment parallelism: w workers, no local lane (the combine only ingests and composes).
   struct Measured {
     int workers;
-    dist::Policy policy;
+    cluster::Policy policy;
     bool overlap;
     std::vector<Run> runs;
   };
@@ -251,7 +251,7 @@ int bench_scatter(int argc, char** argv) {
         Measured m{w, (*policies)[pi], overlap, {}};
         for (int64_t r = 0; r < *repeat; ++r) {
           auto store = store_for_run();
-          dist::ScatterOptions so;
+          cluster::ScatterOptions so;
           so.workers.assign(procs.addresses().begin(), procs.addresses().begin() + w);
           so.local_lanes = 0;
           so.policy = m.policy;
@@ -264,9 +264,9 @@ int bench_scatter(int argc, char** argv) {
             std::lock_guard<std::mutex> l(mu);
             if (lane >= 0 && lane < w) run.lane_done_s[size_t(lane)] = t.seconds();
           };
-          dist::Scatter scatter(model, store, so);
-          for (const dist::CostSample& s : cal->builds) scatter.add_sample(s.tokens, s.seconds);
-          dist::ScatterStats ss;
+          cluster::Scatter scatter(model, store, so);
+          for (const cluster::CostSample& s : cal->builds) scatter.add_sample(s.tokens, s.seconds);
+          cluster::ScatterStats ss;
           const CpuMeter cpu(procs.pids());
           Composer composer(model, store, nullptr);
           SeqState st = model.new_state(parts.total_tokens() + 1);
@@ -274,7 +274,7 @@ int bench_scatter(int argc, char** argv) {
           ComposeStats cs;
           t.reset();  // the Scatter is built once per server: not part of the request
           if (overlap) {
-            std::unique_ptr<dist::ScatterCall> call = scatter.start(parts, co, nullptr, &ss);
+            std::unique_ptr<cluster::ScatterCall> call = scatter.start(parts, co, nullptr, &ss);
             ComposeOptions ao = co;
             ao.arriving = &call->arriving();
             const Timer tc;
@@ -303,7 +303,7 @@ int bench_scatter(int argc, char** argv) {
           run.predicted_s = ss.predicted_makespan_s;
           run.failures = ss.worker_failures + ss.corrupt + cs.segments_missed;
           HYPIC_LOG_INFO("bench scatter: %d worker(s), %s, compose %s: TTFT %.2f s (entries in at %.2f s, "
-                         "then %.2f s), others used %.2f cores%s", w, dist::policy_name(m.policy),
+                         "then %.2f s), others used %.2f cores%s", w, cluster::policy_name(m.policy),
                          overlap ? "overlapped" : "after", run.ttft_s, run.build_s, run.ttft_s - run.build_s,
                          run.others_cores, run.failures ? " WITH FAILURES" : "");
           m.runs.push_back(run);
@@ -314,7 +314,7 @@ int bench_scatter(int argc, char** argv) {
   }
 
   // The simulator, calibrated by this run.
-  dist::SimParams P;
+  cluster::SimParams P;
   P.cost = P.plan_cost = fitted;
   P.entry_bytes_base = cal->entry_bytes_base;
   P.entry_bytes_per_token = cal->entry_bytes_per_token;
@@ -355,17 +355,17 @@ int bench_scatter(int argc, char** argv) {
       ttft.push_back(r.ttft_s), build.push_back(r.build_s), compose.push_back(r.compose_s);
       other.push_back(r.others_cores), tail.push_back(r.ttft_s - r.build_s);
     }
-    dist::SimParams Pm = P;
+    cluster::SimParams Pm = P;
     Pm.layers = m.overlap ? layers : 1;
     if (!m.overlap) Pm.compose_s = median(compose);  // this run's own composition
-    const dist::SimConfig cfg{m.workers, 0, m.policy};
-    const auto sim = dist::simulate(Pm, cfg, *lengths);
-    const auto sim_actual = dist::simulate(Pm, cfg, *lengths, &actual);
+    const cluster::SimConfig cfg{m.workers, 0, m.policy};
+    const auto sim = cluster::simulate(Pm, cfg, *lengths);
+    const auto sim_actual = cluster::simulate(Pm, cfg, *lengths, &actual);
     const double got = median(ttft);
     int failures = 0;
     for (const Run& r : m.runs) failures += r.failures;
     out["measured"].push_back({{"workers", m.workers},
-                               {"policy", m.workers == 1 ? "any" : dist::policy_name(m.policy)},
+                               {"policy", m.workers == 1 ? "any" : cluster::policy_name(m.policy)},
                                {"compose", m.overlap ? "overlap" : "after"},
                                {"ttft_s", ttft},
                                {"ttft_median_s", got},
@@ -384,39 +384,39 @@ int bench_scatter(int argc, char** argv) {
   }
   for (json& b : out["single_instance"]) {  // one lane, same threads: the simulator's 0 workers
     if (b["mode"] != "hypic" || b["threads"] != *lane_threads) continue;
-    dist::SimParams Pb = P;
+    cluster::SimParams Pb = P;
     Pb.compose_s = b["compose_s"].get<double>();
     Pb.layers = 1;  // a single instance builds, then composes
-    const auto sim = dist::simulate(Pb, {0, 1, dist::Policy::kLpt}, *lengths, &actual);
+    const auto sim = cluster::simulate(Pb, {0, 1, cluster::Policy::kLpt}, *lengths, &actual);
     b["sim_actual_builds_ttft_s"] = sim.ttft_s;
     b["sim_actual_error"] = sim.ttft_s / b["ttft_median_s"].get<double>() - 1;
   }
 
   // Projection for 1..N workers: the fitted cost model, this run's link and compose.
   out["projection"] = json::object();
-  dist::SimParams P1 = P;  // the single instance: build, then compose
+  cluster::SimParams P1 = P;  // the single instance: build, then compose
   P1.layers = 1;
-  const double one = dist::simulate(P1, {0, 1, dist::Policy::kLpt}, *lengths).ttft_s;
+  const double one = cluster::simulate(P1, {0, 1, cluster::Policy::kLpt}, *lengths).ttft_s;
   out["projection"]["single_lane_ttft_s"] = one;
   out["projection"]["compose"] = P.layers > 1 ? "overlap" : "after";
-  for (dist::Policy pol : *policies) {
+  for (cluster::Policy pol : *policies) {
     json rows = json::array();
     for (int w = 1; w <= int(*upto); ++w) {
-      const auto r = dist::simulate(P, {w, 0, pol}, *lengths);
+      const auto r = cluster::simulate(P, {w, 0, pol}, *lengths);
       const double busiest = *std::max_element(r.lane_build_s.begin(), r.lane_build_s.end());
       rows.push_back({{"workers", w}, {"ttft_s", r.ttft_s}, {"all_present_s", r.all_present_s},
                       {"busiest_lane_build_s", busiest}, {"speedup_vs_single_lane", one / r.ttft_s}});
     }
-    out["projection"][dist::policy_name(pol)] = rows;
+    out["projection"][cluster::policy_name(pol)] = rows;
   }
   // The same tokens in equal segments (LPT), for comparison with an unskewed request.
   std::vector<int64_t> equal(lengths->size(), 0);
   for (size_t i = 0; i < equal.size(); ++i)
     equal[i] = (*tokens - 48) / int64_t(equal.size()) + (int64_t(i) < (*tokens - 48) % int64_t(equal.size()));
   json rows = json::array();
-  const double one_eq = dist::simulate(P1, {0, 1, dist::Policy::kLpt}, equal).ttft_s;
+  const double one_eq = cluster::simulate(P1, {0, 1, cluster::Policy::kLpt}, equal).ttft_s;
   for (int w = 1; w <= int(*upto); ++w) {
-    const double t = dist::simulate(P, {w, 0, dist::Policy::kLpt}, equal).ttft_s;
+    const double t = cluster::simulate(P, {w, 0, cluster::Policy::kLpt}, equal).ttft_s;
     rows.push_back({{"workers", w}, {"ttft_s", t}, {"speedup_vs_single_lane", one_eq / t}});
   }
   out["projection"]["equal_lengths_lpt"] = rows;

@@ -12,7 +12,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/http_flags.h"
-#include "dist/heartbeat.h"
+#include "cluster/heartbeat.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
@@ -108,7 +108,7 @@ int cmd_serve(int argc, char** argv) {
   if (!lanes) return report_error("serve", lanes.status());
   if (*lanes < 1 || *lanes > 64) return report_error("serve", invalid_argument("need 1 <= --local-lanes <= 64"));
   so.scatter.local_lanes = int(*lanes);
-  if (!dist::parse_policy(a.str("scatter-policy"), &so.scatter.policy))
+  if (!cluster::parse_policy(a.str("scatter-policy"), &so.scatter.policy))
     return report_error("serve", invalid_argument("--scatter-policy must be lpt, round-robin or contiguous"));
   auto workers = host_port_list(a.str("scatter-workers"), "scatter-workers");
   if (!workers) return report_error("serve", workers.status());
@@ -137,11 +137,11 @@ int cmd_serve(int argc, char** argv) {
                so.host.c_str(), (*srv)->port(), so.api_key.empty() ? "" : " (API key required)");
   if ((*srv)->grpc_port() >= 0) std::fprintf(stderr, "hypic serve: Combine gRPC on %s:%d\n", so.host.c_str(), (*srv)->grpc_port());
   std::fflush(stderr);
-  std::unique_ptr<dist::Heartbeat> heartbeat;
+  std::unique_ptr<cluster::Heartbeat> heartbeat;
   if (a.has("join")) {
     auto self = advertised_address(a, so.host, (*srv)->grpc_port());
     if (!self) return report_error("serve", self.status());
-    heartbeat = std::make_unique<dist::Heartbeat>(a.str("join"), dist::Heartbeat::Role::kInstance, *self);
+    heartbeat = std::make_unique<cluster::Heartbeat>(a.str("join"), cluster::Heartbeat::Role::kInstance, *self);
   }
 
   server::HttpServer* s = srv->get();

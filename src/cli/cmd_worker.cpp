@@ -1,4 +1,4 @@
-// hypic worker: a scatter worker for segment parallelism (SPEC §5, src/dist/worker.h). It
+// hypic worker: a scatter worker for segment parallelism (SPEC §5, src/cluster/worker.h). It
 // builds the segment entries a combine worker sends over gRPC and streams them back.
 // SIGTERM / SIGINT stop it gracefully: no new calls, running ones get 2 s, exit 0.
 #include <atomic>
@@ -9,9 +9,9 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "dist/heartbeat.h"
-#include "dist/wire.h"
-#include "dist/worker.h"
+#include "cluster/heartbeat.h"
+#include "cluster/wire.h"
+#include "cluster/worker.h"
 #include "model/model.h"
 
 namespace hypic::cli {
@@ -24,7 +24,7 @@ extern "C" void on_worker_stop_signal(int) { g_stop = 1; }
 int cmd_worker(int argc, char** argv) {
   Args a("hypic worker --model DIR [--host H] [--port P] [--dtype bf16|f32] ...",
          "Scatter worker: builds the cached-segment entries a combine worker (hypic serve)\n"
-         "sends it over gRPC (proto/hypic_dist.proto) and streams each back as soon as it is\n"
+         "sends it over gRPC (proto/hypic_cluster.proto) and streams each back as soon as it is\n"
          "built. It must load the same checkpoint with the same --dtype as the combine worker.\n"
          "Binds to loopback unless --host says otherwise; the port is printed on stderr.");
   a.opt("model", "DIR", "model directory")
@@ -47,13 +47,13 @@ int cmd_worker(int argc, char** argv) {
   auto delay = a.integer("debug-delay-ms");
   for (const Status* s : {&port.status(), &msg.status(), &corrupt_every.status(), &delay.status()})
     if (!s->is_ok()) return report_error("worker", *s);
-  if (*port < 0 || *port > 65535 || *msg < 1 || *msg > int64_t(dist::kMaxMessageBytes >> 20) ||
+  if (*port < 0 || *port > 65535 || *msg < 1 || *msg > int64_t(cluster::kMaxMessageBytes >> 20) ||
       *corrupt_every < 0 || *delay < 0 || *delay > 3600000)
     return report_error("worker", invalid_argument(
         "need 0 <= --port <= 65535, 1 <= --max-message <= " +
-        std::to_string(dist::kMaxMessageBytes >> 20) +
+        std::to_string(cluster::kMaxMessageBytes >> 20) +
         ", --debug-corrupt-every >= 0, 0 <= --debug-delay-ms <= 3600000"));
-  dist::WorkerOptions wo;
+  cluster::WorkerOptions wo;
   wo.host = a.str("host");
   wo.port = int(*port);
   wo.max_message_bytes = size_t(*msg) << 20;
@@ -66,19 +66,19 @@ int cmd_worker(int argc, char** argv) {
   lo.compute = *dt;
   auto model = Model::load(a.str("model"), lo);
   if (!model) return report_error("worker", model.status());
-  auto srv = dist::WorkerServer::start(*model.value(), wo);
+  auto srv = cluster::WorkerServer::start(*model.value(), wo);
   if (!srv) return report_error("worker", srv.status());
   std::fprintf(stderr, "hypic worker: model '%s' (%s) on %s\n", a.str("model").c_str(),
                dtype_name(*dt), (*srv)->address().c_str());
   std::fflush(stderr);
-  std::unique_ptr<dist::Heartbeat> heartbeat;
+  std::unique_ptr<cluster::Heartbeat> heartbeat;
   if (a.has("join")) {
     auto self = advertised_address(a, wo.host, (*srv)->port());
     if (!self) return report_error("worker", self.status());
-    heartbeat = std::make_unique<dist::Heartbeat>(a.str("join"), dist::Heartbeat::Role::kWorker, *self);
+    heartbeat = std::make_unique<cluster::Heartbeat>(a.str("join"), cluster::Heartbeat::Role::kWorker, *self);
   }
 
-  dist::WorkerServer* s = srv->get();
+  cluster::WorkerServer* s = srv->get();
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));

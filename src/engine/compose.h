@@ -41,7 +41,7 @@ struct PromptParts {
 };
 
 // A missed segment's entry still arriving layer by layer (segment parallelism,
-// dist::ScatterCall): its slots fill in decoder-layer order and `gate` tells when each is in.
+// cluster::ScatterCall): its slots fill in decoder-layer order and `gate` tells when each is in.
 struct ArrivingEntry {
   const SegmentEntry* entry = nullptr;
   const EntryGate* gate = nullptr;

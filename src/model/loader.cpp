@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/log.h"
-#include "core/sha256.h"
+#include "core/hash.h"
 #include "core/timer.h"
 #include "kernels/rope.h"
 #include "model/checkpoint.h"

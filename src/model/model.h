@@ -37,7 +37,7 @@ enum class ComposeRule {
 // from its entry (its seam tokens are a computed piece just before it). Positions run on
 // from the state's position over both kinds.
 // A cached body whose entry is still arriving layer by layer (segment parallelism,
-// dist/scatter.h). Before the pass reads the entry's data of decoder layer `layer` it calls
+// cluster/scatter.h). Before the pass reads the entry's data of decoder layer `layer` it calls
 // wait(layer), which returns once that layer is in place; an error ends the pass with it
 // (the sequence state is then unusable: discard it).
 class EntryGate {

@@ -26,7 +26,7 @@
 #include <string_view>
 
 #include "core/json_bounded.h"
-#include "core/sha256.h"
+#include "core/hash.h"
 #include "model/safetensors.h"
 
 namespace hypic {

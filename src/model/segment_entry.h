@@ -60,7 +60,7 @@ std::string segment_key(const std::string& model_fingerprint, DType dtype, int s
 Status save_entry(const std::string& path, const SegmentEntry& e);
 Result<SegmentEntry> load_entry(const std::string& path);
 
-// The same bytes in memory (the wire form between instances, src/dist/): serialize_entry
+// The same bytes in memory (the wire form between instances, src/cluster/): serialize_entry
 // returns exactly what save_entry writes to its file (errors only for an entry of
 // inconsistent shapes); deserialize_entry verifies like load_entry (structure, checksum,
 // no stray bytes) and copies the tensors out, so `bytes` may be dropped afterwards.

@@ -28,7 +28,7 @@ const std::map<std::string, Shape35>& shapes() {
       {"qwen3-next-80b-a3b", {"qwen3_next", 2048, 151936, 16, 2, 256, 16, 32, 128, 128, 512, 10, 512, 512, 5120, false}},
       {"qwen3.5-27b", {"qwen3_5", 5120, 248320, 24, 4, 256, 16, 48, 128, 128, 0, 0, 0, 0, 17408, false}},
       // Not a released model: Qwen3.5's dense layout and head widths at hidden 1024, small
-      // enough for several processes on one small machine (dist benchmarks).
+      // enough for several processes on one small machine (cluster benchmarks).
       {"qwen3.5-h1024", {"qwen3_5", 1024, 248320, 8, 2, 256, 8, 16, 128, 128, 0, 0, 0, 0, 3072, true}},
   };
   return m;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/sha256.h"
+#include "core/hash.h"
 
 namespace hypic::router {
 

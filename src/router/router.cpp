@@ -12,10 +12,10 @@
 #include <set>
 #include <thread>
 
-#include "core/sha256.h"
+#include "core/hash.h"
 #include "core/timer.h"
-#include "dist/worker.h"
-#include "hypic_dist.grpc.pb.h"
+#include "core/address.h"
+#include "hypic_cluster.grpc.pb.h"
 #include "server/combine_service.h"
 #include "server/http_front.h"
 #include "server/http_util.h"
@@ -24,7 +24,7 @@
 namespace hypic::router {
 
 using nlohmann::json;
-namespace pb = dist::pb;
+namespace pb = cluster::pb;
 using server::ApiError;
 using server::dump;
 using server::make_error;
@@ -509,11 +509,11 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opt) {
     impl->service = std::make_unique<Impl::Service>(impl.get());
     grpc::ServerBuilder b;
     b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    b.AddListeningPort(dist::host_port(impl->opt.host, impl->opt.grpc_port), grpc::InsecureServerCredentials(), &impl->grpc_port);
+    b.AddListeningPort(host_port(impl->opt.host, impl->opt.grpc_port), grpc::InsecureServerCredentials(), &impl->grpc_port);
     b.RegisterService(impl->service.get());
     impl->grpc_server = b.BuildAndStart();
     if (!impl->grpc_server || impl->grpc_port == 0)
-      return io_error("cannot listen for gRPC on " + dist::host_port(impl->opt.host, impl->opt.grpc_port) +
+      return io_error("cannot listen for gRPC on " + host_port(impl->opt.host, impl->opt.grpc_port) +
                       ": is the port in use? Pick another --grpc-port (0: any free port)");
   }
   impl->setup_routes();

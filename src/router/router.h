@@ -4,7 +4,7 @@
 // rendezvous hashing, unless the load is imbalanced), forwards the request over gRPC (proto Combine.Generate) together with the live
 // scatter workers, and relays the streamed text as the same JSON / SSE response the instance
 // would have written. Which segments hit is decided on the chosen instance, whose cache is
-// the authority; its dist::Scatter builds the misses on the workers (LPT, load-aware).
+// the authority; its cluster::Scatter builds the misses on the workers (LPT, load-aware).
 //
 // Faults: an instance that cannot be reached or fails before sending anything is marked
 // unhealthy and the request goes to another (at most max_attempts); one that fails after

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <chrono>
 
-#include "dist/worker.h"
-#include "hypic_dist.grpc.pb.h"
+#include "core/address.h"
+#include "hypic_cluster.grpc.pb.h"
 
 namespace hypic::server {
 
 using nlohmann::json;
-namespace pb = dist::pb;
+namespace pb = cluster::pb;
 
 pb::Usage usage_to_pb(const json& u) {
   pb::Usage p;
@@ -152,11 +152,11 @@ Result<std::unique_ptr<CombineServer>> CombineServer::start(const std::string& h
   grpc::ServerBuilder b;
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
   b.SetMaxReceiveMessageSize(int(std::min<size_t>(max_body_bytes + (size_t(1) << 20), size_t(1) << 30)));
-  b.AddListeningPort(dist::host_port(host, port), grpc::InsecureServerCredentials(), &cs->port_);
+  b.AddListeningPort(host_port(host, port), grpc::InsecureServerCredentials(), &cs->port_);
   b.RegisterService(cs->service_.get());
   cs->server_ = b.BuildAndStart();
   if (!cs->server_ || cs->port_ == 0)
-    return io_error("cannot listen for gRPC on " + dist::host_port(host, port) +
+    return io_error("cannot listen for gRPC on " + host_port(host, port) +
                     ": is the port in use or the address not local? Pick another --grpc-port (0: any free port)");
   return cs;
 }

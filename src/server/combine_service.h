@@ -1,4 +1,4 @@
-// The Combine gRPC service of `hypic serve --grpc-port` (proto/hypic_dist.proto): a router
+// The Combine gRPC service of `hypic serve --grpc-port` (proto/hypic_cluster.proto): a router
 // forwards a client's completion here. The request body is validated, tokenised and queued
 // through the same path as the HTTP endpoint (HttpServer's prepare / submit, passed in as
 // hooks), so a forwarded request answers exactly as a direct one; the generated text, then
@@ -23,7 +23,7 @@
 
 #include "core/status.h"
 #include "core/timer.h"
-#include "hypic_dist.pb.h"
+#include "hypic_cluster.pb.h"
 #include "server/request.h"
 #include "server/scheduler.h"
 
@@ -36,7 +36,7 @@ namespace hypic::server {
 struct CombineHooks {
   std::function<std::optional<ApiError>(std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts)> prepare;
   std::function<std::variant<ApiError, std::shared_ptr<Ticket>>(ApiRequest r, PromptParts parts, const Timer& arrival)> submit;
-  std::function<dist::pb::InstanceLoad()> load;
+  std::function<cluster::pb::InstanceLoad()> load;
   // After each forwarded request: its log line (id, status, usage...) for the server's log.
   std::function<void(int status, const nlohmann::json& log)> done;
 };
@@ -66,9 +66,9 @@ class CombineServer {
 };
 
 // usage JSON (as HttpServer builds it) <-> pb::Usage, and ApiError <-> pb::ApiError.
-dist::pb::Usage usage_to_pb(const nlohmann::json& usage);
-nlohmann::json usage_from_pb(const dist::pb::Usage& u);
-dist::pb::ApiError error_to_pb(const ApiError& e);
-ApiError error_from_pb(const dist::pb::ApiError& e);
+cluster::pb::Usage usage_to_pb(const nlohmann::json& usage);
+nlohmann::json usage_from_pb(const cluster::pb::Usage& u);
+cluster::pb::ApiError error_to_pb(const ApiError& e);
+ApiError error_from_pb(const cluster::pb::ApiError& e);
 
 }  // namespace hypic::server

@@ -62,7 +62,7 @@ struct HttpServer::Impl {
   std::unique_ptr<SegmentRegistry> registry;
   std::shared_ptr<SegmentStore> store;
   std::unique_ptr<Composer> composer;
-  std::unique_ptr<dist::Scatter> scatter;  // set when segment parallelism is configured
+  std::unique_ptr<cluster::Scatter> scatter;  // set when segment parallelism is configured
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<CombineServer> combine;  // after the scheduler: its calls use it
   std::unique_ptr<HttpFront> http;
@@ -117,8 +117,8 @@ std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Sched
   std::vector<SegmentStore::Pin> scattered;
   json scatter_info;  // usage.hypic.scatter when segment parallelism ran
   const bool parallel = !r.scatter_workers.empty() || !opt.scatter.workers.empty() || opt.scatter.local_lanes > 1;
-  dist::ScatterStats ss;
-  std::unique_ptr<dist::ScatterCall> call;
+  cluster::ScatterStats ss;
+  std::unique_ptr<cluster::ScatterCall> call;
   if (scatter && parallel && (r.mode == PicMode::kHypic || r.mode == PicMode::kNaive)) {
     call = scatter->start(job.parts, co, nullptr, &ss,
                           r.scatter_workers.empty() ? nullptr : &r.scatter_workers);
@@ -483,7 +483,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   impl->composer = std::make_unique<Composer>(
       model, impl->store, std::make_shared<PrefixCache>(impl->opt.cache_mem_bytes));
   if (!impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1 || impl->opt.grpc_port >= 0)
-    impl->scatter = std::make_unique<dist::Scatter>(model, impl->store, impl->opt.scatter);
+    impl->scatter = std::make_unique<cluster::Scatter>(model, impl->store, impl->opt.scatter);
   Impl* p = impl.get();
   impl->scheduler = std::make_unique<Scheduler>(
       impl->opt.scheduler, [p](const Scheduler::Job& j) { return p->run_job(j); }, &model, &tok);
@@ -497,7 +497,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
       return p->submit(std::move(r), std::move(parts), arrival);
     };
     h.load = [p, &model] {
-      dist::pb::InstanceLoad l;
+      cluster::pb::InstanceLoad l;
       l.set_model_name(p->opt.model_name);
       l.set_model_fingerprint(model.fingerprint());
       l.set_dtype(safetensors_dtype_name(model.compute_type()));

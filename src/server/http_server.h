@@ -25,7 +25,7 @@
 #include "cache/prefix_cache.h"
 #include "cache/segment_store.h"
 #include "core/status.h"
-#include "dist/scatter.h"
+#include "cluster/scatter.h"
 #include "model/model.h"
 #include "server/http_front.h"
 #include "server/request.h"
@@ -45,8 +45,8 @@ struct ServerOptions {
   std::string cache_dir;
   // Segment parallelism (combine worker): when scatter.workers is non-empty or
   // scatter.local_lanes > 1, the cold segments of hypic / naive requests are built by
-  // dist::Scatter (remote `hypic worker`s and local lanes) before the composition.
-  dist::ScatterOptions scatter;
+  // cluster::Scatter (remote `hypic worker`s and local lanes) before the composition.
+  cluster::ScatterOptions scatter;
   size_t registered_mem_bytes = 0;  // cap on bytes pinned by /v1/segments; 0: cache_mem_bytes / 2
   int max_registered_segments = 1024;
   // The HTTP front's connection limits and deadlines (host, port, api_key and the body

@@ -1,9 +1,9 @@
-// Limits shared by both ends of the SegmentWorker RPC (proto/hypic_dist.proto).
+// Limits shared by both ends of the SegmentWorker RPC (proto/hypic_cluster.proto).
 #pragma once
 
 #include <cstddef>
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 // gRPC message size limits (send and receive, set explicitly on both ends).
 constexpr size_t kMinMessageBytes = size_t(128) << 10;
@@ -14,4 +14,4 @@ constexpr size_t kChunkOverhead = size_t(64) << 10;
 // Payload bytes per EntryChunk for a message limit.
 inline size_t chunk_bytes(size_t max_message_bytes) { return max_message_bytes - kChunkOverhead; }
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sha256.h"
+#include "core/hash.h"
 #include "core/timer.h"
 
 namespace hypic {

@@ -1,10 +1,10 @@
-#include "dist/simulator.h"
+#include "cluster/simulator.h"
 
 #include <algorithm>
 
 #include "core/status.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 SimResult simulate(const SimParams& P, const SimConfig& C, const std::vector<int64_t>& lengths,
                    const std::vector<double>* actual_s) {
@@ -92,4 +92,4 @@ SimResult simulate(const SimParams& P, const SimConfig& C, const std::vector<int
   return r;
 }
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

@@ -1,9 +1,9 @@
 // A discrete-event projection of a request's cold TTFT under segment parallelism (SPEC §5),
-// following what dist/scatter.cpp and dist/worker.cpp do, for what-if numbers of workers
+// following what cluster/scatter.cpp and cluster/worker.cpp do, for what-if numbers of workers
 // this machine does not have. Pure function: no threads, no clock.
 //
 // What is modelled (times from the request's start, t = 0):
-//   * Plan: dist::assign(policy) over the remote workers then the local lanes, with the
+//   * Plan: cluster::assign(policy) over the remote workers then the local lanes, with the
 //     costs predicted by `plan_cost` (what Scatter plans with), all lanes idle.
 //   * Start: a status probe (one RPC round trip, if query_load and any worker), then each
 //     worker's Prefill call (one round trip plus its tokens over the link) — in parallel.
@@ -34,9 +34,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "dist/balance.h"
+#include "cluster/balance.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 struct SimParams {
   CostModel cost;       // seconds of one lane's build of an L-token segment
@@ -77,4 +77,4 @@ SimResult simulate(const SimParams& params, const SimConfig& config,
                    const std::vector<int64_t>& lengths,
                    const std::vector<double>* actual_s = nullptr);
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

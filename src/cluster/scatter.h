@@ -1,5 +1,5 @@
 // The combine worker's side of segment parallelism (SPEC §5). For a request's cold
-// segments, Scatter assigns them to lanes — remote scatter workers (dist/worker.h, by
+// segments, Scatter assigns them to lanes — remote scatter workers (cluster/worker.h, by
 // address) and m local lanes building in-process — sends each worker one streaming Prefill
 // with a deadline, and ingests entries layer by layer as they arrive (verify each layer,
 // place it, and once an entry is complete SegmentStore::insert). start() returns at once:
@@ -20,7 +20,7 @@
 // max_entry_bytes is a protocol error.
 //
 // Threading: one Scatter may serve many requests at once; start() and prefill_segments()
-// are safe from any number of threads. All locking of the dist client is in this class:
+// are safe from any number of threads. All locking of the cluster client is in this class:
 // each call has its own state under its own mutex, and the cost samples are under the
 // Scatter's mutex. gRPC channels are created once per address (on first use) and shared
 // (they are thread-safe). A call uses one thread per remote lane and per local lane (the
@@ -36,11 +36,11 @@
 #include <vector>
 
 #include "cache/segment_store.h"
-#include "dist/balance.h"
+#include "cluster/balance.h"
 #include "engine/compose.h"
 #include "model/model.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 struct ScatterOptions {
   std::vector<std::string> workers;  // "host:port" of each scatter worker
@@ -155,4 +155,4 @@ class Scatter {
   CostModel fit_;
 };
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "core/log.h"
-#include "dist/scatter.h"
-#include "dist_util.h"
+#include "cluster/scatter.h"
+#include "cluster_util.h"
 
 #ifndef HYPIC_BIN
 #error "HYPIC_BIN (path of the hypic binary) must be defined by the build"
@@ -26,7 +26,7 @@
 
 extern char** environ;
 
-namespace hypic::dist {
+namespace hypic::cluster {
 namespace {
 
 namespace fs = std::filesystem;
@@ -100,7 +100,7 @@ class MultiProcess : public ::testing::Test {
  protected:
   void SetUp() override {
     set_log_level(LogLevel::kError);
-    std::string tmpl = (fs::path(::testing::TempDir()) / "hypic_dist_XXXXXX").string();
+    std::string tmpl = (fs::path(::testing::TempDir()) / "hypic_cluster_XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
   }
@@ -183,4 +183,4 @@ TEST_F(MultiProcess, CorruptEntriesFromAWorkerAreRecomputed) {
 }
 
 }  // namespace
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

@@ -1,4 +1,4 @@
-// Shared pieces of the dist tests: the tiny dense model in f32, stores, synthetic prompts,
+// Shared pieces of the cluster tests: the tiny dense model in f32, stores, synthetic prompts,
 // and the single-instance cold reference every distributed run must equal bit for bit.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "core/sha256.h"
+#include "core/hash.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,11 +1,11 @@
-// Balancing (dist/balance.h) against schedules and fits computed by hand.
+// Balancing (cluster/balance.h) against schedules and fits computed by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "dist/balance.h"
+#include "cluster/balance.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 namespace {
 
 Schedule run(Policy p, const std::vector<double>& cost, const std::vector<double>& load,
@@ -124,4 +124,4 @@ TEST(CostModel, CostIsQuadraticInLength) {
 }
 
 }  // namespace
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

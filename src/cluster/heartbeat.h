@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 class Heartbeat {
  public:
@@ -38,4 +38,4 @@ class Heartbeat {
   std::thread thread_;
 };
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

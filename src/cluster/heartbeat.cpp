@@ -1,4 +1,4 @@
-#include "dist/heartbeat.h"
+#include "cluster/heartbeat.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -6,9 +6,9 @@
 #include <chrono>
 
 #include "core/log.h"
-#include "hypic_dist.grpc.pb.h"
+#include "hypic_cluster.grpc.pb.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 namespace {
 
@@ -74,4 +74,4 @@ void Heartbeat::stop(int timeout_ms) {
   stub->Leave(&ctx, member(role_, self_), &reply);  // best effort: the router's TTL covers a miss
 }
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

@@ -10,12 +10,12 @@
 
 #include "core/log.h"
 #include "core/timer.h"
-#include "dist/scatter.h"
-#include "dist/worker.h"
-#include "dist_util.h"
-#include "hypic_dist.grpc.pb.h"
+#include "cluster/scatter.h"
+#include "cluster/worker.h"
+#include "cluster_util.h"
+#include "hypic_cluster.grpc.pb.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 namespace {
 
 using test::dist_model;
@@ -227,4 +227,4 @@ TEST_F(ScatterTest, CostModelLearnsFromBuilds) {
 }
 
 }  // namespace
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

@@ -1,4 +1,4 @@
-#include "dist/balance.h"
+#include "cluster/balance.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 
 #include "core/status.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 namespace {
 
 constexpr double kScale = 1024.0;  // features in L/1024 keep the normal equations conditioned
@@ -154,4 +154,4 @@ Schedule assign(Policy p, const std::vector<double>& cost, const std::vector<int
   return s;
 }
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

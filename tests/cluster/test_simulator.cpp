@@ -1,11 +1,11 @@
-// The cold-TTFT simulator (dist/simulator.h) on cases computed by hand.
+// The cold-TTFT simulator (cluster/simulator.h) on cases computed by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "dist/simulator.h"
+#include "cluster/simulator.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 namespace {
 
 SimParams linear_cost(double b, double a = 0) {
@@ -163,4 +163,4 @@ TEST(Simulator, LptStaysWithinTheListSchedulingBounds) {
 }
 
 }  // namespace
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

@@ -1,13 +1,13 @@
 // Balancing cold segments over lanes (SPEC §5): a cost model of a segment's standalone
 // prefill fitted from measured times, and the assignment policies. Pure functions: no
-// state, no locking; the caller (dist/scatter.h) keeps the samples.
+// state, no locking; the caller (cluster/scatter.h) keeps the samples.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 // Seconds to build the entry of an L-token segment: cost(L) = a + b·L + c·L².
 // a: per-segment overhead; b: per-token work (projections, MLP, linear layers, conv);
@@ -59,4 +59,4 @@ struct Schedule {
 Schedule assign(Policy p, const std::vector<double>& cost, const std::vector<int64_t>& length,
                 const std::vector<double>& load);
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

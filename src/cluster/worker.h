@@ -1,4 +1,4 @@
-// The scatter worker (SPEC §5): a gRPC SegmentWorker service (proto/hypic_dist.proto) over a
+// The scatter worker (SPEC §5): a gRPC SegmentWorker service (proto/hypic_cluster.proto) over a
 // loaded Model. Prefill builds the entries of the segments it is sent, in the order given,
 // and streams each one (serialize_entry bytes, checksummed) in chunks of at most
 // max_message_bytes − 64 KiB as soon as it is built, while a second thread builds the next
@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/address.h"
 #include "core/status.h"
 #include "model/model.h"
 
@@ -21,7 +22,7 @@ namespace grpc {
 class Server;
 }
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 struct WorkerOptions {
   std::string host = "127.0.0.1";
@@ -58,7 +59,4 @@ class WorkerServer {
   std::once_flag shutdown_once_;
 };
 
-// "host:port", with IPv6 literals bracketed.
-std::string host_port(const std::string& host, int port);
-
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

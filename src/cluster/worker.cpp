@@ -1,4 +1,4 @@
-#include "dist/worker.h"
+#include "cluster/worker.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -9,16 +9,11 @@
 #include <thread>
 
 #include "core/timer.h"
-#include "dist/wire.h"
-#include "hypic_dist.grpc.pb.h"
+#include "cluster/wire.h"
+#include "hypic_cluster.grpc.pb.h"
 #include "model/safetensors.h"
 
-namespace hypic::dist {
-
-std::string host_port(const std::string& host, int port) {
-  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
+namespace hypic::cluster {
 
 struct WorkerServer::Service final : pb::SegmentWorker::Service {
   Service(const Model& m, const WorkerOptions& o)
@@ -246,4 +241,4 @@ void WorkerServer::shutdown(int grace_ms) {
 
 void WorkerServer::wait() { server_->Wait(); }
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster

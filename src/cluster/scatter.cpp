@@ -1,4 +1,4 @@
-#include "dist/scatter.h"
+#include "cluster/scatter.h"
 
 #include <grpcpp/grpcpp.h>
 
@@ -13,11 +13,11 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
-#include "dist/wire.h"
-#include "hypic_dist.grpc.pb.h"
+#include "cluster/wire.h"
+#include "hypic_cluster.grpc.pb.h"
 #include "model/safetensors.h"
 
-namespace hypic::dist {
+namespace hypic::cluster {
 
 struct Scatter::Remote {
   std::string address;
@@ -572,7 +572,7 @@ void Scatter::run_remote(Call& c, int lane) {
     c.stats->worker_failures += 1;
     c.stats->errors.push_back(r.address + ": " + failure + "; " + std::to_string(pending.size()) +
                               " segment(s) rescheduled locally");
-    HYPIC_LOG_WARN("dist: worker %s: %s; rebuilding %zu segment(s) locally", r.address.c_str(),
+    HYPIC_LOG_WARN("scatter: worker %s: %s; rebuilding %zu segment(s) locally", r.address.c_str(),
                    failure.c_str(), pending.size());
     for (int j : pending) c.orphans.push_back(j);
     c.stats->rescheduled += int(pending.size());
@@ -581,4 +581,4 @@ void Scatter::run_remote(Call& c, int lane) {
   c.cv.notify_all();
 }
 
-}  // namespace hypic::dist
+}  // namespace hypic::cluster
