@@ -300,7 +300,7 @@ Status forward_time(const std::string& dir, int L, int reps, double* seconds, in
   const Model& m = **model;
   const auto& c = m.config();
   *linear_layers = 0;
-  for (int l = 0; l < int(c.layer_kinds.size()); ++l) *linear_layers += !c.is_full(l);
+  for (int l = 0; l < int(c.layers.size()); ++l) *linear_layers += !c.is_full(l);
   *d = {int(c.linear_num_key_heads), int(c.linear_num_value_heads), int(c.linear_key_head_dim),
         int(c.linear_value_head_dim)};
   std::mt19937 rng(1);

@@ -21,7 +21,7 @@ Tensor Tensor::zeros(DType t, Shape shape) {
   Tensor r;
   r.dtype_ = t;
   r.shape_ = std::move(shape);
-  size_t bytes = (r.nbytes() + 63) / 64 * 64;
+  size_t bytes = (size_t(shape_numel(r.shape_)) * dtype_size(t) + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
   void* p = std::aligned_alloc(64, bytes);
   HYPIC_CHECK(p != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");

@@ -32,7 +32,7 @@ class Tensor {
   int64_t dim(int i) const { return shape_[i < 0 ? shape_.size() + i : i]; }
   int ndim() const { return int(shape_.size()); }
   int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return empty() ? 0 : size_t(numel()) * dtype_size(dtype_); }
   bool empty() const { return data_ == nullptr; }
 
   void* raw() const { return data_; }
@@ -42,7 +42,7 @@ class Tensor {
   // Same storage, new shape (numel must match).
   Tensor reshape(Shape s) const;
   // Deep copy, optionally converting the element type.
-  Tensor clone() const { return to(dtype_); }
+  Tensor clone() const { return empty() ? Tensor() : to(dtype_); }
   Tensor to(DType t) const;
   // Rows [r0, r1) of the leading dimension, sharing storage.
   Tensor rows(int64_t r0, int64_t r1) const;

@@ -1,12 +1,9 @@
 // Model hyper-parameters from a Hugging Face config.json (SPEC §6).
 //
-// Accepted model_type values:
-//   qwen3_next                   flat config (Qwen3NextConfig)
-//   qwen3_5, qwen3_5_moe         vision-language configs; the text fields live under
-//                                `text_config` (model_type qwen3_5_text / qwen3_5_moe_text)
-//   qwen3_5_text, qwen3_5_moe_text   text-only configs saved by *ForCausalLM, flat
-// Absent fields take the defaults of the transformers 5.x config classes
-// (models/{qwen3_next,qwen3_5,qwen3_5_moe}/configuration_*.py).
+// config.json's model_type picks the architecture (model/arch.h; the built-in families are
+// Qwen3-Next and Qwen3.5 dense / MoE, see model/arch/), which reads its keys and
+// transformers' defaults for absent ones. The fields below are the union of what the
+// families' mixers need; a family leaves the others at zero.
 #pragma once
 
 #include <cstdint>
@@ -18,20 +15,52 @@
 
 namespace hypic {
 
-enum class Arch { kQwen3Next, kQwen3_5, kQwen3_5Moe };
-const char* arch_name(Arch a);
+class Architecture;
+struct ModelConfig;
 
+// The state family of a token mixer: a fixed-size recurrent state (linear attention: one
+// LinearState / SegmentEntry::Linear slot) or a growing KV cache (one KvCache /
+// SegmentEntry::Attn slot).
 enum class LayerKind { kLinear, kFull };
 
+// What a kind of token mixer (model/mixers/) says about itself before any weights exist:
+// its name, its state family, the config fields it needs and their checks, its parameter
+// count and its line in the `inspect` summary. One static object per kind; a new kind is a
+// new object (a test can define one: nothing here lists them).
+class TokenMixerType {
+ public:
+  virtual ~TokenMixerType() = default;
+  virtual const char* name() const = 0;  // "Gated DeltaNet"
+  virtual LayerKind state() const = 0;
+  // Checks of the fields this mixer reads (field names with c.text_prefix).
+  virtual Status validate(const ModelConfig& c) const = 0;
+  virtual int64_t params(const ModelConfig& c) const = 0;  // one layer's
+  virtual std::string describe(const ModelConfig& c) const = 0;
+};
+
+// The channel mixer of a decoder layer. Switches over it have no default, so a new kind does
+// not compile until every one handles it.
+enum class ChannelMixerKind {
+  kSwiGlu,  // dense SwiGLU MLP
+  kMoe,     // sparse mixture of SwiGLU experts (softmax router, top-k, shared expert)
+};
+const char* channel_mixer_name(ChannelMixerKind k);
+
+struct LayerSpec {
+  const TokenMixerType* token = nullptr;
+  ChannelMixerKind channel = ChannelMixerKind::kSwiGlu;
+};
+
 struct ModelConfig {
-  Arch arch = Arch::kQwen3Next;
+  const Architecture* arch = nullptr;  // from the registry (model/arch.h), never null after parsing
   std::string model_type;       // top-level model_type
   std::string text_model_type;  // text_config.model_type (= model_type for flat configs)
+  std::string text_prefix;      // "text_config." where the text fields are nested, else ""
 
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t num_hidden_layers = 0;
-  std::vector<LayerKind> layer_kinds;  // size num_hidden_layers
+  std::vector<LayerSpec> layers;  // size num_hidden_layers
 
   // Full (gated softmax) attention.
   int64_t num_attention_heads = 0;
@@ -86,12 +115,19 @@ struct ModelConfig {
   static Result<ModelConfig> from_file(const std::string& path);
   static Result<ModelConfig> from_dir(const std::string& dir);
 
-  // Positive sizes, head divisibility, even rotary dims, supported activation etc.
+  // Positive sizes, head divisibility, even rotary dims, supported activation etc., for the
+  // mixers the layers use; then the architecture's own checks.
   Status validate() const;
 
-  LayerKind layer_kind(int layer) const { return layer_kinds.at(size_t(layer)); }
-  bool is_full(int layer) const { return layer_kind(layer) == LayerKind::kFull; }
-  bool is_moe(int layer) const;
+  const LayerSpec& layer(int i) const { return layers.at(size_t(i)); }
+  LayerKind layer_kind(int i) const { return layer(i).token->state(); }
+  bool is_full(int i) const { return layer_kind(i) == LayerKind::kFull; }
+  bool is_moe(int i) const { return layer(i).channel == ChannelMixerKind::kMoe; }
+  bool uses(const TokenMixerType& t) const;
+  std::vector<const TokenMixerType*> token_mixers() const;  // distinct, in order of first use
+  bool uses(ChannelMixerKind k) const;
+  // Display name of the architecture ("Qwen3-Next").
+  const char* arch_name() const;
   int num_full_layers() const;
   int num_linear_layers() const;
   int64_t rotary_dim() const { return int64_t(double(head_dim) * partial_rotary_factor); }
@@ -100,7 +136,7 @@ struct ModelConfig {
   // Text-model parameters (embeddings, layers, head; no vision tower, no MTP layers).
   int64_t param_count() const;
   int64_t active_param_count() const;  // per token: top-k experts instead of all
-  // Multi-line description for `hypic inspect`.
+  // Multi-line description for `hypic inspect` (model/config_summary.cpp).
   std::string summary() const;
 };
 

@@ -1,12 +1,13 @@
 // Model::build_entry: the standalone prefill that produces a segment entry (SPEC §4).
 #include <algorithm>
 
+#include "model/mixer.h"
 #include "model/pass.h"
 
 namespace hypic {
 
 int64_t Model::min_segment_tokens(int seam) const {
-  return std::max<int64_t>(seam, cfg_.linear_conv_kernel_dim - 1) + 1;
+  return std::max<int64_t>(seam, history_) + 1;
 }
 
 Result<SegmentEntry> Model::build_entry(
@@ -26,8 +27,7 @@ Result<SegmentEntry> Model::build_entry(
   e.length = L;
   e.seam = seam;
   e.tokens = tokens;
-  e.linear.resize(size_t(cfg_.num_linear_layers()));
-  e.attn.resize(size_t(cfg_.num_full_layers()));
+  for (const DecoderLayer& l : w_.layers) l.token->add_entry_slot(e);
   SeqState st = new_state(L);
   Pass pass;
   Pass::Piece piece;
@@ -42,35 +42,13 @@ Result<SegmentEntry> Model::build_entry(
   return e;
 }
 
-namespace {
-
-// Decoder layer → its slot among the linear or the attention layers.
-struct LayerSlot {
-  bool linear = false;
-  size_t index = 0;
-};
-LayerSlot slot_of(const ModelConfig& c, int layer) {
-  LayerSlot s;
-  s.linear = c.layer_kinds[size_t(layer)] == LayerKind::kLinear;
-  for (int i = 0; i < layer; ++i)
-    s.index += (c.layer_kinds[size_t(i)] == LayerKind::kLinear) == s.linear;
-  return s;
-}
-
-}  // namespace
-
 SegmentEntry Model::entry_layer(const SegmentEntry& e, int layer) const {
   SegmentEntry part;
   part.key = e.key;
   part.length = e.length;
   part.seam = e.seam;
   part.tokens = e.tokens;
-  const LayerSlot s = slot_of(cfg_, layer);
-  if (s.linear) {
-    part.linear.push_back(e.linear[s.index]);
-  } else {
-    part.attn.push_back(e.attn[s.index]);
-  }
+  w_.layers[size_t(layer)].token->copy_entry_slot(e, &part);
   return part;
 }
 
@@ -80,8 +58,7 @@ SegmentEntry Model::empty_entry(const std::vector<int32_t>& tokens, int seam, st
   e.length = int64_t(tokens.size());
   e.seam = seam;
   e.tokens = tokens;
-  e.linear.resize(size_t(cfg_.num_linear_layers()));
-  e.attn.resize(size_t(cfg_.num_full_layers()));
+  for (const DecoderLayer& l : w_.layers) l.token->add_entry_slot(e);
   return e;
 }
 
@@ -93,33 +70,8 @@ Status Model::set_entry_layer(SegmentEntry* e, int layer, SegmentEntry&& part) c
       part.tokens != e->tokens)
     return invalid_argument("layer " + std::to_string(layer) +
                             ": its key, length, seam or tokens are not the segment's");
-  const LayerSlot s = slot_of(c, layer);
-  const std::string what = "layer " + std::to_string(layer) + ": ";
-  const int64_t Lb = e->body_tokens();
-  auto numel_is = [](const Tensor& t, int64_t n) { return !t.empty() && t.numel() == n; };
-  if (s.linear) {
-    if (part.linear.size() != 1 || !part.attn.empty())
-      return invalid_argument(what + "expected one linear-attention layer");
-    const SegmentEntry::Linear& l = part.linear[0];
-    const int nv = int(c.linear_num_value_heads), dk = int(c.linear_key_head_dim);
-    const int64_t dv = c.linear_value_head_dim, K = c.linear_conv_kernel_dim;
-    const int64_t conv_dim = 2 * int64_t(c.linear_num_key_heads) * dk + int64_t(nv) * dv;
-    const int64_t P = std::max<int64_t>(0, K - 1 - e->seam);
-    if (l.T.nv != nv || l.T.dk != dk || !numel_is(l.s0, int64_t(nv) * dk * dv) ||
-        !numel_is(l.conv_tail, (K - 1) * conv_dim) || l.warm_mixed.empty() != (P == 0) ||
-        (P > 0 && (!numel_is(l.warm_mixed, P * conv_dim) || !numel_is(l.warm_g, P * nv) ||
-                   !numel_is(l.warm_beta, P * nv))))
-      return invalid_argument(what + "shapes are not this model's");
-    e->linear[s.index] = std::move(part.linear[0]);
-  } else {
-    if (part.attn.size() != 1 || !part.linear.empty())
-      return invalid_argument(what + "expected one attention layer");
-    const SegmentEntry::Attn& a = part.attn[0];
-    const int64_t n = Lb * c.num_key_value_heads * c.head_dim;
-    if (!numel_is(a.k, n) || !numel_is(a.v, n))
-      return invalid_argument(what + "k/v shapes are not this model's");
-    e->attn[s.index] = std::move(part.attn[0]);
-  }
+  Status s = w_.layers[size_t(layer)].token->take_entry_slot(std::move(part), e);
+  if (!s.is_ok()) return invalid_argument("layer " + std::to_string(layer) + ": " + s.message());
   return Status::ok();
 }
 

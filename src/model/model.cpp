@@ -4,15 +4,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/parallel.h"
-#include "core/profile.h"
 #include "core/workspace.h"
-#include "kernels/attention.h"
-#include "kernels/conv1d.h"
 #include "kernels/elementwise.h"
-#include "kernels/gated_delta.h"
 #include "kernels/gemm.h"
-#include "kernels/rope.h"
+#include "model/mixer.h"
 #include "model/pass.h"
 #include "model/slots.h"
 
@@ -20,22 +15,9 @@ namespace hypic {
 
 using kernels::linear;
 
-
 SeqState Model::new_state(int64_t capacity) const {
   SeqState s;
-  const auto& c = cfg_;
-  const int64_t conv_dim = 2 * int64_t(c.linear_num_key_heads) * c.linear_key_head_dim +
-                           int64_t(c.linear_num_value_heads) * c.linear_value_head_dim;
-  for (int i = 0; i < c.num_hidden_layers; ++i) {
-    if (c.layer_kinds[size_t(i)] == LayerKind::kLinear) {
-      s.linear.push_back({Tensor::zeros_f32({c.linear_conv_kernel_dim - 1, conv_dim}),
-                          Tensor::zeros_f32({c.linear_num_value_heads, c.linear_key_head_dim,
-                                             c.linear_value_head_dim})});
-    } else {
-      s.kv.push_back({Tensor::zeros_f32({capacity, c.num_key_value_heads, c.head_dim}),
-                      Tensor::zeros_f32({capacity, c.num_key_value_heads, c.head_dim})});
-    }
-  }
+  for (const DecoderLayer& l : w_.layers) l.token->add_state(s, capacity);
   return s;
 }
 
@@ -51,19 +33,6 @@ void Model::reserve(SeqState& s, int64_t need) const {
     c.k = k;
     c.v = v;
   }
-}
-
-void Model::mlp_layer(const MlpWeights& w, const float* x, int64_t L, float* h) const {
-  HYPIC_PROFILE_SCOPE("mlp");
-  const int64_t I = w.down.dim(1);
-  Workspace& ws = Workspace::local();
-  Tensor gu = ws.f32(slot::kMlpGateUp, {L, 2 * I});
-  linear(x, L, w.gate_up, gu.f32());
-  Tensor act = ws.f32(slot::kMlpAct, {L, I});
-  parallel_for(L, [&](int64_t t) {
-    kernels::swiglu(gu.f32() + t * 2 * I, gu.f32() + t * 2 * I + I, act.f32() + t * I, I);
-  });
-  linear(act.f32(), L, w.down, h, /*accumulate=*/true);
 }
 
 Status Model::forward(SeqState& st, const std::vector<int32_t>& tokens, LogitsFor which,
@@ -139,32 +108,18 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
            static_cast<const char*>(w_.embed.raw()) + size_t(tokens[size_t(t)]) * H * esz,
            h.f32() + t * H, size_t(H));
   Tensor x = ws.f32(slot::kNormed, {R, H});
-  size_t li = 0, ai = 0;
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     if (pass.cancelled && (*pass.cancelled)())
       return Status(StatusCode::kCancelled, "the forward pass was cancelled (the client left, or the server is stopping)");
-    const LayerWeights& lw = w_.layers[size_t(i)];
+    const DecoderLayer& lw = w_.layers[size_t(i)];
     pass.layer = i;
     kernels::rmsnorm(h.f32(), lw.input_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);
-    switch (lw.kind) {
-      case LayerKind::kLinear:
-        HYPIC_RETURN_IF_ERROR(gdn_layer(lw, x.f32(), R, h.f32(), pass, li));
-        ++li;
-        break;
-      case LayerKind::kFull:
-        HYPIC_RETURN_IF_ERROR(attn_layer(lw, x.f32(), R, h.f32(), pass, ai));
-        ++ai;
-        break;
-    }
+    HYPIC_RETURN_IF_ERROR(lw.token->forward(x.f32(), R, h.f32(), pass));
     if (pass.on_captured) pass.on_captured(i);
     // The last layer's MLP only feeds the logits: an entry build needs none.
     if (pass.capture && i + 1 == c.num_hidden_layers) break;
     kernels::rmsnorm(h.f32(), lw.post_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);
-    if (lw.is_moe) {
-      moe_layer(lw.moe, x.f32(), R, h.f32());
-    } else {
-      mlp_layer(lw.mlp, x.f32(), R, h.f32());
-    }
+    lw.channel->forward(x.f32(), R, h.f32());
     if (pass.trace) {
       const int64_t r0 = pass.pieces.back().row0;
       pass.trace->emplace_back(h.f32() + r0 * H, h.f32() + R * H);
@@ -180,41 +135,9 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
 }
 
 double Model::forward_flops(int64_t L, int64_t past, bool logits_last_only) const {
-  const auto& c = cfg_;
-  const double H = c.hidden_size;
   double f = 0;
-  for (const auto& lw : w_.layers) {
-    switch (lw.kind) {
-      case LayerKind::kLinear: {
-        const auto& g = lw.gdn;
-        f += 2.0 * L * H * double(g.in_qkv.dim(0) + g.in_z.dim(0) + g.in_ba.dim(0));
-        f += 2.0 * L * double(g.out_proj.dim(0)) * double(g.out_proj.dim(1));
-        const kernels::GdnDims d{int(c.linear_num_key_heads), int(c.linear_num_value_heads),
-                                 int(c.linear_key_head_dim), int(c.linear_value_head_dim)};
-        f += kernels::gdn_prefill_flops(d, int(L));
-        break;
-      }
-      case LayerKind::kFull: {
-        f += 2.0 * L * H * double(lw.attn.qkv.dim(0));
-        f += 2.0 * L * double(lw.attn.o_proj.dim(0)) * double(lw.attn.o_proj.dim(1));
-        // scores and weighted values: each query sees past + its causal prefix.
-        const double keys = double(L) * double(past) + double(L) * double(L + 1) / 2;
-        f += 2.0 * 2.0 * keys * c.num_attention_heads * c.head_dim;
-        break;
-      }
-    }
-    auto mlp = [&](const MlpWeights& m) {
-      return 2.0 * L * H * double(m.gate_up.dim(0)) + 2.0 * L * H * double(m.down.dim(1));
-    };
-    if (lw.is_moe) {
-      f += 2.0 * L * H * double(lw.moe.router.dim(0));
-      f += c.num_experts_per_tok * mlp(lw.moe.experts[0]);
-      if (lw.moe.has_shared) f += mlp(lw.moe.shared);
-    } else {
-      f += mlp(lw.mlp);
-    }
-  }
-  f += 2.0 * (logits_last_only ? 1 : L) * H * double(c.vocab_size);
+  for (const DecoderLayer& l : w_.layers) f += l.token->flops(L, past) + l.channel->flops(L);
+  f += 2.0 * (logits_last_only ? 1 : L) * double(cfg_.hidden_size) * double(cfg_.vocab_size);
   return f;
 }
 

@@ -1,4 +1,5 @@
-// A loaded Qwen3-Next / Qwen3.5 hybrid model and its forward pass on the CPU.
+// A loaded hybrid model (any registered architecture, model/arch.h) and its forward pass on
+// the CPU: per decoder layer a token mixer and a channel mixer (model/mixer.h).
 //
 // Threading: a Model is immutable after load; forward() / decode_batch() may run concurrently
 // on disjoint SeqStates (each call uses both cores through OpenMP / oneDNN).
@@ -66,6 +67,7 @@ struct ForwardPlan {
 class Model {
  public:
   static Result<std::unique_ptr<Model>> load(const std::string& dir, const LoadOptions& opt);
+  ~Model();
 
   const ModelConfig& config() const { return cfg_; }
   DType compute_type() const { return compute_; }
@@ -117,7 +119,8 @@ class Model {
   SegmentEntry empty_entry(const std::vector<int32_t>& tokens, int seam, std::string key) const;
   Status set_entry_layer(SegmentEntry* e, int layer, SegmentEntry&& part) const;
   // Shortest segment that gets an entry for a seam width: the body must extend past both
-  // the seam and the conv history (K − 1 tokens). Shorter segments are simply recomputed.
+  // the seam and the history the mixers need (the conv window: K − 1 tokens). Shorter
+  // segments are simply recomputed.
   int64_t min_segment_tokens(int seam) const;
   // Identifies the weights (config + checkpoint tensor table) for segment keys.
   const std::string& fingerprint() const { return fingerprint_; }
@@ -129,25 +132,21 @@ class Model {
 
   const ModelWeights& weights() const { return w_; }
 
+  // One forward pass's pieces, compose rule and optional entry capture (model/pass.h; what
+  // the mixers walk; model-internal).
+  struct Pass;
+
  private:
   Model() = default;
-  struct Pass;  // one forward pass's pieces, compose rule and optional entry capture
   // Runs the pass's pieces (each names its sequence) and advances every sequence's pos.
   Status run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
                   std::vector<float>* logits) const;
-  // Mixers of decoder layer pass.layer; errors only from an arriving entry's gate.
-  Status gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
-                 size_t linear_index) const;
-  Status attn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
-                  size_t attn_index) const;
-  void mlp_layer(const MlpWeights& w, const float* x, int64_t L, float* h) const;
-  void moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) const;
 
   ModelConfig cfg_;
   DType compute_ = DType::kF32;
   std::string dir_;
   ModelWeights w_;
-  std::shared_ptr<void> rope_;  // kernels::Rope
+  int64_t history_ = 0;  // the most history tokens any layer's mixer needs (min_segment_tokens)
   std::string fingerprint_;
 };
 

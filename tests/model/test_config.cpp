@@ -139,7 +139,7 @@ TEST(Config, Qwen3NextFlat) {
   auto r = ModelConfig::from_json(kQwen3NextConfig);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   const ModelConfig& c = *r;
-  EXPECT_EQ(c.arch, Arch::kQwen3Next);
+  EXPECT_STREQ(c.arch_name(), "Qwen3-Next");
   EXPECT_EQ(c.model_type, "qwen3_next");
   EXPECT_EQ(c.text_model_type, "qwen3_next");
   EXPECT_EQ(c.vocab_size, 151936);
@@ -171,7 +171,7 @@ TEST(Config, Qwen3NextFlat) {
   EXPECT_EQ(c.hidden_act, "silu");
   EXPECT_EQ(c.dtype, "bfloat16");
   EXPECT_EQ(c.weight_prefix, "model.");
-  ASSERT_EQ(c.layer_kinds.size(), 48u);
+  ASSERT_EQ(c.layers.size(), 48u);
   for (int i = 0; i < 48; ++i) {
     EXPECT_EQ(c.is_full(i), (i + 1) % 4 == 0) << i;
     EXPECT_TRUE(c.is_moe(i)) << i;
@@ -195,7 +195,7 @@ TEST(Config, Qwen35NestedDense) {
   auto r = parse(qwen35_27b());
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   const ModelConfig& c = *r;
-  EXPECT_EQ(c.arch, Arch::kQwen3_5);
+  EXPECT_STREQ(c.arch_name(), "Qwen3.5");
   EXPECT_EQ(c.model_type, "qwen3_5");
   EXPECT_EQ(c.text_model_type, "qwen3_5_text");
   EXPECT_EQ(c.hidden_size, 5120);
@@ -226,7 +226,7 @@ TEST(Config, Qwen35NestedMoe) {
   auto r = parse(qwen35_35b_a3b());
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   const ModelConfig& c = *r;
-  EXPECT_EQ(c.arch, Arch::kQwen3_5Moe);
+  EXPECT_STREQ(c.arch_name(), "Qwen3.5-MoE");
   EXPECT_EQ(c.text_model_type, "qwen3_5_moe_text");
   EXPECT_EQ(c.num_hidden_layers, 40);
   EXPECT_EQ(c.num_experts, 256);
@@ -282,7 +282,7 @@ TEST(Config, TextOnlyConfigsAreFlat) {
   j["tie_word_embeddings"] = true;
   auto r = parse(j);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  EXPECT_EQ(r->arch, Arch::kQwen3_5);
+  EXPECT_STREQ(r->arch_name(), "Qwen3.5");
   EXPECT_EQ(r->weight_prefix, "model.");
   EXPECT_TRUE(r->tie_word_embeddings);
   EXPECT_EQ(r->hidden_size, 5120);

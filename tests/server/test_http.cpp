@@ -734,8 +734,11 @@ TEST_F(HttpTest, NonStreamingClientDisconnectStopsDecoding) {
 // (shutting_down), [DONE] — and stop() returns; a request after the drain began gets 503.
 TEST_F(HttpTest, DrainDeadlineCutsStreams) {
   ServerOptions o = opts();
-  o.debug_piece_delay_ms = 20;  // 2000 tokens take 40 s or more: the deadline comes first
-  o.drain_timeout_ms = 2000;
+  // The greedy story ends at its EOS after 134 tokens; at 100 ms a piece that takes 13 s or
+  // more, so the deadline comes first. The drain is long enough that the prober below sees
+  // it even on a loaded machine (it polls until it sees 503 or the server closes).
+  o.debug_piece_delay_ms = 100;
+  o.drain_timeout_ms = 4000;
   o.port = 0;
   o.log_requests = false;
   auto created = HttpServer::create(*model_, *tok_, o);
@@ -761,8 +764,8 @@ TEST_F(HttpTest, DrainDeadlineCutsStreams) {
     body.append(d, n);
     if (flowing.exchange(true)) return true;
     stopper = std::thread([&] { srv->stop(); });  // text flows: stop now
-    prober = std::thread([&] {  // the drain lasts 2 s; it begins at once
-      for (int i = 0; i < 150 && during_drain != 503; ++i) {
+    prober = std::thread([&] {  // the drain lasts 4 s; it begins at once
+      while (during_drain != 503) {
         httplib::Client p("127.0.0.1", srv->port());
         auto h = p.Get("/health");
         if (!h) break;  // the server has closed

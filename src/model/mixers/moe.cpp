@@ -1,5 +1,7 @@
 // Sparse MoE block: softmax router (fp32), top-k, optional renormalisation, routed experts
 // grouped by expert so each runs one GEMM over its tokens, plus a sigmoid-gated shared expert.
+#include "model/mixers/moe.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -8,15 +10,35 @@
 #include "core/workspace.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
-#include "model/model.h"
 #include "model/slots.h"
 
 namespace hypic {
+namespace {
 
-void Model::moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) const {
+class Moe final : public ChannelMixer {
+ public:
+  Moe(const ModelConfig& c, MoeWeights w)
+      : w_(std::move(w)), k_(int(c.num_experts_per_tok)), norm_topk_(c.norm_topk_prob) {}
+  ChannelMixerKind kind() const override { return ChannelMixerKind::kMoe; }
+  void forward(const float* x, int64_t L, float* h) const override;
+  double flops(int64_t L) const override {
+    double f = 2.0 * L * double(w_.router.dim(1)) * double(w_.router.dim(0));
+    f += k_ * swiglu_flops(w_.experts[0], L);
+    if (w_.has_shared) f += swiglu_flops(w_.shared, L);
+    return f;
+  }
+
+ private:
+  MoeWeights w_;
+  int k_;
+  bool norm_topk_;
+};
+
+void Moe::forward(const float* x, int64_t L, float* h) const {
   HYPIC_PROFILE_SCOPE("moe_layer");
-  const int64_t H = cfg_.hidden_size, E = w.router.dim(0);
-  const int k = cfg_.num_experts_per_tok;
+  const MoeWeights& w = w_;
+  const int64_t H = w.router.dim(1), E = w.router.dim(0);
+  const int k = k_;
   // Routing: probs [L, E] -> top-k experts and weights per token.
   Workspace& ws = Workspace::local();
   Tensor probs_t = ws.f32(slot::kMoeProbs, {L, E});
@@ -36,7 +58,7 @@ void Model::moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) 
     for (int j = 0; j < k; ++j) sum += p[idx[size_t(j)]];
     for (int j = 0; j < k; ++j) {
       top[size_t(t * k + j)] = idx[size_t(j)];
-      topw[size_t(t * k + j)] = cfg_.norm_topk_prob ? p[idx[size_t(j)]] / sum : p[idx[size_t(j)]];
+      topw[size_t(t * k + j)] = norm_topk_ ? p[idx[size_t(j)]] / sum : p[idx[size_t(j)]];
     }
   });
   // Group (token, weight) by expert.
@@ -62,11 +84,11 @@ void Model::moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) 
     Workspace& tws = Workspace::local();
     Tensor xe = tws.f32(slot::kMoeX, {n, H});
     Tensor ye = tws.f32(slot::kMoeExpertOut, {n, H});
-    std::fill(ye.f32(), ye.f32() + n * H, 0.0f);  // mlp_layer accumulates
+    std::fill(ye.f32(), ye.f32() + n * H, 0.0f);  // swiglu_forward accumulates
     for (int64_t r = 0; r < n; ++r)
       std::copy(x + rows[size_t(r)].first * H, x + (rows[size_t(r)].first + 1) * H,
                 xe.f32() + r * H);
-    mlp_layer(w.experts[size_t(e)], xe.f32(), n, ye.f32());
+    swiglu_forward(w.experts[size_t(e)], xe.f32(), n, ye.f32());
     for (int64_t r = 0; r < n; ++r) {
       const int64_t t = rows[size_t(r)].first;
       int j = 0;
@@ -86,7 +108,7 @@ void Model::moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) 
   if (w.has_shared) {
     Tensor sh = ws.f32(slot::kMoeShared, {L, H});
     std::fill(sh.f32(), sh.f32() + L * H, 0.0f);
-    mlp_layer(w.shared, x, L, sh.f32());
+    swiglu_forward(w.shared, x, L, sh.f32());
     std::vector<float> gate(static_cast<size_t>(L));
     kernels::linear(x, L, w.shared_gate, gate.data());
     for (int64_t t = 0; t < L; ++t)
@@ -94,6 +116,12 @@ void Model::moe_layer(const MoeWeights& w, const float* x, int64_t L, float* h) 
   }
   const float* o = out.f32();
   for (int64_t i = 0; i < L * H; ++i) h[i] += o[i];
+}
+
+}  // namespace
+
+std::unique_ptr<ChannelMixer> make_moe(const ModelConfig& c, MoeWeights w) {
+  return std::make_unique<Moe>(c, std::move(w));
 }
 
 }  // namespace hypic

@@ -1,7 +1,11 @@
 // Gated DeltaNet mixer over the pieces of a pass: h += out_proj(gated_norm(rule(conv(qkv)), z)).
 // Projections, norms and out_proj run once over all computed rows; the conv and the delta
 // rule walk the pieces in prompt order, composing cached bodies into the running state.
+#include "model/mixers/gated_deltanet.h"
+
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/parallel.h"
@@ -16,15 +20,68 @@
 #include "model/slots.h"
 
 namespace hypic {
+namespace {
 
-Status Model::gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float* h, Pass& pass,
-                      size_t li) const {
+class GatedDeltaNet final : public TokenMixer {
+ public:
+  GatedDeltaNet(const ModelConfig& c, GdnWeights w, size_t slot)
+      : w_(std::move(w)), li_(slot), nk_(int(c.linear_num_key_heads)),
+        nv_(int(c.linear_num_value_heads)), dk_(int(c.linear_key_head_dim)),
+        dv_(int(c.linear_value_head_dim)), K_(int(c.linear_conv_kernel_dim)),
+        eps_(c.rms_norm_eps) {}
+
+  const TokenMixerType& type() const override { return gated_deltanet_type(); }
+  int64_t history_tokens() const override { return K_ - 1; }
+
+  void add_state(SeqState& s, int64_t) const override {
+    s.linear.push_back({Tensor::zeros_f32({K_ - 1, conv_dim()}),
+                        Tensor::zeros_f32({nv_, dk_, dv_})});
+  }
+
+  double flops(int64_t L, int64_t) const override {
+    const double H = double(w_.in_qkv.dim(1));
+    double f = 2.0 * L * H * double(w_.in_qkv.dim(0) + w_.in_z.dim(0) + w_.in_ba.dim(0));
+    f += 2.0 * L * double(w_.out_proj.dim(0)) * double(w_.out_proj.dim(1));
+    return f + kernels::gdn_prefill_flops({nk_, nv_, dk_, dv_}, int(L));
+  }
+
+  void add_entry_slot(SegmentEntry& e) const override { e.linear.emplace_back(); }
+  void copy_entry_slot(const SegmentEntry& e, SegmentEntry* part) const override {
+    part->linear.push_back(e.linear[li_]);
+  }
+  Status take_entry_slot(SegmentEntry&& part, SegmentEntry* e) const override;
+
+  Status forward(const float* x, int64_t R, float* h, Model::Pass& pass) const override;
+
+ private:
+  int64_t conv_dim() const { return 2 * int64_t(nk_) * dk_ + int64_t(nv_) * dv_; }
+
+  GdnWeights w_;
+  size_t li_;
+  int nk_, nv_, dk_, dv_, K_;
+  double eps_;
+};
+
+Status GatedDeltaNet::take_entry_slot(SegmentEntry&& part, SegmentEntry* e) const {
+  if (part.linear.size() != 1 || !part.attn.empty())
+    return invalid_argument("expected one linear-attention layer");
+  const SegmentEntry::Linear& l = part.linear[0];
+  auto numel_is = [](const Tensor& t, int64_t n) { return !t.empty() && t.numel() == n; };
+  const int64_t P = std::max<int64_t>(0, K_ - 1 - e->seam);
+  if (l.T.nv != nv_ || l.T.dk != dk_ || !numel_is(l.s0, int64_t(nv_) * dk_ * dv_) ||
+      !numel_is(l.conv_tail, (K_ - 1) * conv_dim()) || l.warm_mixed.empty() != (P == 0) ||
+      (P > 0 && (!numel_is(l.warm_mixed, P * conv_dim()) || !numel_is(l.warm_g, P * nv_) ||
+                 !numel_is(l.warm_beta, P * nv_))))
+    return invalid_argument("shapes are not this model's");
+  e->linear[li_] = std::move(part.linear[0]);
+  return Status::ok();
+}
+
+Status GatedDeltaNet::forward(const float* x, int64_t R, float* h, Model::Pass& pass) const {
   HYPIC_PROFILE_SCOPE("gdn_layer");
-  const auto& c = cfg_;
-  const GdnWeights& w = lw.gdn;
-  const int nk = int(c.linear_num_key_heads), nv = int(c.linear_num_value_heads);
-  const int dk = int(c.linear_key_head_dim), dv = int(c.linear_value_head_dim);
-  const int K = int(c.linear_conv_kernel_dim);
+  const GdnWeights& w = w_;
+  const size_t li = li_;
+  const int nk = nk_, nv = nv_, dk = dk_, dv = dv_, K = K_;
   const int64_t kd = int64_t(nk) * dk, vd = int64_t(nv) * dv, conv_dim = 2 * kd + vd;
   Workspace& ws = Workspace::local();
   Tensor mixed = ws.f32(slot::kGdnMixed, {R, conv_dim});  // pre-conv q|k|v
@@ -81,7 +138,7 @@ Status Model::gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float
     kernels::gdn_step(dims, int(R), q.f32(), k.f32(), v.f32(), g.f32(), beta.f32(),
                       states.data(), o.f32());
   } else {
-    for (const Pass::Piece& p : pass.pieces) {
+    for (const Model::Pass::Piece& p : pass.pieces) {
       LinearState& st = p.seq->linear[li];
       if (p.entry) {
         // An arriving entry: wait for this layer (the pieces before it are composed already).
@@ -166,9 +223,68 @@ Status Model::gdn_layer(const LayerWeights& lw, const float* x, int64_t R, float
     std::memcpy(e.conv_tail.raw(), st.conv.raw(), e.conv_tail.nbytes());
   }
   HYPIC_PROFILE_SCOPE("gdn_norm_out");
-  kernels::rmsnorm_gated(o.f32(), z.f32(), w.norm_w.f32(), o.f32(), R * nv, dv, c.rms_norm_eps);
+  kernels::rmsnorm_gated(o.f32(), z.f32(), w.norm_w.f32(), o.f32(), R * nv, dv, eps_);
   kernels::linear(o.f32(), R, w.out_proj, h, /*accumulate=*/true);
   return Status::ok();
+}
+
+}  // namespace
+
+std::unique_ptr<TokenMixer> make_gated_deltanet(const ModelConfig& c, GdnWeights w, size_t slot) {
+  return std::make_unique<GatedDeltaNet>(c, std::move(w), slot);
+}
+
+namespace {
+
+class GatedDeltaNetType final : public TokenMixerType {
+ public:
+  const char* name() const override { return "Gated DeltaNet"; }
+  LayerKind state() const override { return LayerKind::kLinear; }
+
+  Status validate(const ModelConfig& c) const override {
+    const std::string& p = c.text_prefix;
+    for (auto [field, v] : {std::pair{"linear_num_key_heads", c.linear_num_key_heads},
+                            {"linear_num_value_heads", c.linear_num_value_heads},
+                            {"linear_key_head_dim", c.linear_key_head_dim},
+                            {"linear_value_head_dim", c.linear_value_head_dim},
+                            {"linear_conv_kernel_dim", c.linear_conv_kernel_dim}})
+      if (v <= 0)
+        return invalid_argument("field '" + p + field + "' must be positive, got " +
+                                std::to_string(v));
+    if (c.linear_num_value_heads % c.linear_num_key_heads != 0)
+      return invalid_argument("field '" + p + "linear_num_value_heads' (" +
+                              std::to_string(c.linear_num_value_heads) + ") must be a multiple of '" +
+                              p + "linear_num_key_heads' (" +
+                              std::to_string(c.linear_num_key_heads) +
+                              "): each key head serves a whole group of value heads");
+    return Status::ok();
+  }
+
+  int64_t params(const ModelConfig& c) const override {
+    const int64_t H = c.hidden_size, nv = c.linear_num_value_heads;
+    const int64_t kd = c.linear_num_key_heads * c.linear_key_head_dim;
+    const int64_t vd = nv * c.linear_value_head_dim;
+    return H * (2 * kd + 2 * vd) + H * 2 * nv            // qkv, z, b, a projections
+           + (2 * kd + vd) * c.linear_conv_kernel_dim    // depthwise conv
+           + 2 * nv + c.linear_value_head_dim + vd * H;  // A_log, dt_bias, norm, out_proj
+  }
+
+  std::string describe(const ModelConfig& c) const override {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "gated deltanet: %lld key heads x %lld, %lld value heads x "
+                  "%lld, conv %lld",
+                  (long long)c.linear_num_key_heads, (long long)c.linear_key_head_dim,
+                  (long long)c.linear_num_value_heads, (long long)c.linear_value_head_dim,
+                  (long long)c.linear_conv_kernel_dim);
+    return buf;
+  }
+};
+
+}  // namespace
+
+const TokenMixerType& gated_deltanet_type() {
+  static const GatedDeltaNetType t;
+  return t;
 }
 
 }  // namespace hypic

@@ -1,0 +1,81 @@
+// Qwen3.5 dense and MoE (model_type qwen3_5 / qwen3_5_moe: vision-language configs with the
+// text model under text_config and its tensors under model.language_model.; qwen3_5_text /
+// qwen3_5_moe_text: text-only, flat). Gated DeltaNet and gated attention layers with
+// contiguous projections; dense MLP in every layer (qwen3_5) or MoE in every layer
+// (qwen3_5_moe, whose router always renormalises its top-k weights).
+#include "model/arch.h"
+#include "model/arch/qwen_common.h"
+
+namespace hypic {
+namespace {
+
+class Qwen3_5 final : public Architecture {
+ public:
+  explicit Qwen3_5(bool moe) : moe_(moe) {}
+  const char* name() const override { return moe_ ? "Qwen3.5-MoE" : "Qwen3.5"; }
+  std::vector<std::string> model_types() const override {
+    if (moe_) return {"qwen3_5_moe", "qwen3_5_moe_text"};
+    return {"qwen3_5", "qwen3_5_text"};
+  }
+  bool has_class(const std::string& cls) const override {
+    const std::string base = moe_ ? "Qwen3_5Moe" : "Qwen3_5";
+    for (const char* head : {"ForConditionalGeneration", "ForCausalLM", "Model", "TextModel"})
+      if (cls == base + head) return true;
+    return false;
+  }
+
+  Status parse_config(const nlohmann::json& root, const std::string& source,
+                      ModelConfig* c) const override {
+    QwenFamily fam;
+    fam.vl_model_type = moe_ ? "qwen3_5_moe" : "qwen3_5";
+    fam.text_model_type = fam.vl_model_type + "_text";
+    if (moe_) {
+      fam.defaults = {248320, 2048, 0, 40, 16, 2, 256, 8};
+      // No dense MLP, no decoder_sparse_step / mlp_only_layers (modeling_qwen3_5_moe.py).
+      fam.read_mlp = [](Fields& f, ModelConfig* m) {
+        m->num_experts = f.i64("num_experts", 256);
+        m->num_experts_per_tok = f.i64("num_experts_per_tok", 8);
+        m->moe_intermediate_size = f.i64("moe_intermediate_size", 512);
+        m->shared_expert_intermediate_size = f.i64("shared_expert_intermediate_size", 512);
+        m->norm_topk_prob = true;
+      };
+    } else {
+      fam.defaults = {248320, 4096, 12288, 32, 16, 4, 0, 0};
+      fam.read_mlp = [](Fields& f, ModelConfig* m) {
+        m->intermediate_size = f.i64("intermediate_size", 12288);
+      };
+    }
+    const bool moe = moe_;
+    fam.is_moe = [moe](const ModelConfig&, int) { return moe; };
+    return parse_qwen_config(root, source, fam, c);
+  }
+
+  Status validate(const ModelConfig& c) const override {
+    if (moe_ && c.num_experts <= 0)
+      return invalid_argument("field '" + c.text_prefix + "num_experts' must be positive, got " +
+                              std::to_string(c.num_experts));
+    return Status::ok();
+  }
+
+  Status load_layer(const WeightReader& rd, const ModelConfig& c, int layer,
+                    const std::string& prefix, const LayerContext& ctx,
+                    DecoderLayer* out) const override {
+    return load_qwen_layer(rd, c, layer, prefix, ctx, /*interleaved_gdn=*/false, out);
+  }
+
+ private:
+  bool moe_;
+};
+
+}  // namespace
+
+const Architecture& qwen3_5_architecture() {
+  static const Qwen3_5 a(false);
+  return a;
+}
+const Architecture& qwen3_5_moe_architecture() {
+  static const Qwen3_5 a(true);
+  return a;
+}
+
+}  // namespace hypic

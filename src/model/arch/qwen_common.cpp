@@ -1,0 +1,321 @@
+#include "model/arch/qwen_common.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/mixers/gated_attention.h"
+#include "model/mixers/gated_deltanet.h"
+#include "model/mixers/moe.h"
+#include "model/mixers/swiglu.h"
+#include "model/weight_reader.h"
+
+namespace hypic {
+
+using json = nlohmann::json;
+
+Status parse_qwen_config(const json& root, const std::string& source, const QwenFamily& fam,
+                         ModelConfig* out) {
+  ModelConfig& c = *out;
+  const bool nested = !fam.vl_model_type.empty() && c.model_type == fam.vl_model_type;
+  const std::string& expected_text_type = fam.text_model_type;
+  c.text_model_type = c.model_type;
+  c.text_prefix = nested ? "text_config." : "";
+  const json* text_obj = &root;
+  if (nested) {
+    auto tc = root.find("text_config");
+    if (tc == root.end() || tc->is_null())
+      return invalid_argument(source + ": missing required field 'text_config' (model_type '" +
+                              c.model_type + "' keeps the language model's settings there)");
+    if (!tc->is_object())
+      return invalid_argument(source + ": field 'text_config' must be an object");
+    text_obj = &*tc;
+    auto tmt = tc->find("model_type");
+    if (tmt != tc->end() && tmt->is_string()) {
+      c.text_model_type = tmt->get<std::string>();
+      if (c.text_model_type != expected_text_type && c.text_model_type != c.model_type)
+        return invalid_argument(source + ": text_config.model_type is '" + c.text_model_type +
+                                "', but model_type '" + c.model_type + "' needs '" +
+                                expected_text_type + "'");
+    } else {
+      c.text_model_type = expected_text_type;
+    }
+  }
+
+  Fields f(*text_obj, nested ? "text_config." : "", source, &c.defaulted_fields);
+  Fields top(root, "", source, nullptr);
+  const QwenDefaults& d = fam.defaults;
+
+  c.vocab_size = f.i64("vocab_size", d.vocab);
+  c.hidden_size = f.i64("hidden_size", d.hidden);
+  c.num_hidden_layers = f.i64("num_hidden_layers", d.layers);
+  c.num_attention_heads = f.i64("num_attention_heads", d.heads);
+  c.num_key_value_heads = f.i64("num_key_value_heads", d.kv_heads);
+  c.head_dim = f.i64("head_dim", 256);
+  c.attention_bias = f.boolean("attention_bias", false);
+  c.hidden_act = f.str("hidden_act", "silu");
+  c.max_position_embeddings = f.i64("max_position_embeddings", 32768);
+  c.rms_norm_eps = f.f64("rms_norm_eps", 1e-6);
+  c.linear_conv_kernel_dim = f.i64("linear_conv_kernel_dim", 4);
+  c.linear_key_head_dim = f.i64("linear_key_head_dim", 128);
+  c.linear_value_head_dim = f.i64("linear_value_head_dim", 128);
+  c.linear_num_key_heads = f.i64("linear_num_key_heads", 16);
+  c.linear_num_value_heads = f.i64("linear_num_value_heads", 32);
+  c.mtp_num_hidden_layers = f.has("mtp_num_hidden_layers") ? f.i64("mtp_num_hidden_layers", 0) : 0;
+
+  fam.read_mlp(f, &c);
+
+  // Token mixers: layer_types wins over full_attention_interval.
+  std::vector<const TokenMixerType*> kinds;
+  if (f.has("layer_types")) {
+    const std::vector<std::string> types = f.str_list("layer_types");
+    if (f.status().is_ok() && int64_t(types.size()) != c.num_hidden_layers)
+      return invalid_argument(source + ": " + f.name("layer_types") + " lists " +
+                              std::to_string(types.size()) + " layers but num_hidden_layers "
+                              "is " + std::to_string(c.num_hidden_layers));
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (types[i] == "linear_attention") {
+        kinds.push_back(&gated_deltanet_type());
+      } else if (types[i] == "full_attention") {
+        kinds.push_back(&gated_attention_type());
+      } else {
+        return unsupported(source + ": " + f.name("layer_types") + "[" + std::to_string(i) +
+                           "] is '" + types[i] + "'; hypic supports 'linear_attention' and "
+                           "'full_attention'");
+      }
+    }
+  } else {
+    const int64_t interval = f.i64("full_attention_interval", 4);
+    if (f.status().is_ok() && interval <= 0)
+      return invalid_argument(source + ": " + f.name("full_attention_interval") +
+                              " must be positive, got " + std::to_string(interval));
+    for (int64_t i = 0; i < std::max<int64_t>(c.num_hidden_layers, 0) && interval > 0; ++i)
+      kinds.push_back((i + 1) % interval == 0 ? &gated_attention_type()
+                                              : &gated_deltanet_type());
+  }
+
+  // RoPE: rope_parameters (transformers 5) or the legacy rope_scaling dict; rope_theta and
+  // partial_rotary_factor inside it win over top-level fields.
+  const char* rope_key = f.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  const json* rp = f.find(rope_key);
+  if (rp && !rp->is_object())
+    return invalid_argument(source + ": field '" + f.name(rope_key) + "' must be an object");
+  std::string rp_prefix = f.name(rope_key) + ".";
+  if (rp && rp->contains("full_attention") && (*rp)["full_attention"].is_object()) {
+    rp = &(*rp)["full_attention"];  // nested per layer type
+    rp_prefix += "full_attention.";
+  }
+  static const json kEmpty = json::object();
+  Fields r(rp ? *rp : kEmpty, rp_prefix, source, nullptr);
+  c.rope_theta = r.has("rope_theta") ? r.f64("rope_theta", 0) : f.f64("rope_theta", 10000.0);
+  c.partial_rotary_factor = r.has("partial_rotary_factor")
+                                ? r.f64("partial_rotary_factor", 0)
+                                : f.f64("partial_rotary_factor", 0.25);
+  c.rope_type = r.has("rope_type") ? r.str("rope_type", "default") : r.str("type", "default");
+  c.mrope_section = r.i64_list("mrope_section");
+  c.mrope_interleaved = r.has("mrope_interleaved") && r.boolean("mrope_interleaved", false);
+
+  // Fields that VL configs may keep on either level: the text level first, except for
+  // tie_word_embeddings, which the VL model reads from the top level.
+  auto either = [&](const char* key) -> Fields& {
+    return f.has(key) || !nested ? f : top;
+  };
+  if (nested && top.has("tie_word_embeddings"))
+    c.tie_word_embeddings = top.boolean("tie_word_embeddings", false);
+  else
+    c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
+  c.eos_token_ids = either("eos_token_id").i64_list("eos_token_id", /*allow_scalar=*/true);
+  c.bos_token_id = either("bos_token_id").opt_i64("bos_token_id");
+  c.pad_token_id = either("pad_token_id").opt_i64("pad_token_id");
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    if (!c.dtype.empty()) break;
+    if (either(key).has(key)) c.dtype = either(key).str(key, "");
+  }
+
+  for (const Fields* x : {&f, &top, &r})
+    if (!x->status().is_ok()) return x->status();
+  c.weight_prefix = nested ? "model.language_model." : "model.";
+  c.layers.clear();
+  for (size_t i = 0; i < kinds.size(); ++i)
+    c.layers.push_back({kinds[i], fam.is_moe(c, int(i)) ? ChannelMixerKind::kMoe
+                                                        : ChannelMixerKind::kSwiGlu});
+  return Status::ok();
+}
+
+namespace {
+
+// Row block [r0, r0 + n) of a 2-D matrix, as a copy.
+Tensor row_block(const Tensor& m, int64_t r0, int64_t n) { return m.rows(r0, r0 + n); }
+
+// Qwen3-Next: per key-head group g, rows [q (dk) | k (dk) | v (r·dv) | z (r·dv)] of
+// in_proj_qkvz and rows [b (r) | a (r)] of in_proj_ba; regrouped into contiguous [q | k | v],
+// [z], [b | a].
+Status load_gdn_interleaved(const WeightReader& rd, const ModelConfig& c, const std::string& p,
+                            GdnWeights& w) {
+  const int64_t H = c.hidden_size, nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
+  const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim, r = nv / nk;
+  const int64_t G = 2 * dk + 2 * r * dv;
+  const DType ct = rd.compute();
+  HYPIC_ASSIGN_OR_RETURN(Tensor qkvz, rd.raw(p + "in_proj_qkvz.weight", {nk * G, H}));
+  HYPIC_ASSIGN_OR_RETURN(Tensor bam, rd.raw(p + "in_proj_ba.weight", {2 * nv, H}));
+  std::vector<Tensor> q, k, v, z, b, a;
+  for (int64_t g = 0; g < nk; ++g) {
+    q.push_back(row_block(qkvz, g * G, dk));
+    k.push_back(row_block(qkvz, g * G + dk, dk));
+    v.push_back(row_block(qkvz, g * G + 2 * dk, r * dv));
+    z.push_back(row_block(qkvz, g * G + 2 * dk + r * dv, r * dv));
+    b.push_back(row_block(bam, g * 2 * r, r));
+    a.push_back(row_block(bam, g * 2 * r + r, r));
+  }
+  std::vector<Tensor> qkv = q;
+  qkv.insert(qkv.end(), k.begin(), k.end());
+  qkv.insert(qkv.end(), v.begin(), v.end());
+  std::vector<Tensor> ba = b;
+  ba.insert(ba.end(), a.begin(), a.end());
+  w.in_qkv = concat_rows(qkv, ct);
+  w.in_z = concat_rows(z, ct);
+  w.in_ba = concat_rows(ba, ct);
+  return Status::ok();
+}
+
+// Qwen3.5: separate contiguous projections.
+Status load_gdn_contiguous(const WeightReader& rd, const ModelConfig& c, const std::string& p,
+                           GdnWeights& w) {
+  const int64_t H = c.hidden_size, nv = c.linear_num_value_heads;
+  const int64_t vd = nv * c.linear_value_head_dim;
+  const int64_t conv_dim = 2 * c.linear_num_key_heads * c.linear_key_head_dim + vd;
+  HYPIC_ASSIGN_OR_RETURN(w.in_qkv, rd.mat(p + "in_proj_qkv.weight", {conv_dim, H}));
+  HYPIC_ASSIGN_OR_RETURN(w.in_z, rd.mat(p + "in_proj_z.weight", {vd, H}));
+  HYPIC_ASSIGN_OR_RETURN(Tensor b, rd.raw(p + "in_proj_b.weight", {nv, H}));
+  HYPIC_ASSIGN_OR_RETURN(Tensor a, rd.raw(p + "in_proj_a.weight", {nv, H}));
+  w.in_ba = concat_rows({b, a}, rd.compute());
+  return Status::ok();
+}
+
+// The rest of a Gated DeltaNet layer, named alike in both families.
+Status load_gdn_common(const WeightReader& rd, const ModelConfig& c, const std::string& p,
+                       GdnWeights& w) {
+  const int64_t H = c.hidden_size, nv = c.linear_num_value_heads;
+  const int64_t dv = c.linear_value_head_dim, vd = nv * dv, K = c.linear_conv_kernel_dim;
+  const int64_t conv_dim = 2 * c.linear_num_key_heads * c.linear_key_head_dim + vd;
+  HYPIC_ASSIGN_OR_RETURN(Tensor conv, rd.vec(p + "conv1d.weight", {conv_dim, 1, K}));
+  w.conv_w = Tensor::zeros_f32({K, conv_dim});  // transposed: [K, conv_dim]
+  for (int64_t c = 0; c < conv_dim; ++c)
+    for (int64_t j = 0; j < K; ++j) w.conv_w.f32()[j * conv_dim + c] = conv.f32()[c * K + j];
+  HYPIC_ASSIGN_OR_RETURN(Tensor A_log, rd.vec(p + "A_log", {nv}));
+  w.neg_A = A_log;
+  for (int64_t i = 0; i < nv; ++i) w.neg_A.f32()[i] = -std::exp(A_log.f32()[i]);
+  HYPIC_ASSIGN_OR_RETURN(w.dt_bias, rd.vec(p + "dt_bias", {nv}));
+  HYPIC_ASSIGN_OR_RETURN(w.norm_w, rd.vec(p + "norm.weight", {dv}));
+  HYPIC_ASSIGN_OR_RETURN(w.out_proj, rd.mat(p + "out_proj.weight", {H, vd}));
+  return Status::ok();
+}
+
+Status load_attn(const WeightReader& rd, const ModelConfig& c, const std::string& p, AttnWeights& w) {
+  const int64_t H = c.hidden_size, nh = c.num_attention_heads, nkv = c.num_key_value_heads;
+  const int64_t hd = c.head_dim;
+  HYPIC_ASSIGN_OR_RETURN(Tensor q, rd.raw(p + "q_proj.weight", {nh * 2 * hd, H}));
+  HYPIC_ASSIGN_OR_RETURN(Tensor k, rd.raw(p + "k_proj.weight", {nkv * hd, H}));
+  HYPIC_ASSIGN_OR_RETURN(Tensor v, rd.raw(p + "v_proj.weight", {nkv * hd, H}));
+  w.qkv = concat_rows({q, k, v}, rd.compute());
+  HYPIC_ASSIGN_OR_RETURN(w.q_norm, rd.vec(p + "q_norm.weight", {hd}));
+  HYPIC_ASSIGN_OR_RETURN(w.k_norm, rd.vec(p + "k_norm.weight", {hd}));
+  HYPIC_ASSIGN_OR_RETURN(w.o_proj, rd.mat(p + "o_proj.weight", {H, nh * hd}));
+  return Status::ok();
+}
+
+Status load_mlp(const WeightReader& rd, int64_t H, int64_t I, const std::string& p, MlpWeights& w) {
+  HYPIC_ASSIGN_OR_RETURN(Tensor g, rd.raw(p + "gate_proj.weight", {I, H}));
+  HYPIC_ASSIGN_OR_RETURN(Tensor u, rd.raw(p + "up_proj.weight", {I, H}));
+  w.gate_up = concat_rows({g, u}, rd.compute());
+  HYPIC_ASSIGN_OR_RETURN(w.down, rd.mat(p + "down_proj.weight", {H, I}));
+  return Status::ok();
+}
+
+Status load_moe(const WeightReader& rd, const ModelConfig& c, const std::string& p, MoeWeights& w) {
+  const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
+  HYPIC_ASSIGN_OR_RETURN(w.router, rd.vec(p + "gate.weight", {E, H}));
+  w.experts.resize(size_t(E));
+  if (rd.has(p + "experts.gate_up_proj")) {
+    // Packed: gate_up_proj [E, 2I, H] (first I rows gate), down_proj [E, H, I].
+    HYPIC_ASSIGN_OR_RETURN(Tensor gu, rd.raw(p + "experts.gate_up_proj", {E, 2 * I, H}));
+    HYPIC_ASSIGN_OR_RETURN(Tensor dn, rd.raw(p + "experts.down_proj", {E, H, I}));
+    Tensor gu_c = gu.dtype() == rd.compute() ? gu : gu.to(rd.compute());
+    Tensor dn_c = dn.dtype() == rd.compute() ? dn : dn.to(rd.compute());
+    for (int64_t e = 0; e < E; ++e) {
+      w.experts[size_t(e)].gate_up = gu_c.rows(e, e + 1).reshape({2 * I, H});
+      w.experts[size_t(e)].down = dn_c.rows(e, e + 1).reshape({H, I});
+    }
+  } else {
+    for (int64_t e = 0; e < E; ++e)
+      HYPIC_RETURN_IF_ERROR(load_mlp(rd, H, I, p + "experts." + std::to_string(e) + ".",
+                                     w.experts[size_t(e)]));
+  }
+  w.has_shared = c.shared_expert_intermediate_size > 0;
+  if (w.has_shared) {
+    HYPIC_RETURN_IF_ERROR(
+        load_mlp(rd, H, c.shared_expert_intermediate_size, p + "shared_expert.", w.shared));
+    HYPIC_ASSIGN_OR_RETURN(w.shared_gate, rd.vec(p + "shared_expert_gate.weight", {1, H}));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status load_qwen_norms(const WeightReader& rd, const ModelConfig& c, const std::string& p,
+                       DecoderLayer* out) {
+  const int64_t H = c.hidden_size;
+  HYPIC_ASSIGN_OR_RETURN(out->input_norm, rd.vec(p + "input_layernorm.weight", {H}));
+  HYPIC_ASSIGN_OR_RETURN(out->post_norm, rd.vec(p + "post_attention_layernorm.weight", {H}));
+  return Status::ok();
+}
+
+Status load_qwen_token_mixer(const WeightReader& rd, const ModelConfig& c, int layer,
+                             const std::string& p, const LayerContext& ctx, bool interleaved_gdn,
+                             DecoderLayer* out) {
+  const LayerSpec& spec = c.layer(layer);
+  if (spec.token == &gated_deltanet_type()) {
+    GdnWeights w;
+    const std::string q = p + "linear_attn.";
+    HYPIC_RETURN_IF_ERROR(interleaved_gdn ? load_gdn_interleaved(rd, c, q, w)
+                                          : load_gdn_contiguous(rd, c, q, w));
+    HYPIC_RETURN_IF_ERROR(load_gdn_common(rd, c, q, w));
+    out->token = make_gated_deltanet(c, std::move(w), ctx.slot);
+    return Status::ok();
+  }
+  if (spec.token == &gated_attention_type()) {
+    AttnWeights w;
+    HYPIC_RETURN_IF_ERROR(load_attn(rd, c, p + "self_attn.", w));
+    out->token = make_gated_attention(c, std::move(w), ctx.slot);
+    return Status::ok();
+  }
+  return unsupported(std::string("Qwen checkpoints have no ") + spec.token->name() + " layers");
+}
+
+Status load_qwen_channel_mixer(const WeightReader& rd, const ModelConfig& c, int layer,
+                               const std::string& p, DecoderLayer* out) {
+  switch (c.layer(layer).channel) {
+    case ChannelMixerKind::kMoe: {
+      MoeWeights w;
+      HYPIC_RETURN_IF_ERROR(load_moe(rd, c, p + "mlp.", w));
+      out->channel = make_moe(c, std::move(w));
+      return Status::ok();
+    }
+    case ChannelMixerKind::kSwiGlu: {
+      MlpWeights w;
+      HYPIC_RETURN_IF_ERROR(load_mlp(rd, c.hidden_size, c.intermediate_size, p + "mlp.", w));
+      out->channel = make_swiglu(std::move(w));
+      return Status::ok();
+    }
+  }
+  return internal_error("unknown channel mixer");
+}
+
+Status load_qwen_layer(const WeightReader& rd, const ModelConfig& c, int layer,
+                       const std::string& p, const LayerContext& ctx, bool interleaved_gdn,
+                       DecoderLayer* out) {
+  HYPIC_RETURN_IF_ERROR(load_qwen_norms(rd, c, p, out));
+  HYPIC_RETURN_IF_ERROR(load_qwen_token_mixer(rd, c, layer, p, ctx, interleaved_gdn, out));
+  return load_qwen_channel_mixer(rd, c, layer, p, out);
+}
+
+}  // namespace hypic

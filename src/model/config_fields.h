@@ -1,0 +1,120 @@
+// Typed reading of config.json fields (model-internal; used by the architectures, model/arch/).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_bounded.h"
+#include "core/status.h"
+
+namespace hypic {
+
+// Reads typed fields of one JSON object. Absent or null fields take the given default (and
+// are recorded); a field of the wrong type records the first error, see status().
+class Fields {
+ public:
+  Fields(const nlohmann::json& obj, std::string prefix, std::string source,
+         std::vector<std::string>* defaulted)
+      : obj_(obj), prefix_(std::move(prefix)), source_(std::move(source)),
+        defaulted_(defaulted) {}
+
+  const nlohmann::json* find(const char* key) const {
+    auto it = obj_.find(key);
+    return it == obj_.end() || it->is_null() ? nullptr : &*it;
+  }
+  bool has(const char* key) const { return find(key) != nullptr; }
+
+  int64_t i64(const char* key, int64_t def) {
+    const nlohmann::json* v = find(key);
+    if (!v) return defaulted(key), def;
+    int64_t r = def;
+    if (!as_i64(*v, &r)) fail(key, "an integer", *v);
+    return r;
+  }
+  double f64(const char* key, double def) {
+    const nlohmann::json* v = find(key);
+    if (!v) return defaulted(key), def;
+    if (!v->is_number()) return fail(key, "a number", *v), def;
+    return v->get<double>();
+  }
+  bool boolean(const char* key, bool def) {
+    const nlohmann::json* v = find(key);
+    if (!v) return defaulted(key), def;
+    if (!v->is_boolean()) return fail(key, "true or false", *v), def;
+    return v->get<bool>();
+  }
+  std::string str(const char* key, const std::string& def) {
+    const nlohmann::json* v = find(key);
+    if (!v) return defaulted(key), def;
+    if (!v->is_string()) return fail(key, "a string", *v), def;
+    return v->get<std::string>();
+  }
+  std::optional<int64_t> opt_i64(const char* key) {
+    const nlohmann::json* v = find(key);
+    int64_t r = 0;
+    if (!v) return std::nullopt;
+    if (!as_i64(*v, &r)) return fail(key, "an integer", *v), std::nullopt;
+    return r;
+  }
+  // A list of integers; `allow_scalar` also accepts a single integer (eos_token_id).
+  std::vector<int64_t> i64_list(const char* key, bool allow_scalar = false) {
+    const nlohmann::json* v = find(key);
+    std::vector<int64_t> r;
+    if (!v) return r;
+    int64_t x = 0;
+    if (allow_scalar && as_i64(*v, &x)) return {x};
+    if (!v->is_array()) return fail(key, "a list of integers", *v), r;
+    for (const nlohmann::json& e : *v) {
+      if (!as_i64(e, &x)) return fail(key, "a list of integers", *v), std::vector<int64_t>{};
+      r.push_back(x);
+    }
+    return r;
+  }
+  std::vector<std::string> str_list(const char* key) {
+    const nlohmann::json* v = find(key);
+    std::vector<std::string> r;
+    if (!v) return r;
+    if (!v->is_array()) return fail(key, "a list of strings", *v), r;
+    for (const nlohmann::json& e : *v) {
+      if (!e.is_string()) return fail(key, "a list of strings", *v), std::vector<std::string>{};
+      r.push_back(e.get<std::string>());
+    }
+    return r;
+  }
+
+  const Status& status() const { return status_; }
+  std::string name(const char* key) const { return prefix_ + key; }
+
+ private:
+  static bool as_i64(const nlohmann::json& v, int64_t* out) {
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > uint64_t(INT64_MAX)) return false;
+      *out = int64_t(v.get<uint64_t>());
+      return true;
+    }
+    if (v.is_number_integer()) {
+      *out = v.get<int64_t>();
+      return true;
+    }
+    return false;
+  }
+  void defaulted(const char* key) {
+    if (defaulted_) defaulted_->push_back(name(key));
+  }
+  void fail(const char* key, const char* want, const nlohmann::json& v) {
+    if (status_.is_ok())
+      status_ = invalid_argument(source_ + ": field '" + name(key) + "' must be " + want +
+                                 ", got " + json_dump_bounded(v));
+  }
+
+  const nlohmann::json& obj_;
+  std::string prefix_, source_;
+  std::vector<std::string>* defaulted_;
+  Status status_;
+};
+
+}  // namespace hypic

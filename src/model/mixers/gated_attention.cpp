@@ -1,0 +1,242 @@
+// Gated full attention over the pieces of a pass:
+//   h += o_proj(attn(rope(qnorm(q)), rope(knorm(k)), v) ⊙ σ(gate)).
+// Cached bodies' keys/values are placed into the KV cache at their true positions (RoPE
+// applied there); computed rows attend causally to everything before them. Pieces run in
+// prompt order, so an arriving entry (EntryGate) holds up only the pieces after it.
+#include "model/mixers/gated_attention.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/profile.h"
+#include "core/workspace.h"
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+#include "kernels/rope.h"
+#include "model/pass.h"
+#include "model/slots.h"
+
+namespace hypic {
+namespace {
+
+class GatedAttention final : public TokenMixer {
+ public:
+  GatedAttention(const ModelConfig& c, AttnWeights w, size_t slot)
+      : w_(std::move(w)), ai_(slot), rope_(int(c.rotary_dim()), float(c.rope_theta)),
+        nh_(int(c.num_attention_heads)),
+        nkv_(int(c.num_key_value_heads)), hd_(int(c.head_dim)), eps_(c.rms_norm_eps) {}
+
+  const TokenMixerType& type() const override { return gated_attention_type(); }
+  int64_t history_tokens() const override { return 0; }
+
+  void add_state(SeqState& s, int64_t capacity) const override {
+    s.kv.push_back({Tensor::zeros_f32({capacity, nkv_, hd_}),
+                    Tensor::zeros_f32({capacity, nkv_, hd_})});
+  }
+
+  double flops(int64_t L, int64_t past) const override {
+    const double H = double(w_.qkv.dim(1));
+    double f = 2.0 * L * H * double(w_.qkv.dim(0));
+    f += 2.0 * L * double(w_.o_proj.dim(0)) * double(w_.o_proj.dim(1));
+    // scores and weighted values: each query sees past + its causal prefix.
+    const double keys = double(L) * double(past) + double(L) * double(L + 1) / 2;
+    return f + 2.0 * 2.0 * keys * nh_ * hd_;
+  }
+
+  void add_entry_slot(SegmentEntry& e) const override { e.attn.emplace_back(); }
+  void copy_entry_slot(const SegmentEntry& e, SegmentEntry* part) const override {
+    part->attn.push_back(e.attn[ai_]);
+  }
+  Status take_entry_slot(SegmentEntry&& part, SegmentEntry* e) const override {
+    if (part.attn.size() != 1 || !part.linear.empty())
+      return invalid_argument("expected one attention layer");
+    const SegmentEntry::Attn& a = part.attn[0];
+    const int64_t n = e->body_tokens() * nkv_ * hd_;
+    auto numel_is = [](const Tensor& t, int64_t m) { return !t.empty() && t.numel() == m; };
+    if (!numel_is(a.k, n) || !numel_is(a.v, n))
+      return invalid_argument("k/v shapes are not this model's");
+    e->attn[ai_] = std::move(part.attn[0]);
+    return Status::ok();
+  }
+
+  Status forward(const float* x, int64_t R, float* h, Model::Pass& pass) const override;
+
+ private:
+  AttnWeights w_;
+  size_t ai_;
+  kernels::Rope rope_;
+  int nh_, nkv_, hd_;
+  double eps_;
+};
+
+Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass& pass) const {
+  HYPIC_PROFILE_SCOPE("attn_layer");
+  const AttnWeights& w = w_;
+  const size_t ai = ai_;
+  const int nh = nh_, nkv = nkv_, hd = hd_;
+  const int64_t qw = int64_t(nh) * 2 * hd, kw = int64_t(nkv) * hd, width = qw + 2 * kw;
+  const kernels::Rope& rope = rope_;
+  Workspace& ws = Workspace::local();
+  Tensor proj = ws.f32(slot::kAttnProj, {R, width});
+  kernels::linear(x, R, w.qkv, proj.f32());
+  // q, gate: [R, nh, hd]; normed k and v: [R, nkv, hd].
+  Tensor q = ws.f32(slot::kAttnQ, {R, nh, hd}), gate = ws.f32(slot::kAttnGate, {R, nh, hd});
+  Tensor kn = ws.f32(slot::kAttnK, {R, nkv, hd}), vn = ws.f32(slot::kAttnV, {R, nkv, hd});
+  parallel_for(R, [&](int64_t t) {
+    const float* row = proj.f32() + t * width;
+    for (int hh = 0; hh < nh; ++hh) {
+      std::memcpy(q.f32() + (t * nh + hh) * hd, row + int64_t(hh) * 2 * hd, size_t(hd) * 4);
+      std::memcpy(gate.f32() + (t * nh + hh) * hd, row + int64_t(hh) * 2 * hd + hd,
+                  size_t(hd) * 4);
+    }
+    std::memcpy(kn.f32() + t * kw, row + qw, size_t(kw) * 4);
+    std::memcpy(vn.f32() + t * kw, row + qw + kw, size_t(kw) * 4);
+  });
+  kernels::rmsnorm(q.f32(), w.q_norm.f32(), q.f32(), R * nh, hd, eps_, true);
+  kernels::rmsnorm(kn.f32(), w.k_norm.f32(), kn.f32(), R * nkv, hd, eps_, true);
+  if (pass.capture) {  // body keys (normed, not rotated) and values
+    SegmentEntry::Attn& e = pass.capture->attn[ai];
+    const int64_t b0 = pass.seam, n = R - b0;
+    e.k = Tensor::zeros_f32({n, nkv, hd});
+    e.v = Tensor::zeros_f32({n, nkv, hd});
+    std::memcpy(e.k.raw(), kn.f32() + b0 * kw, e.k.nbytes());
+    std::memcpy(e.v.raw(), vn.f32() + b0 * kw, e.v.nbytes());
+  }
+  // Pieces in prompt order: each piece's keys and values go into the cache (cached bodies
+  // rotated to their positions), then a computed piece attends causally to everything up to
+  // its own end — all placed already, so an arriving entry is waited for only when the
+  // pieces before it are done (and the batched decode attends after the loop).
+  Tensor o = ws.f32(slot::kAttnOut, {R, nh, hd});
+  const float scale = 1.0f / std::sqrt(float(hd));
+  for (const Model::Pass::Piece& p : pass.pieces) {
+    if (p.gate) HYPIC_RETURN_IF_ERROR(p.gate->wait(pass.layer));
+    KvCache& kv = p.seq->kv[ai];
+    float* kc = kv.k.f32() + p.pos0 * kw;
+    float* vc = kv.v.f32() + p.pos0 * kw;
+    const int64_t n = p.tokens();
+    const float* ksrc = p.entry ? p.entry->attn[ai].k.f32() : kn.f32() + p.row0 * kw;
+    const float* vsrc = p.entry ? p.entry->attn[ai].v.f32() : vn.f32() + p.row0 * kw;
+    std::memcpy(kc, ksrc, size_t(n * kw) * 4);
+    std::memcpy(vc, vsrc, size_t(n * kw) * 4);
+    rope.apply(kc, n, nkv, hd, p.pos0);
+    if (p.entry) continue;
+    rope.apply(q.f32() + p.row0 * nh * hd, p.rows, nh, hd, p.pos0);
+    if (pass.batch) continue;
+    HYPIC_PROFILE_SCOPE("attn_core");
+    kernels::attention_causal({nh, nkv, hd}, q.f32() + p.row0 * nh * hd, p.rows, p.pos0,
+                              kv.k.f32(), kv.v.f32(), p.pos0 + p.rows, scale,
+                              o.f32() + p.row0 * nh * hd);
+  }
+  if (pass.batch) {
+    // One query per sequence, each over its own cache: one parallel region for all.
+    HYPIC_PROFILE_SCOPE("attn_core");
+    const size_t B = pass.pieces.size();
+    std::vector<int64_t> pos(B);
+    std::vector<const float*> kb(B), vb(B);
+    for (size_t b = 0; b < B; ++b) {
+      pos[b] = pass.pieces[b].pos0;
+      kb[b] = pass.pieces[b].seq->kv[ai].k.f32();
+      vb[b] = pass.pieces[b].seq->kv[ai].v.f32();
+    }
+    kernels::attention_decode({nh, nkv, hd}, int64_t(B), q.f32(), pos.data(), kb.data(),
+                              vb.data(), scale, o.f32());
+  }
+  float* op = o.f32();
+  const float* gp = gate.f32();
+  parallel_for(R, [&](int64_t t) {
+    for (int64_t i = t * nh * hd; i < (t + 1) * nh * hd; ++i) op[i] *= kernels::sigmoid(gp[i]);
+  });
+  kernels::linear(o.f32(), R, w.o_proj, h, /*accumulate=*/true);
+  return Status::ok();
+}
+
+}  // namespace
+
+std::unique_ptr<TokenMixer> make_gated_attention(const ModelConfig& c, AttnWeights w, size_t slot) {
+  return std::make_unique<GatedAttention>(c, std::move(w), slot);
+}
+
+namespace {
+
+Status validate_rope(const ModelConfig& c) {
+  if (!(c.rope_theta > 0)) return invalid_argument("rope_theta must be positive");
+  if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
+    return invalid_argument("partial_rotary_factor must be in (0, 1], got " +
+                            std::to_string(c.partial_rotary_factor));
+  const int64_t rd = c.rotary_dim();
+  if (rd <= 0 || rd % 2 != 0)
+    return invalid_argument("head_dim " + std::to_string(c.head_dim) + " × partial_rotary_factor " +
+                            std::to_string(c.partial_rotary_factor) + " gives " +
+                            std::to_string(rd) + " rotary dims; it must be a positive even "
+                            "number (NeoX RoPE rotates pairs)");
+  if (c.rope_type != "default" && c.rope_type != "mrope")
+    return unsupported("rope_type '" + c.rope_type + "' is not supported (hypic implements plain "
+                       "RoPE); remove the scaling entry from config.json to run without "
+                       "context extension");
+  if (!c.mrope_section.empty()) {
+    int64_t sum = 0;
+    for (int64_t s : c.mrope_section) {
+      if (s < 0) return invalid_argument("mrope_section has a negative entry");
+      sum += s;
+    }
+    if (2 * sum != rd)
+      return invalid_argument("mrope_section sums to " + std::to_string(sum) + " frequency "
+                              "pairs, but there are " + std::to_string(rd) + " rotary dims");
+  }
+  return Status::ok();
+}
+
+class GatedAttentionType final : public TokenMixerType {
+ public:
+  const char* name() const override { return "full attention"; }
+  LayerKind state() const override { return LayerKind::kFull; }
+
+  Status validate(const ModelConfig& c) const override {
+    const std::string& p = c.text_prefix;
+    for (auto [field, v] : {std::pair{"num_attention_heads", c.num_attention_heads},
+                            {"num_key_value_heads", c.num_key_value_heads},
+                            {"head_dim", c.head_dim}})
+      if (v <= 0)
+        return invalid_argument("field '" + p + field + "' must be positive, got " +
+                                std::to_string(v));
+    if (c.num_attention_heads % c.num_key_value_heads != 0)
+      return invalid_argument("field '" + p + "num_attention_heads' (" +
+                              std::to_string(c.num_attention_heads) + ") must be a multiple of '" +
+                              p + "num_key_value_heads' (" + std::to_string(c.num_key_value_heads) +
+                              ") for grouped-query attention");
+    HYPIC_RETURN_IF_ERROR(validate_rope(c));
+    if (c.attention_bias)
+      return unsupported("field '" + p + "attention_bias' is true; hypic supports only "
+                         "bias-free attention projections");
+    return Status::ok();
+  }
+
+  int64_t params(const ModelConfig& c) const override {
+    const int64_t H = c.hidden_size, qd = c.num_attention_heads * c.head_dim;
+    const int64_t kvd = c.num_key_value_heads * c.head_dim;
+    return H * 2 * qd + 2 * H * kvd + qd * H + 2 * c.head_dim;  // q(+gate), k, v, o, q/k norm
+  }
+
+  std::string describe(const ModelConfig& c) const override {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "attention: %lld heads, %lld KV heads, head_dim %lld, RoPE on "
+                  "%lld dims (theta %.0f), max positions %lld",
+                  (long long)c.num_attention_heads, (long long)c.num_key_value_heads,
+                  (long long)c.head_dim, (long long)c.rotary_dim(), c.rope_theta,
+                  (long long)c.max_position_embeddings);
+    return buf;
+  }
+};
+
+}  // namespace
+
+const TokenMixerType& gated_attention_type() {
+  static const GatedAttentionType t;
+  return t;
+}
+
+}  // namespace hypic

@@ -1,0 +1,30 @@
+// Gated DeltaNet token mixer (Qwen3-Next, Qwen3.5): h += out_proj(gated_norm(rule(conv(qkv)), z)).
+#pragma once
+
+#include <memory>
+
+#include "core/tensor.h"
+#include "model/config.h"
+#include "model/mixer.h"
+
+namespace hypic {
+
+// In the engine's one layout (matrices [out, in] in the compute type, vectors F32).
+struct GdnWeights {
+  Tensor in_qkv;   // [2·nk·dk + nv·dv, H]: rows [q heads | k heads | v heads]
+  Tensor in_z;     // [nv·dv, H]
+  Tensor in_ba;    // [2·nv, H]: rows [b heads | a heads]
+  Tensor conv_w;   // [K, conv_dim] F32 (transposed torch weight), conv_dim = 2·nk·dk + nv·dv
+  Tensor neg_A;    // [nv] F32: −exp(A_log)
+  Tensor dt_bias;  // [nv] F32
+  Tensor norm_w;   // [dv] F32, used as is (not 1 + w)
+  Tensor out_proj; // [H, nv·dv]
+};
+
+// `slot`: the layer's index among the model's linear-attention layers.
+std::unique_ptr<TokenMixer> make_gated_deltanet(const ModelConfig& c, GdnWeights w, size_t slot);
+// Its type: state kLinear; reads linear_num_key_heads / linear_num_value_heads /
+// linear_key_head_dim / linear_value_head_dim / linear_conv_kernel_dim.
+const TokenMixerType& gated_deltanet_type();
+
+}  // namespace hypic
