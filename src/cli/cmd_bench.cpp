@@ -104,14 +104,21 @@ int bench_make_model(int argc, char** argv) {
 
 }  // namespace
 
+std::string bench_command_lines(const std::string& indent, int width) {
+  std::string s;
+  for (const auto& c : kBenchCommands) {
+    std::string name = c.name;
+    if (int(name.size()) < width) name.resize(size_t(width), ' ');
+    s += indent + name + " " + c.summary + "\n";
+  }
+  return s;
+}
+
 int cmd_bench(int argc, char** argv) {
-  const char* usage =
-      "usage: hypic bench <what> [options]\n\n"
-      "  prefill      prefill throughput vs the oneDNN GEMM peak of the same shape\n"
-      "  make-model   write a random checkpoint with a real model's widths\n"
-      "  compose      linear-attention segment transitions: exactness and build cost\n"
-      "  ttft         time to first token of a RAG trace in every caching mode\n"
-      "  scatter      cold TTFT with scatter workers (segment parallelism), measured and simulated\n";
+  const std::string usage_text =
+      "usage: hypic bench <what> [options]      (hypic bench <what> --help for details)\n\n" +
+      bench_command_lines("  ", 12);
+  const char* usage = usage_text.c_str();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     std::fprintf(argc < 2 ? stderr : stdout, "%s", usage);  // no benchmark: a usage error
     return argc < 2 ? 2 : 0;

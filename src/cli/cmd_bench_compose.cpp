@@ -324,8 +324,9 @@ int bench_compose(int argc, char** argv) {
   std::string fams;
   for (Family f : kernels::all_families()) fams += std::string(" ") + kernels::family_name(f);
   Args a("hypic bench compose --family F --tokens L [--heads H --dk D --dv D] [--model DIR] [--json]",
-         "Segment transition operators (SPEC §2): composed vs direct end state, naive addition,\n"
-         "and the cost of building (T_C, S(C|0)) against a plain prefill.\nFamilies:" + fams +
+         "Segment transition operators: the composed end state T_C·S0 + S(C|0) against direct\n"
+         "computation, naive addition S0 + S(C|0), and the cost of building (T_C, S(C|0))\n"
+         "against a plain prefill.\nFamilies:" + fams +
              ", or all.\nWith --model DIR (a Qwen3.5-shaped checkpoint) also the extra build time of all\n"
              "its linear layers relative to one whole forward over the same tokens.");
   a.opt("family", "F", "family name, or all", "all")

@@ -22,6 +22,23 @@ int bench_ttft(int argc, char** argv);
 // hypic bench scatter (cmd_bench_scatter.cpp): segment parallelism, measured and simulated.
 int bench_scatter(int argc, char** argv);
 
+// One line of a command list.
+struct CommandSummary {
+  const char* name;
+  const char* summary;
+};
+// The benchmarks of `hypic bench` (dispatched by cmd_bench); `hypic --help` and
+// `hypic bench --help` both list them from here.
+inline constexpr CommandSummary kBenchCommands[] = {
+    {"prefill", "prefill throughput vs the oneDNN GEMM peak of the same shape"},
+    {"make-model", "write a random checkpoint with a real model's widths"},
+    {"compose", "linear-attention segment transitions: exactness and build cost"},
+    {"ttft", "time to first token of a RAG trace in every caching mode"},
+    {"scatter", "cold TTFT with scatter workers (segment parallelism), measured and simulated"},
+};
+// kBenchCommands as help lines: `indent`, the name padded to `width`, the summary.
+std::string bench_command_lines(const std::string& indent, int width);
+
 class Args;
 }  // namespace hypic::cli
 namespace hypic {

@@ -9,17 +9,19 @@
 
 namespace {
 
-const char* kUsage =
-    "hypic — serving engine for hybrid-attention LLMs (Qwen3-Next, Qwen3.5)\n\n"
-    "usage: hypic <command> [options]      (hypic <command> --help for details)\n\n"
-    "commands:\n"
-    "  run       run one request (prompt from flags or a file); text or a JSON report\n"
-    "  inspect   print a model's architecture summary\n"
-    "  serve     OpenAI-compatible HTTP server\n"
-    "  worker    scatter worker: builds segment entries for a combine worker (gRPC)\n"
-    "  router    cluster entry point: routes requests to instances by cache affinity\n"
-    "  eval      accuracy and TTFT of every PIC mode on multi-document reading tasks\n"
-    "  bench     benchmarks printing JSON (prefill, make-model)\n";
+std::string usage() {
+  return "hypic — serving engine for hybrid-attention LLMs (Qwen3-Next, Qwen3.5)\n\n"
+         "usage: hypic <command> [options]      (hypic <command> --help for details)\n\n"
+         "commands:\n"
+         "  run       run one request: a prompt, or documents + a question; text or a JSON report\n"
+         "  inspect   print a model's architecture summary and its checkpoint's tensors\n"
+         "  serve     OpenAI-compatible HTTP server (alone, or an instance behind hypic router)\n"
+         "  worker    scatter worker: builds segment entries for a combine worker (gRPC)\n"
+         "  router    cluster entry point: routes requests to instances by cache affinity\n"
+         "  eval      accuracy and TTFT of every PIC mode on multi-document reading tasks\n"
+         "  bench     benchmarks printing JSON:\n" +
+         hypic::cli::bench_command_lines("    bench ", 11);
+}
 
 bool cpu_ok() {
   __builtin_cpu_init();
@@ -48,7 +50,7 @@ int main(int argc, char** argv) {
   }
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") ||
       !std::strcmp(argv[1], "help")) {
-    std::fprintf(argc < 2 ? stderr : stdout, "%s", kUsage);  // no command: a usage error
+    std::fprintf(argc < 2 ? stderr : stdout, "%s", usage().c_str());  // no command: a usage error
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
@@ -59,6 +61,6 @@ int main(int argc, char** argv) {
   if (cmd == "eval") return hypic::cli::cmd_eval(argc - 1, argv + 1);
   if (cmd == "worker") return hypic::cli::cmd_worker(argc - 1, argv + 1);
   if (cmd == "router") return hypic::cli::cmd_router(argc - 1, argv + 1);
-  std::fprintf(stderr, "hypic: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+  std::fprintf(stderr, "hypic: unknown command '%s'\n\n%s", cmd.c_str(), usage().c_str());
   return 2;
 }

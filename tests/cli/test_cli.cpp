@@ -118,7 +118,22 @@ void expect_help(const Proc& r, const std::vector<std::string>& needles) {
 
 TEST_F(CliTest, Help) {
   for (const char* h : {"--help", "-h", "help"})
-    expect_help(hypic({h}), {"usage: hypic", "run", "inspect", "bench"});
+    expect_help(hypic({h}), {"usage: hypic", "run", "inspect", "serve", "worker", "router", "eval", "bench"});
+}
+
+// Every command and every benchmark is listed by `hypic --help` and runs its own --help.
+TEST_F(CliTest, HelpListsEveryCommand) {
+  const Proc top = hypic({"--help"});
+  for (const char* c : {"run", "inspect", "serve", "worker", "router", "eval"}) {
+    EXPECT_NE(top.out.find(std::string("\n  ") + c + " "), std::string::npos) << c << "\n" << top.out;
+    expect_help(hypic({c, "--help"}), {std::string("usage: hypic ") + c});
+  }
+  const Proc bench = hypic({"bench", "--help"});
+  for (const char* b : {"prefill", "make-model", "compose", "ttft", "scatter"}) {
+    EXPECT_NE(top.out.find(std::string("bench ") + b + " "), std::string::npos) << b << "\n" << top.out;
+    EXPECT_NE(bench.out.find(std::string("\n  ") + b + " "), std::string::npos) << b << "\n" << bench.out;
+    expect_help(hypic({"bench", b, "--help"}), {std::string("usage: hypic bench ") + b});
+  }
 }
 
 TEST_F(CliTest, RunHelp) {
