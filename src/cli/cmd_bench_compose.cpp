@@ -24,7 +24,6 @@
 #include "cli/commands.h"
 #include "core/parallel.h"
 #include "core/timer.h"
-#include "kernels/delta_chunk.h"
 #include "kernels/elementwise.h"
 #include "kernels/la_lightning.h"
 #include "kernels/la_mamba2.h"
@@ -227,7 +226,6 @@ Result1 run_family(Family f, const LaDims& d, int L, int P, int reps, uint32_t s
   // Timings: plain prefill from zero (with outputs), build_transition, and for the delta
   // rule the fused build (outputs + T + S in one pass); interleaved, best of reps.
   Result1 r;
-  const auto* delta = dynamic_cast<const kernels::DeltaRuleAttention*>(la.get());
   std::vector<float> st(ns), st2 = Sp, ob(size_t(L) * d.nv * d.dv);
   for (int rep = 0; rep <= reps; ++rep) {  // rep 0 warms up
     std::fill(st.begin(), st.end(), 0.0f);
@@ -238,9 +236,9 @@ Result1 run_family(Family f, const LaDims& d, int L, int P, int reps, uint32_t s
     la->build_transition(seg, &T, s0.data());
     const double tb = t.seconds();
     double tf = 1e30;
-    if (delta) {
+    if (la->fused_build()) {
       t.reset();
-      delta->build_transition_with_outputs(seg, &T, s0.data(), ob.data());
+      la->build_transition_with_outputs(seg, &T, s0.data(), ob.data());
       tf = t.seconds();
     }
     if (rep == 0) continue;
@@ -272,7 +270,7 @@ Result1 run_family(Family f, const LaDims& d, int L, int P, int reps, uint32_t s
   // The cold path needs the prefill's outputs and (T, S): with separate calls it pays the
   // whole build on top; the delta rule's fused pass pays only its extra columns.
   j["separate_build_ratio"] = r.t.build / r.t.prefill;
-  if (delta) {
+  if (la->fused_build()) {
     j["fused_build_ms"] = r.t.fused * 1e3;
     j["fused_overhead_ratio"] = (r.t.fused - r.t.prefill) / r.t.prefill;
   }

@@ -198,15 +198,16 @@ int cmd_eval(int argc, char** argv) {
   auto tok = Tokenizer::load(dir + "/tokenizer.json");
   if (!tok) return report_error("eval", tok.status());
   const Model& m = *model.value();
+  const ChatTemplate& chat = model_chat_template(m.config());
 
   std::vector<PromptParts> cold, warm;
   std::vector<std::vector<int32_t>> replies;  // "Answer: {reply}<|im_end|>", as gen_data renders it
   for (const auto& r : records) {
     replies.push_back(tok.value().encode("Answer: " + r.reply + "<|im_end|>", /*parse_special=*/true));
-    cold.push_back(chat_parts(tok.value(), r.system, r.segments, r.query));
+    cold.push_back(chat_parts(chat, tok.value(), r.system, r.segments, r.query));
     auto rotated = r.segments;
     std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());
-    warm.push_back(chat_parts(tok.value(), r.system, rotated, r.query));
+    warm.push_back(chat_parts(chat, tok.value(), r.system, rotated, r.query));
   }
 
   nlohmann::json results = nlohmann::json::array();

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "engine/generate.h"
+#include "engine/prompt.h"
 
 namespace hypic::cli {
 
@@ -32,7 +33,7 @@ int cmd_run(int argc, char** argv) {
   a.opt("model", "DIR", "model directory (config.json, *.safetensors, tokenizer.json)")
       .opt("prompt", "TEXT", "the prompt text")
       .opt("prompt-file", "FILE", "read the prompt from FILE")
-      .opt("chat", "", "wrap the prompt as a user message in the ChatML template")
+      .opt("chat", "", "wrap the prompt as a user message in the model's chat template (ChatML for Qwen)")
       .opt("system", "TEXT", "system message (with --chat)")
       .opt("max-tokens", "N", "maximum tokens to generate", "128")
       .opt("temperature", "T", "sampling temperature; 0 = greedy", "0")
@@ -108,7 +109,7 @@ int cmd_run(int argc, char** argv) {
     std::vector<ChatMessage> msgs;
     if (a.has("system")) msgs.push_back({"system", a.str("system")});
     msgs.push_back({"user", prompt});
-    prompt = apply_chatml(msgs, true);
+    prompt = model_chat_template((*model)->config()).render(msgs, /*add_generation_prompt=*/true);
   }
   const std::vector<int32_t> ids = tok->encode(prompt, /*parse_special=*/true);
   const bool json = a.flag("json");

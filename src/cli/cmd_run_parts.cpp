@@ -101,10 +101,11 @@ int run_parts(const Args& a, const Model& model, const Tokenizer& tok, const Gen
   std::shared_ptr<SegmentStore> store = std::move(opened).value();
   auto prefix_cache = std::make_shared<PrefixCache>(size_t(*mem) << 20);
   Composer composer(model, store, prefix_cache);
+  const ChatTemplate& chat = model_chat_template(model.config());
   std::mt19937 rng{static_cast<uint32_t>(*seed)};
   for (int64_t run = 0; run < *repeat; ++run) {
     if (run > 0 && a.flag("shuffle")) std::shuffle(docs.begin(), docs.end(), rng);
-    const PromptParts parts = chat_parts(tok, a.str("system"), docs, a.str("query"));
+    const PromptParts parts = chat_parts(chat, tok, a.str("system"), docs, a.str("query"));
     nlohmann::json deviation;
     std::vector<std::vector<float>> trace;
     if (a.flag("debug-deviation")) {

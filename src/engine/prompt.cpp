@@ -1,19 +1,29 @@
 #include "engine/prompt.h"
 
+#include "model/arch.h"
+
 namespace hypic {
 
-PromptParts chat_parts(const Tokenizer& tok, const std::string& system,
+const ChatTemplate& model_chat_template(const ModelConfig& cfg) {
+  HYPIC_CHECK(cfg.arch != nullptr, "model_chat_template: a config without an architecture");
+  auto t = chat_template_for(cfg.arch->chat_template());
+  HYPIC_CHECK(t.is_ok(), std::string(cfg.arch->name()) + ": " + t.status().message());
+  return *t.value();
+}
+
+PromptParts chat_parts(const ChatTemplate& chat, const Tokenizer& tok, const std::string& system,
                        const std::vector<std::string>& segments, const std::string& query) {
   PromptParts p;
   std::string prefix;
-  if (!system.empty()) prefix = "<|im_start|>system\n" + system + "<|im_end|>\n";
-  prefix += "<|im_start|>user\n";
+  if (!system.empty()) prefix = chat.turn_open("system") + system + chat.turn_close("system");
+  prefix += chat.turn_open("user");
+  // One text, specials parsed: the system text is the operator's, not a client's.
   p.prefix = tok.encode(prefix, /*parse_special=*/true);
   // Documents are user content: special-token text inside them stays plain text.
   for (const auto& s : segments) p.segments.push_back(tok.encode(s, /*parse_special=*/false));
   p.suffix = tok.encode(query, /*parse_special=*/false);
-  const auto tail = tok.encode("<|im_end|>\n<|im_start|>assistant\n", /*parse_special=*/true);
-  p.suffix.insert(p.suffix.end(), tail.begin(), tail.end());
+  tok.encode_append(chat.turn_close("user") + chat.generation_prompt(), p.suffix,
+                    /*parse_special=*/true);
   return p;
 }
 

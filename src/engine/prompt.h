@@ -1,21 +1,27 @@
-// Prompt layouts. A PIC request is ChatML with the documents inside the user turn, each
-// document a separately tokenised segment:
-//   prefix   "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n"
+// Prompt layouts. A PIC request is a chat with the documents inside the user turn, each
+// document a separately tokenised segment; open / close / gen are the pieces of the
+// model's ChatTemplate (tokenizer/chat_template.h):
+//   prefix   open(system) {system} close(system) open(user)
 //   segment  the document text, as given (tokenised on its own, so its tokens never depend
 //            on its neighbours)
-//   suffix   "{query}<|im_end|>\n<|im_start|>assistant\n"
-// Without a system message the prefix is just "<|im_start|>user\n".
+//   suffix   {query} close(user) gen
+// Without a system message the prefix is just open(user).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "engine/compose.h"
+#include "model/config.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hypic {
 
-PromptParts chat_parts(const Tokenizer& tok, const std::string& system,
+// The chat template its architecture names (Architecture::chat_template).
+const ChatTemplate& model_chat_template(const ModelConfig& cfg);
+
+PromptParts chat_parts(const ChatTemplate& chat, const Tokenizer& tok, const std::string& system,
                        const std::vector<std::string>& segments, const std::string& query);
 
 }  // namespace hypic

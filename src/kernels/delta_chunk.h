@@ -112,10 +112,10 @@ class DeltaRuleAttention : public LinearAttention {
   void prefill(const LaInputs& in, float* state, float* out) const override;
   void step(const LaInputs& in, float* const* states, float* out) const override;
   void build_transition(const LaInputs& in, Transition* T, float* s0) const override;
-  // The same pass also writing the outputs of a zero-state prefill of the segment (out:
-  // [L, nv, dv]) — the cold path's need, cheaper than prefill + build_transition.
+  // One pass for both (out null: the transition alone).
   void build_transition_with_outputs(const LaInputs& in, Transition* T, float* s0,
-                                     float* out) const;
+                                     float* out) const override;
+  bool fused_build() const override { return true; }
 
  protected:
   DeltaRuleAttention(const LaDims& d, delta_chunk::Gate gate) : LinearAttention(d), gate_(gate) {}

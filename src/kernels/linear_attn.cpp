@@ -1,5 +1,7 @@
 #include "kernels/linear_attn.h"
 
+#include <vector>
+
 #include "core/status.h"
 #include "kernels/la_families.h"
 
@@ -31,6 +33,15 @@ bool parse_family(const std::string& s, Family* f) {
       return true;
     }
   return false;
+}
+
+void LinearAttention::build_transition_with_outputs(const LaInputs& in, Transition* T, float* s0,
+                                                   float* out) const {
+  if (out) {
+    std::vector<float> state(size_t(d_.nv) * size_t(d_.dk) * size_t(d_.dv), 0.0f);
+    prefill(in, state.data(), out);
+  }
+  build_transition(in, T, s0);
 }
 
 std::unique_ptr<LinearAttention> make_linear_attention(Family f, const LaDims& d) {

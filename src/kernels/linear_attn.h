@@ -68,6 +68,13 @@ class LinearAttention {
   virtual void step(const LaInputs& in, float* const* states, float* out) const = 0;
   // (T_C, S(C|0)) for the segment in.L tokens (q unused): s0: [nv, dk, dv] written.
   virtual void build_transition(const LaInputs& in, Transition* T, float* s0) const = 0;
+  // The same and the outputs of a zero-state prefill of the segment (out: [L, nv, dv]): what
+  // a cold segment needs. Families whose engine shares the pass (the delta rule:
+  // fused_build() true) do both at a fraction of a second prefill; the others run prefill,
+  // then build_transition.
+  virtual void build_transition_with_outputs(const LaInputs& in, Transition* T, float* s0,
+                                             float* out) const;
+  virtual bool fused_build() const { return false; }
 
  protected:
   explicit LinearAttention(const LaDims& d) : d_(d) {}

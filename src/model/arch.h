@@ -30,6 +30,8 @@ class Architecture {
   // Whether `cls`, an entry of config.json's `architectures`, is one of this family's model
   // classes ("Qwen3NextForCausalLM").
   virtual bool has_class(const std::string& cls) const = 0;
+  // The name of the family's chat template (tokenizer/chat_template.h: "chatml").
+  virtual const char* chat_template() const = 0;
 
   // Fills c from config.json (root: the whole object; c->model_type is set): the family's
   // keys with their defaults, c->layers, c->weight_prefix. ModelConfig::validate() runs after.

@@ -25,6 +25,7 @@
 #include <set>
 #include <string_view>
 
+#include "core/base64.h"
 #include "core/json_bounded.h"
 #include "core/hash.h"
 #include "model/safetensors.h"
@@ -42,16 +43,6 @@ constexpr int64_t kMaxDim = int64_t(1) << 20;  // bound on nv, dk read from a fi
 
 size_t tensor_bytes(const Tensor& t) { return t.empty() ? 0 : t.nbytes(); }
 
-void put_u64(Sha256& h, uint64_t v) {
-  uint8_t b[8];
-  for (int i = 0; i < 8; ++i) b[i] = uint8_t(v >> (8 * i));
-  h.update(b, 8);
-}
-void put_str(Sha256& h, std::string_view s) {
-  put_u64(h, s.size());
-  h.update(s);
-}
-
 void put_u64(Xxh64& h, uint64_t v) {
   uint8_t b[8];
   for (int i = 0; i < 8; ++i) b[i] = uint8_t(v >> (8 * i));
@@ -60,66 +51,6 @@ void put_u64(Xxh64& h, uint64_t v) {
 void put_str(Xxh64& h, std::string_view s) {
   put_u64(h, s.size());
   h.update(s.data(), s.size());
-}
-
-// ---- base64 (RFC 4648, with padding) ---------------------------------------------------
-
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string base64_encode(const uint8_t* p, size_t n) {
-  std::string s;
-  s.reserve((n + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    const uint32_t v = uint32_t(p[i]) << 16 | uint32_t(p[i + 1]) << 8 | p[i + 2];
-    for (int k = 3; k >= 0; --k) s += kB64[(v >> (6 * k)) & 63];
-  }
-  if (n - i == 1) {
-    const uint32_t v = uint32_t(p[i]) << 16;
-    s += kB64[v >> 18];
-    s += kB64[(v >> 12) & 63];
-    s += "==";
-  } else if (n - i == 2) {
-    const uint32_t v = uint32_t(p[i]) << 16 | uint32_t(p[i + 1]) << 8;
-    s += kB64[v >> 18];
-    s += kB64[(v >> 12) & 63];
-    s += kB64[(v >> 6) & 63];
-    s += '=';
-  }
-  return s;
-}
-
-// Strict: canonical padding only, unused bits zero; false on anything else.
-bool base64_decode(std::string_view s, std::vector<uint8_t>* out) {
-  if (s.size() % 4 != 0) return false;
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  out->clear();
-  out->reserve(s.size() / 4 * 3);
-  for (size_t i = 0; i < s.size(); i += 4) {
-    const bool last = i + 4 == s.size();
-    const int pad = last ? (s[i + 3] == '=') + (s[i + 2] == '=') : 0;
-    if (pad == 1 && s[i + 2] == '=') return false;  // "x=y=" style
-    uint32_t v = 0;
-    for (int k = 0; k < 4 - pad; ++k) {
-      const int d = val(s[i + size_t(k)]);
-      if (d < 0) return false;
-      v = v << 6 | uint32_t(d);
-    }
-    v <<= 6 * pad;
-    if (pad == 2 && (v & 0xffff) != 0) return false;
-    if (pad == 1 && (v & 0xff) != 0) return false;
-    out->push_back(uint8_t(v >> 16));
-    if (pad < 2) out->push_back(uint8_t(v >> 8));
-    if (pad < 1) out->push_back(uint8_t(v));
-  }
-  return true;
 }
 
 std::string tokens_base64(const std::vector<int32_t>& tokens) {
@@ -303,29 +234,6 @@ size_t SegmentEntry::bytes() const {
          tensor_bytes(l.warm_mixed) + tensor_bytes(l.warm_g) + tensor_bytes(l.warm_beta);
   for (const Attn& a : attn) n += tensor_bytes(a.k) + tensor_bytes(a.v);
   return n;
-}
-
-std::string segment_key(const std::string& model_fingerprint, DType dtype, int seam,
-                        const std::string& salt, const std::vector<int32_t>& tokens) {
-  // Every variable-length field is length-prefixed, so no two inputs share an encoding.
-  Sha256 h;
-  put_str(h, "hypic.segment_key.v1");
-  put_str(h, model_fingerprint);
-  put_str(h, safetensors_dtype_name(dtype));
-  put_u64(h, uint64_t(int64_t(seam)));
-  put_str(h, salt);
-  put_u64(h, tokens.size());
-  uint8_t buf[4096];
-  size_t n = 0;
-  for (int32_t t : tokens) {
-    for (int k = 0; k < 4; ++k) buf[n++] = uint8_t(uint32_t(t) >> (8 * k));
-    if (n == sizeof buf) {
-      h.update(buf, n);
-      n = 0;
-    }
-  }
-  h.update(buf, n);
-  return h.final_hex();
 }
 
 namespace {

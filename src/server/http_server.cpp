@@ -11,6 +11,7 @@
 
 #include "engine/compose.h"
 #include "engine/generate.h"
+#include "engine/prompt.h"
 #include "model/safetensors.h"
 #include "server/combine_service.h"
 #include "server/http_front.h"
@@ -56,6 +57,7 @@ struct HttpServer::Impl {
   using Clock = SegmentRegistry::Clock;
   const Model& model;
   const Tokenizer& tok;
+  const ChatTemplate& chat;  // the model family's
   ServerOptions opt;
   // Declared before the scheduler, whose workers use them (members die in reverse order).
   ServerMetrics metrics;
@@ -70,7 +72,8 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::once_flag stop_once;
 
-  Impl(const Model& m, const Tokenizer& t, ServerOptions o) : model(m), tok(t), opt(std::move(o)) {}
+  Impl(const Model& m, const Tokenizer& t, ServerOptions o)
+      : model(m), tok(t), chat(model_chat_template(m.config())), opt(std::move(o)) {}
 
   std::variant<Outcome, Scheduler::Decoding> run_job(const Scheduler::Job& job);
   Outcome finish_generation(GenerateResult&& g, const Status& st, const ComposeStats& cs, PicMode mode);
@@ -285,7 +288,7 @@ std::optional<ApiError> HttpServer::Impl::prepare(std::string_view body, Endpoin
     return std::nullopt;
   };
   const int64_t ctx = model.config().max_position_embeddings;
-  return build_prompt(tok, *r, ctx - r->max_tokens, parts, resolve);
+  return build_prompt(tok, chat, *r, ctx - r->max_tokens, parts, resolve);
 }
 
 std::variant<ApiError, std::shared_ptr<Ticket>> HttpServer::Impl::submit(ApiRequest r, PromptParts parts,

@@ -7,7 +7,7 @@
 //   GET    /health                 {"status":"ok"} (no API key needed)
 //   GET    /metrics                Prometheus text format
 //   GET    /v1/models              the one served model
-//   POST   /v1/chat/completions    ChatML; content parts may be (or reference) segments
+//   POST   /v1/chat/completions    in the chat template; parts may be (or reference) segments
 //   POST   /v1/completions         a plain prompt
 //   POST   /v1/segments            register a segment: prefill, cache and pin its entry
 //   GET    /v1/segments[/{id}]     a tenant's registrations (?cache_salt=...)

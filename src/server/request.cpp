@@ -4,6 +4,7 @@
 #include <cmath>
 #include <span>
 
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hypic::server {
@@ -404,12 +405,14 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
   return std::nullopt;
 }
 
-void append_chatml(const Message& m, std::string* s) {
-  switch (m.role) {
-    case Role::kSystem: *s += "<|im_start|>system\n"; break;
-    case Role::kUser: *s += "<|im_start|>user\n"; break;
-    case Role::kAssistant: *s += "<|im_start|>assistant\n"; break;
+// The role as chat templates name it (a "developer" message is kSystem).
+std::string_view role_name(Role r) {
+  switch (r) {
+    case Role::kSystem: return "system";
+    case Role::kUser: return "user";
+    case Role::kAssistant: return "assistant";
   }
+  return "user";
 }
 
 }  // namespace
@@ -494,29 +497,29 @@ GenerateOptions generate_options(const ApiRequest& r) {
   return g;
 }
 
-std::string chatml_text(const ApiRequest& r) {
+std::string prompt_text(const ChatTemplate& chat, const ApiRequest& r) {
   if (r.endpoint == Endpoint::kCompletions) return r.prompt;
-  std::string s;
+  std::vector<ChatMessage> msgs;
+  msgs.reserve(r.messages.size());
   for (const auto& m : r.messages) {
-    append_chatml(m, &s);
-    for (const auto& p : m.parts) s += p.text;
-    s += "<|im_end|>\n";
+    ChatMessage& c = msgs.emplace_back();
+    c.role = role_name(m.role);
+    for (const auto& p : m.parts) c.content += p.text;
   }
-  s += "<|im_start|>assistant\n";
-  return s;
+  return chat.render(msgs, /*add_generation_prompt=*/true);
 }
 
-std::optional<ApiError> build_prompt(const Tokenizer& tok, const ApiRequest& r,
-                                     int64_t max_prompt_tokens, PromptParts* out,
-                                     const SegmentResolver& resolve) {
+std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& chat,
+                                     const ApiRequest& r, int64_t max_prompt_tokens,
+                                     PromptParts* out, const SegmentResolver& resolve) {
   *out = PromptParts{};
   if (r.endpoint == Endpoint::kCompletions) {
     // Completions prompts are raw text: special-token text in them is parsed, as vLLM does.
     out->suffix = tok.encode(r.prompt, /*parse_special=*/true);
     if (out->suffix.empty()) return bad_request("'prompt' tokenises to nothing", "prompt", "invalid_value");
   } else {
-    // Template markers are special tokens; message text never is (no injection of
-    // <|im_start|> through content).
+    // Template markers are special tokens; message text never is (no injection of a
+    // marker through content).
     auto special = [&](const std::string& s, std::vector<int32_t>* ids) {
       tok.encode_append(s, *ids, /*parse_special=*/true);
     };
@@ -526,9 +529,7 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ApiRequest& r,
     std::vector<int32_t>* cur = &out->prefix;
     for (size_t i = 0; i < r.messages.size(); ++i) {
       const Message& m = r.messages[i];
-      std::string head;
-      append_chatml(m, &head);
-      special(head, cur);
+      special(chat.turn_open(role_name(m.role)), cur);
       const bool last = i + 1 == r.messages.size();
       // Consecutive plain parts are tokenised as one text, so that splitting a string into
       // parts does not change its tokens.
@@ -558,9 +559,9 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ApiRequest& r,
       }
       if (last && out->segments.empty()) cur = &out->suffix;  // no segments: the last turn is the suffix
       plain(run, cur);
-      special("<|im_end|>\n", cur);
+      special(chat.turn_close(role_name(m.role)), cur);
     }
-    special("<|im_start|>assistant\n", cur);
+    special(chat.generation_prompt(), cur);
   }
   const int64_t n = out->total_tokens();
   if (n > max_prompt_tokens) {

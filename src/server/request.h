@@ -19,6 +19,7 @@
 #include "engine/generate.h"
 
 namespace hypic {
+class ChatTemplate;
 class Tokenizer;
 }
 
@@ -127,23 +128,25 @@ ApiError segment_not_found(const std::string& id, std::string param = "");
 // Sampling / stop options for the engine from a validated request.
 GenerateOptions generate_options(const ApiRequest& r);
 
-// Chat messages -> ChatML parts. System messages form the prefix turn; in the last user
-// message, parts marked as segments become independent segments, text before the first one
-// joins the prefix and text after the last one the suffix. Earlier turns are prefix. Text
-// between two segments is not allowed (no place for it in the layout): 400.
-// Completions prompt -> all of it in the prefix (plain prompt ids, no template).
+// Chat messages -> prompt parts, each message a turn of `chat`. System messages form the
+// prefix turn; in the last user message, parts marked as segments become independent
+// segments, text before the first one joins the prefix and text after the last one the
+// suffix. Earlier turns are prefix. Text between two segments is not allowed (no place for
+// it in the layout): 400.
+// Completions prompt -> all of it in the suffix (plain prompt ids, no template).
 // `max_prompt_tokens` (the context minus max_tokens) is checked after tokenisation.
 // A registered-segment reference takes its tokens from `resolve` (its error, e.g.
 // segment_not_found, is returned with the part's param filled in); without a resolver a
 // reference is answered segment_not_found.
 using SegmentResolver =
     std::function<std::optional<ApiError>(const std::string& id, std::vector<int32_t>* tokens)>;
-std::optional<ApiError> build_prompt(const Tokenizer& tok, const ApiRequest& r,
-                                     int64_t max_prompt_tokens, PromptParts* out,
-                                     const SegmentResolver& resolve = {});
+std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& chat,
+                                     const ApiRequest& r, int64_t max_prompt_tokens,
+                                     PromptParts* out, const SegmentResolver& resolve = {});
 
-// The ChatML text of a chat request (segments in place; a registered segment's text is not
-// kept, so a reference contributes nothing), for reference runs and logs.
-std::string chatml_text(const ApiRequest& r);
+// The prompt text of a request: a chat rendered by `chat` with its generation prompt
+// (segments in place; a registered segment's text is not kept, so a reference contributes
+// nothing), a completions prompt as given. For reference runs and logs.
+std::string prompt_text(const ChatTemplate& chat, const ApiRequest& r);
 
 }  // namespace hypic::server

@@ -101,12 +101,4 @@ class IncrementalDecoder {
   std::string pending_;
 };
 
-struct ChatMessage {
-  std::string role, content;
-};
-
-// Qwen ChatML: "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then
-// "<|im_start|>assistant\n" when add_generation_prompt.
-std::string apply_chatml(const std::vector<ChatMessage>& msgs, bool add_generation_prompt);
-
 }  // namespace hypic

@@ -51,7 +51,7 @@ TEST(TinyAgreement, GreedyAnswersMatchTransformers) {
     ++done[task];
     ASSERT_TRUE(by_id.count(ref["id"])) << ref["id"];
     const EvalRecord& r = *by_id[ref["id"]];
-    const auto ids = chat_parts(tok.value(), r.system, r.segments, r.query).concatenated();
+    const auto ids = chat_parts(model_chat_template(model.value()->config()), tok.value(), r.system, r.segments, r.query).concatenated();
     GenerateOptions go;
     go.max_tokens = 48;
     auto g = generate(*model.value(), tok.value(), ids, go);

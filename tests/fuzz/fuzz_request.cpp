@@ -5,8 +5,9 @@
 // parse_segment_request (POST /v1/segments). Neither may crash, throw or abort, whatever the
 // bytes; an error must be a well-formed OpenAI error object (400 or 413) that serialises; an
 // accepted request must satisfy every documented limit of RequestLimits. For an accepted
-// request chatml_text() and generate_options() run too (build_prompt needs a tokenizer,
-// which is too heavy to load per input; tokenisation is covered by fuzz_pretokenize).
+// request prompt_text() (ChatML) and generate_options() run too (build_prompt needs a
+// tokenizer, which is too heavy to load per input; tokenisation is covered by
+// fuzz_pretokenize).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "fuzz_common.h"
 #include "server/request.h"
+#include "tokenizer/chat_template.h"
 
 namespace {
 
@@ -78,7 +80,8 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
     }
   }
 
-  const std::string chatml = hypic::server::chatml_text(r);
+  const hypic::ChatTemplate& chat = *hypic::chat_template_for("chatml").value();
+  const std::string chatml = hypic::server::prompt_text(chat, r);
   if (ep == Endpoint::kCompletions) {
     FUZZ_CHECK(chatml == r.prompt);
   } else {

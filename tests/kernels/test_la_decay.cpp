@@ -303,6 +303,25 @@ TEST(DecayFamilies, SplitPrefillEqualsWhole) {
       }
 }
 
+// build_transition_with_outputs, for families without a fused pass, is exactly a zero-state
+// prefill plus build_transition.
+TEST(DecayFamilies, BuildWithOutputsIsPrefillPlusBuild) {
+  for (Family f : kFamilies) {
+    const Seq s = make_seq(f, kDims[0], 100, 31);
+    const auto la = make_linear_attention(f, kDims[0]);
+    EXPECT_FALSE(la->fused_build()) << label(s);
+    Transition Ta, Tb;
+    std::vector<float> sa(s.state_size()), sb(sa.size()), oa(s.out_size(s.L)), ob(oa.size());
+    std::vector<float> st(s.state_size(), 0.0f);
+    la->prefill(s.all(), st.data(), oa.data());
+    la->build_transition(s.all(), &Ta, sa.data());
+    la->build_transition_with_outputs(s.all(), &Tb, sb.data(), ob.data());
+    EXPECT_EQ(oa, ob) << label(s);
+    EXPECT_EQ(sa, sb) << label(s);
+    EXPECT_EQ(Ta.data, Tb.data) << label(s);
+  }
+}
+
 TEST(DecayFamilies, StepMatchesPrefillAndRecurrence) {
   for (Family f : kFamilies)
     for (const LaDims& d : {kDims[1], kDims[2]}) {

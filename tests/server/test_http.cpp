@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/generate.h"
+#include "engine/prompt.h"
 #include "server/exposition_check.h"
 #include "server/http_server.h"
 
@@ -190,7 +191,7 @@ TEST_F(HttpTest, ChatMatchesGenerateAndStreamingMatches) {
   ApiRequest r;
   ASSERT_FALSE(parse_request(body.dump(), Endpoint::kChat, RequestLimits{}, &r));
   PromptParts parts;
-  ASSERT_FALSE(build_prompt(*tok_, r, 100000, &parts));
+  ASSERT_FALSE(build_prompt(*tok_, model_chat_template(model_->config()), r, 100000, &parts));
   auto ref = generate(*model_, *tok_, parts.concatenated(), generate_options(r));
   ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
 

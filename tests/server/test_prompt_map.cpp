@@ -1,8 +1,9 @@
-// Chat / completions requests -> PromptParts (ChatML, segments tokenised on their own).
+// Chat / completions requests -> PromptParts (ChatML turns, segments tokenised on their own).
 #include <gtest/gtest.h>
 
 #include "engine/prompt.h"
 #include "server/request.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hypic::server {
@@ -13,6 +14,15 @@ const Tokenizer& tok() {
     auto r = Tokenizer::load(std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense/tokenizer.json");
     if (!r) std::abort();
     return new Tokenizer(std::move(r).value());
+  }();
+  return *t;
+}
+
+const ChatTemplate& chat() {
+  static const ChatTemplate* t = [] {
+    auto r = chat_template_for("chatml");
+    if (!r) std::abort();
+    return r.value();
   }();
   return *t;
 }
@@ -33,8 +43,8 @@ TEST(PromptMap, SegmentsMatchChatParts) {
         {"type":"text","text":"Second one.","hypic_segment":true},
         {"type":"text","text":"What now?"}]}]})");
     PromptParts p;
-    ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
-    PromptParts want = chat_parts(tok(), system, {"First document.", "Second one."}, "What now?");
+    ASSERT_FALSE(build_prompt(tok(), chat(), r, 100000, &p));
+    PromptParts want = chat_parts(chat(), tok(), system, {"First document.", "Second one."}, "What now?");
     EXPECT_EQ(p.prefix, want.prefix) << system;
     EXPECT_EQ(p.segments, want.segments) << system;
     EXPECT_EQ(p.suffix, want.suffix) << system;
@@ -47,7 +57,7 @@ TEST(PromptMap, TextBeforeSegmentsJoinsPrefix) {
       {"type":"text","text":"Doc","hypic_segment":true},
       {"type":"text","text":"Q"}]}]})");
   PromptParts p;
-  ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+  ASSERT_FALSE(build_prompt(tok(), chat(), r, 100000, &p));
   auto want = tok().encode("<|im_start|>user\n");
   tok().encode_append("Read: ", want, false);
   EXPECT_EQ(p.prefix, want);
@@ -60,20 +70,20 @@ TEST(PromptMap, NoSegmentsIsPlainChatML) {
       {"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},
       {"role":"user","content":[{"type":"text","text":"How "},{"type":"text","text":"are you?"}]}]})");
   PromptParts p;
-  ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+  ASSERT_FALSE(build_prompt(tok(), chat(), r, 100000, &p));
   EXPECT_TRUE(p.segments.empty());
   EXPECT_FALSE(p.suffix.empty());
-  EXPECT_EQ(chatml_text(r),
+  EXPECT_EQ(prompt_text(chat(), r),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
             "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nHow are you?<|im_end|>\n"
             "<|im_start|>assistant\n");
-  EXPECT_EQ(p.concatenated(), tok().encode(chatml_text(r)));
+  EXPECT_EQ(p.concatenated(), tok().encode(prompt_text(chat(), r)));
 }
 
 TEST(PromptMap, SpecialTokenTextInContentStaysText) {
   ApiRequest r = parse(R"({"model":"m","messages":[{"role":"user","content":"<|im_end|>"}]})");
   PromptParts p;
-  ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+  ASSERT_FALSE(build_prompt(tok(), chat(), r, 100000, &p));
   const int32_t im_end = tok().token_id("<|im_end|>");
   ASSERT_GE(im_end, 0);
   int n = 0;
@@ -84,7 +94,7 @@ TEST(PromptMap, SpecialTokenTextInContentStaysText) {
 TEST(PromptMap, CompletionsPromptIsPlainIds) {
   ApiRequest r = parse(R"({"model":"m","prompt":"Once upon a time"})", Endpoint::kCompletions);
   PromptParts p;
-  ASSERT_FALSE(build_prompt(tok(), r, 100000, &p));
+  ASSERT_FALSE(build_prompt(tok(), chat(), r, 100000, &p));
   EXPECT_TRUE(p.prefix.empty());
   EXPECT_TRUE(p.segments.empty());
   EXPECT_EQ(p.suffix, tok().encode("Once upon a time"));
@@ -102,14 +112,14 @@ TEST(PromptMap, SegmentReferencesResolveToTheSameLayoutAsInline) {
       {"type":"text","text":"Second one.","hypic_segment":true},
       {"type":"text","text":"What now?"}]}]})");
   PromptParts want, got;
-  ASSERT_FALSE(build_prompt(tok(), inline_req, 100000, &want));
+  ASSERT_FALSE(build_prompt(tok(), chat(), inline_req, 100000, &want));
   std::vector<std::string> asked;
   SegmentResolver resolve = [&](const std::string& id, std::vector<int32_t>* ids) -> std::optional<ApiError> {
     asked.push_back(id);
     *ids = tok().encode("First document.", false);  // as POST /v1/segments tokenises
     return std::nullopt;
   };
-  ASSERT_FALSE(build_prompt(tok(), ref_req, 100000, &got, resolve));
+  ASSERT_FALSE(build_prompt(tok(), chat(), ref_req, 100000, &got, resolve));
   EXPECT_EQ(asked, std::vector<std::string>{"seg_a"});
   EXPECT_EQ(got.prefix, want.prefix);
   EXPECT_EQ(got.segments, want.segments);
@@ -120,25 +130,25 @@ TEST(PromptMap, UnresolvedReferenceIs404WithItsParam) {
   ApiRequest r = parse(R"({"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":[
       {"type":"segment","segment_id":"seg_x"},{"type":"text","text":"Q"}]}]})");
   PromptParts p;
-  auto e = build_prompt(tok(), r, 100000, &p);  // no resolver
+  auto e = build_prompt(tok(), chat(), r, 100000, &p);  // no resolver
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 404);
   EXPECT_EQ(e->code, "segment_not_found");
   EXPECT_EQ(e->param, "messages[1].content[0].segment_id");
-  e = build_prompt(tok(), r, 100000, &p, [](const std::string& id, std::vector<int32_t>*) -> std::optional<ApiError> {
+  e = build_prompt(tok(), chat(), r, 100000, &p, [](const std::string& id, std::vector<int32_t>*) -> std::optional<ApiError> {
     return segment_not_found(id);
   });
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 404);
   EXPECT_EQ(e->param, "messages[1].content[0].segment_id");
   // A resolver that yields no tokens is a not-found too, never an empty segment.
-  e = build_prompt(tok(), r, 100000, &p, [](const std::string&, std::vector<int32_t>*) -> std::optional<ApiError> {
+  e = build_prompt(tok(), chat(), r, 100000, &p, [](const std::string&, std::vector<int32_t>*) -> std::optional<ApiError> {
     return std::nullopt;
   });
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, "segment_not_found");
   // Registered tokens count towards the context check.
-  e = build_prompt(tok(), r, 20, &p, [](const std::string&, std::vector<int32_t>* ids) -> std::optional<ApiError> {
+  e = build_prompt(tok(), chat(), r, 20, &p, [](const std::string&, std::vector<int32_t>* ids) -> std::optional<ApiError> {
     ids->assign(100, 5);
     return std::nullopt;
   });
@@ -149,7 +159,7 @@ TEST(PromptMap, UnresolvedReferenceIs404WithItsParam) {
 TEST(PromptMap, TooLongPromptIsRejectedAfterTokenisation) {
   ApiRequest r = parse(R"({"model":"m","messages":[{"role":"user","content":"a b c d e f g h"}]})");
   PromptParts p;
-  auto e = build_prompt(tok(), r, 5, &p);
+  auto e = build_prompt(tok(), chat(), r, 5, &p);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 400);
   EXPECT_EQ(e->param, "messages");

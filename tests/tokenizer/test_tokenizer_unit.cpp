@@ -1,4 +1,4 @@
-// Unit tests: API, ChatML, incremental decoding, load errors, threads, throughput.
+// Unit tests: API, incremental decoding, load errors, threads, throughput.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -114,29 +114,6 @@ TEST(Tokenizer, InvalidUtf8DoesNotCrash) {
   unicode::append_nfc(repaired, repaired_nfc);
   EXPECT_TRUE(back == repaired_nfc);
   EXPECT_EQ(tok.decode(tok.encode("a\xff" "b")), "a\xEF\xBF\xBD" "b");
-}
-
-TEST(ChatML, Format) {
-  std::vector<ChatMessage> msgs = {{"system", "You are helpful."}, {"user", "Hi\nthere"}};
-  EXPECT_EQ(apply_chatml(msgs, false),
-            "<|im_start|>system\nYou are helpful.<|im_end|>\n"
-            "<|im_start|>user\nHi\nthere<|im_end|>\n");
-  EXPECT_EQ(apply_chatml(msgs, true),
-            "<|im_start|>system\nYou are helpful.<|im_end|>\n"
-            "<|im_start|>user\nHi\nthere<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(apply_chatml({}, true), "<|im_start|>assistant\n");
-}
-
-TEST(ChatML, SpecialTokensBecomeSingleIds) {
-  const Tokenizer& tok = qwen_tokenizer();
-  auto ids = tok.encode(apply_chatml({{"user", "Hallo, wie geht's?"}}, true));
-  int32_t start = tok.token_id("<|im_start|>"), end = tok.token_id("<|im_end|>");
-  ASSERT_GE(ids.size(), 4u);
-  EXPECT_EQ(ids.front(), start);
-  EXPECT_EQ(std::count(ids.begin(), ids.end(), start), 2);
-  EXPECT_EQ(std::count(ids.begin(), ids.end(), end), 1);
-  EXPECT_EQ(tok.decode(ids), apply_chatml({{"user", "Hallo, wie geht's?"}}, true));
-  EXPECT_EQ(tok.decode(ids, true), "user\nHallo, wie geht's?\nassistant\n");
 }
 
 TEST(IncrementalDecoder, SplitMultiByteCharacters) {
