@@ -165,7 +165,7 @@ TEST(ComposeArriving, LayerPartsAreCheckedBeforeTheyArePlaced) {
   const auto toks = doc(5, 50), other = doc(6, 50);
   auto e = m.build_entry(toks, 4);
   ASSERT_TRUE(e.is_ok());
-  e->key = "k";
+  e->key = std::string(1, 'k');  // (not = "k": GCC 12 -Wrestrict false positive)
   SegmentEntry dst = m.empty_entry(toks, 4, "k");
   const int attn_layer = [&] {
     for (int i = 0; i < m.config().num_hidden_layers; ++i)
@@ -179,7 +179,7 @@ TEST(ComposeArriving, LayerPartsAreCheckedBeforeTheyArePlaced) {
   wrong_tokens.tokens = other;
   EXPECT_FALSE(m.set_entry_layer(&dst, 0, std::move(wrong_tokens)).is_ok());
   SegmentEntry wrong_key = m.entry_layer(*e, 0);
-  wrong_key.key = "x";
+  wrong_key.key = std::string(1, 'x');
   EXPECT_FALSE(m.set_entry_layer(&dst, 0, std::move(wrong_key)).is_ok());
   EXPECT_FALSE(m.set_entry_layer(&dst, m.config().num_hidden_layers, m.entry_layer(*e, 0)).is_ok());
   // Shapes of another model (k/v of fewer body tokens).
