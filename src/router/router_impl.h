@@ -1,0 +1,119 @@
+// Router internals (router-internal): the state shared by the HTTP routes (router_http.cpp),
+// the membership service and prober (router_members.cpp) and the forwarding (router.cpp).
+#pragma once
+
+#include "router/router.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/hash.h"
+#include "core/timer.h"
+#include "core/address.h"
+#include "hypic_cluster.grpc.pb.h"
+#include "server/combine_service.h"
+#include "server/http_front.h"
+#include "server/http_util.h"
+#include "server/respond.h"
+
+namespace hypic::router {
+
+using nlohmann::json;
+namespace pb = cluster::pb;
+using server::ApiError;
+using server::dump;
+using server::make_error;
+using server::error_reply;
+using server::HttpRequest;
+using server::json_reply;
+using server::Reply;
+
+namespace detail {
+
+inline std::chrono::system_clock::time_point after_ms(int ms) {
+  return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
+}
+
+}  // namespace detail
+
+// One forwarded request: its gRPC call in flight, for the reaper and stop().
+struct Forward {
+  std::shared_ptr<server::Ticket> ticket;
+  std::function<bool()> client_gone;  // the client's connection has closed
+  std::mutex mu;
+  grpc::ClientContext* ctx = nullptr;  // the current attempt's call (guarded by mu)
+  bool cancel = false;                 // guarded by mu
+  void try_cancel() {
+    std::lock_guard<std::mutex> l(mu);
+    cancel = true;
+    if (ctx) ctx->TryCancel();
+  }
+};
+
+struct Router::Impl {
+  RouterOptions opt;
+  Cluster cluster;
+  std::unique_ptr<server::HttpFront> http;
+  std::unique_ptr<grpc::Server> grpc_server;
+  int grpc_port = -1;
+  struct Service;  // pb::Router (Join / Leave), router_members.cpp
+  std::unique_ptr<grpc::Service> service;
+  static std::unique_ptr<grpc::Service> make_service(Impl* impl);
+
+  std::mutex mu_;  // stubs, active, stopping
+  std::condition_variable cv_;
+  std::map<std::string, std::shared_ptr<pb::Combine::Stub>> combine_stubs;
+  std::map<std::string, std::shared_ptr<pb::SegmentWorker::Stub>> worker_stubs;
+  std::set<std::shared_ptr<Forward>> active;
+  int forwarding = 0;  // forward threads running (stop() waits for 0)
+  bool stopping = false;
+  std::thread prober, reaper;
+  std::once_flag stop_once;
+
+  std::atomic<uint64_t> next_id{1}, retries{0}, affinity_hits{0}, affinity_bytes{0};
+  std::mutex count_mu;
+  std::map<int, uint64_t> by_status;  // guarded by count_mu
+
+  explicit Impl(RouterOptions o) : opt(std::move(o)), cluster(opt.cluster) {}
+
+  std::shared_ptr<pb::Combine::Stub> combine_stub(const std::string& a);
+  std::shared_ptr<pb::SegmentWorker::Stub> worker_stub(const std::string& a);
+  void probe_all();
+  void probe_loop();
+  void reap_loop();
+  void run_forward(std::shared_ptr<Forward> f, std::string body, server::Endpoint ep,
+                   std::vector<SegKey> keys, std::string id);
+  void handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep);
+  std::string served_model() const {
+    return opt.model_name.empty() ? cluster.model_name() : opt.model_name;
+  }
+  void log_line(const json& j) {
+    if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
+  }
+  void count(int status) {
+    std::lock_guard<std::mutex> l(count_mu);
+    by_status[status] += 1;
+  }
+  std::string metrics_text();
+  json cluster_json();
+  // The error of a forward that was cancelled: cut at the drain deadline (503), or its
+  // client left (499).
+  ApiError cut_or_cancelled() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!stopping) return server::cancelled_error();
+    return make_error(503, "the router is shutting down: this reply was cut at the drain deadline (--drain-timeout); retry the request",
+                      "server_error", "shutting_down");
+  }
+  void setup_routes();
+};
+
+}  // namespace hypic::router
