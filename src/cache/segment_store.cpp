@@ -1,608 +1,335 @@
-#include "cache/segment_store.h"
-
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cmath>
-#include <condition_variable>
-#include <cstring>
-#include <filesystem>
-#include <mutex>
-#include <set>
-#include <tuple>
-#include <unordered_map>
-#include <utility>
-#include <vector>
-
-#include "core/log.h"
-#include "core/hash.h"
+// SegmentStore: the memory tier (GDSF eviction, pins, spilling) and the operations.
+#include "cache/segment_store_impl.h"
 
 namespace hypic {
-namespace {
 
-namespace fs = std::filesystem;
+using namespace store_detail;
 
-constexpr const char* kSuffix = ".seg.safetensors";
-constexpr int kMaxAdmitRounds = 64;
-constexpr double kDefaultSecondsPerByte = 1e-9;  // 1 s per GB, before any cost is known
-
-bool is_hex64(const std::string& s) {
-  return s.size() == 64 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+std::string SegmentStore::Impl::path_of_stem(const std::string& stem) const {
+  return (fs::path(opt.disk_dir) / (stem + kSuffix)).string();
 }
 
-std::string stem_of(const std::string& key) { return is_hex64(key) ? key : Sha256::hex(key); }
-
-// Upper bound of save_entry()'s file size: tensor data plus its header (fixed fields, the
-// key (JSON-escaped: up to 6 bytes a character), base64 token ids, ~60 bytes per layer
-// description and ~140 per tensor entry, rounded up).
-size_t file_size_bound(const SegmentEntry& e) {
-  size_t n_tensors = 0;
-  for (const SegmentEntry::Linear& l : e.linear)
-    n_tensors += 1 + !l.s0.empty() + !l.conv_tail.empty() + 3 * !l.warm_mixed.empty();
-  for (const SegmentEntry::Attn& a : e.attn) n_tensors += !a.k.empty() + !a.v.empty();
-  return e.bytes() + 512 + 6 * e.key.size() + 6 * e.tokens.size() + 96 * e.linear.size() +
-         160 * n_tensors;
+void SegmentStore::Impl::check_locked() const {
+  HYPIC_CHECK(st.mem_bytes <= opt.mem_budget_bytes,
+              "segment store over its memory budget: " + std::to_string(st.mem_bytes) + " > " +
+                  std::to_string(opt.mem_budget_bytes));
+  HYPIC_CHECK(st.pinned_bytes <= st.mem_bytes);
+  HYPIC_CHECK(opt.disk_budget_bytes == 0 || st.disk_bytes <= opt.disk_budget_bytes,
+              "segment store over its disk budget: " + std::to_string(st.disk_bytes));
 }
 
-}  // namespace
+void SegmentStore::Impl::recount_locked() const {
+  size_t mb = 0, pb = 0, spill = 0;
+  for (const auto& [k, e] : mem) {
+    HYPIC_CHECK(e.bytes == e.data->bytes(), k);
+    mb += e.bytes;
+    if (e.pinned) pb += e.bytes;
+    if (e.spilling) ++spill;
+    HYPIC_CHECK(e.spilling != bool(prio.count({e.h, e.tick, k})), k);
+  }
+  HYPIC_CHECK(prio.size() + spill == mem.size());
+  HYPIC_CHECK(spill <= spilling_count);  // jobs of erased entries may still be writing
+  HYPIC_CHECK(mb == st.mem_bytes && mem.size() == st.mem_entries && pb == st.pinned_bytes,
+              "memory totals " + std::to_string(st.mem_bytes) + " / " +
+                  std::to_string(st.pinned_bytes) + " recount to " + std::to_string(mb) +
+                  " / " + std::to_string(pb));
+  size_t db = 0, wc = 0, wb = 0;
+  for (const auto& [s, d] : disk) {
+    db += d.bytes;
+    if (d.writing) ++wc, wb += d.bytes;
+    HYPIC_CHECK(d.writing != bool(disk_lru.count({d.tick, s})), s);
+  }
+  HYPIC_CHECK(db == st.disk_bytes && wc == writing_count && wb == writing_bytes &&
+              disk.size() - wc == st.disk_entries);
+  check_locked();
+}
 
-struct SegmentStore::Impl : std::enable_shared_from_this<SegmentStore::Impl> {
-  using Data = std::shared_ptr<const SegmentEntry>;
-  // Entries whose last reference is dropped after the lock is released (freeing 100 MB
-  // is not free).
-  using Trash = std::vector<Data>;
+double SegmentStore::Impl::priority(const MemEntry& e) const {
+  return clock + double(e.freq) * e.cost / double(std::max<size_t>(e.bytes, 1));
+}
 
-  struct MemEntry {
-    Data data;
-    size_t bytes = 0;
-    double cost = 0;  // seconds to recompute
-    uint64_t freq = 1;
-    double h = 0;       // GDSF priority
-    uint64_t tick = 0;  // last use
-    uint64_t id = 0;    // unique per admission
-    bool pinned = false;
-    uint64_t pin_gen = 0;        // identifies the live pin handle
-    std::weak_ptr<const SegmentEntry> handle;
-    bool spilling = false;       // being written to disk before leaving memory
-  };
-  struct DiskEntry {
-    size_t bytes = 0;  // file size; a reserved upper bound while writing
-    uint64_t tick = 0;
-    uint64_t version = 0;  // unique per file written / indexed
-    double cost = -1;      // unknown
-    uint64_t freq = 0;
-    bool writing = false;
-    bool doomed = false;   // erased while being written: delete when the write ends
-  };
-  struct Inflight {
-    bool done = false, cancelled = false;
-    Pin result;
-  };
-  // The deleter of a pin handle: unpins when the last copy of the Pin goes.
-  struct PinRelease {
-    std::weak_ptr<Impl> store;
-    std::string key;
-    uint64_t gen;
-    Data keep;
-    void operator()(const SegmentEntry*) {
-      if (auto s = store.lock()) s->unpin(key, gen);
-      keep.reset();
+void SegmentStore::Impl::touch_locked(const std::string& key, MemEntry& e) {
+  if (!e.spilling) prio.erase({e.h, e.tick, key});
+  ++e.freq;
+  e.tick = ++tick;
+  e.h = priority(e);
+  if (!e.spilling) prio.insert({e.h, e.tick, key});
+}
+
+auto SegmentStore::Impl::pin_locked(const std::string& key, MemEntry& e) -> Pin {
+  if (Pin p = e.handle.lock()) return p;
+  // No live handle (never pinned, or the last Pin is being released right now: its
+  // release sees a newer generation and does nothing).
+  e.pin_gen = ++gen;
+  if (!e.pinned) {
+    e.pinned = true;
+    st.pinned_bytes += e.bytes;
+  }
+  Pin p(e.data.get(), PinRelease{weak_from_this(), key, e.pin_gen, e.data});
+  e.handle = p;
+  return p;
+}
+
+void SegmentStore::Impl::unpin(const std::string& key, uint64_t pin_gen) {
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = mem.find(key);
+  if (it == mem.end() || !it->second.pinned || it->second.pin_gen != pin_gen) return;
+  it->second.pinned = false;
+  st.pinned_bytes -= it->second.bytes;
+  check_locked();
+}
+
+void SegmentStore::Impl::remove_mem_locked(std::unordered_map<std::string, MemEntry>::iterator it,
+                                           Trash& trash) {
+  MemEntry& e = it->second;
+  if (!e.spilling) prio.erase({e.h, e.tick, it->first});
+  st.mem_bytes -= e.bytes;
+  if (e.pinned) st.pinned_bytes -= e.bytes;
+  trash.push_back(std::move(e.data));
+  mem.erase(it);
+  st.mem_entries = mem.size();
+}
+
+double SegmentStore::Impl::estimate_cost(size_t bytes) const {
+  const double per_byte =
+      cost_bytes_seen > 0 ? cost_seconds_seen / cost_bytes_seen : kDefaultSecondsPerByte;
+  return per_byte * double(bytes);
+}
+
+auto SegmentStore::Impl::admit(std::unique_lock<std::mutex>& lk, const std::string& key, Data data,
+                               size_t bytes, double cost, uint64_t freq, Trash& trash) -> Pin {
+  for (int round = 0; round < kMaxAdmitRounds; ++round) {
+    if (auto it = mem.find(key); it != mem.end()) {  // another thread's copy won
+      trash.push_back(std::move(data));
+      return pin_locked(it->first, it->second);
     }
-  };
-  enum class Reserve { kReserved, kPresent, kNoRoom };
-
-  Options opt;
-  bool disk_on = false;
-
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  std::unordered_map<std::string, MemEntry> mem;
-  std::set<std::tuple<double, uint64_t, std::string>> prio;  // resident, not spilling
-  std::unordered_map<std::string, DiskEntry> disk;           // by file stem
-  std::set<std::pair<uint64_t, std::string>> disk_lru;       // complete files
-  std::unordered_map<std::string, std::shared_ptr<Inflight>> loading;
-
-  double clock = 0;
-  uint64_t tick = 0, gen = 0;
-  size_t spilling_count = 0;  // spill writes in flight (their entries may have been erased)
-  size_t writing_count = 0, writing_bytes = 0;
-  double cost_seconds_seen = 0, cost_bytes_seen = 0;
-  Stats st;
-
-  std::string path_of_stem(const std::string& stem) const {
-    return (fs::path(opt.disk_dir) / (stem + kSuffix)).string();
-  }
-
-  // ---- invariants ----------------------------------------------------------------------
-
-  void check_locked() const {
-    HYPIC_CHECK(st.mem_bytes <= opt.mem_budget_bytes,
-                "segment store over its memory budget: " + std::to_string(st.mem_bytes) + " > " +
-                    std::to_string(opt.mem_budget_bytes));
-    HYPIC_CHECK(st.pinned_bytes <= st.mem_bytes);
-    HYPIC_CHECK(opt.disk_budget_bytes == 0 || st.disk_bytes <= opt.disk_budget_bytes,
-                "segment store over its disk budget: " + std::to_string(st.disk_bytes));
-  }
-
-  void recount_locked() const {
-    size_t mb = 0, pb = 0, spill = 0;
-    for (const auto& [k, e] : mem) {
-      HYPIC_CHECK(e.bytes == e.data->bytes(), k);
-      mb += e.bytes;
-      if (e.pinned) pb += e.bytes;
-      if (e.spilling) ++spill;
-      HYPIC_CHECK(e.spilling != bool(prio.count({e.h, e.tick, k})), k);
-    }
-    HYPIC_CHECK(prio.size() + spill == mem.size());
-    HYPIC_CHECK(spill <= spilling_count);  // jobs of erased entries may still be writing
-    HYPIC_CHECK(mb == st.mem_bytes && mem.size() == st.mem_entries && pb == st.pinned_bytes,
-                "memory totals " + std::to_string(st.mem_bytes) + " / " +
-                    std::to_string(st.pinned_bytes) + " recount to " + std::to_string(mb) +
-                    " / " + std::to_string(pb));
-    size_t db = 0, wc = 0, wb = 0;
-    for (const auto& [s, d] : disk) {
-      db += d.bytes;
-      if (d.writing) ++wc, wb += d.bytes;
-      HYPIC_CHECK(d.writing != bool(disk_lru.count({d.tick, s})), s);
-    }
-    HYPIC_CHECK(db == st.disk_bytes && wc == writing_count && wb == writing_bytes &&
-                disk.size() - wc == st.disk_entries);
-    check_locked();
-  }
-
-  // ---- memory tier ---------------------------------------------------------------------
-
-  double priority(const MemEntry& e) const {
-    return clock + double(e.freq) * e.cost / double(std::max<size_t>(e.bytes, 1));
-  }
-
-  void touch_locked(const std::string& key, MemEntry& e) {
-    if (!e.spilling) prio.erase({e.h, e.tick, key});
-    ++e.freq;
-    e.tick = ++tick;
-    e.h = priority(e);
-    if (!e.spilling) prio.insert({e.h, e.tick, key});
-  }
-
-  // A Pin of a resident entry; pins it if it was not.
-  Pin pin_locked(const std::string& key, MemEntry& e) {
-    if (Pin p = e.handle.lock()) return p;
-    // No live handle (never pinned, or the last Pin is being released right now: its
-    // release sees a newer generation and does nothing).
-    e.pin_gen = ++gen;
-    if (!e.pinned) {
-      e.pinned = true;
-      st.pinned_bytes += e.bytes;
-    }
-    Pin p(e.data.get(), PinRelease{weak_from_this(), key, e.pin_gen, e.data});
-    e.handle = p;
-    return p;
-  }
-
-  void unpin(const std::string& key, uint64_t pin_gen) {
-    std::lock_guard<std::mutex> lk(mu);
-    auto it = mem.find(key);
-    if (it == mem.end() || !it->second.pinned || it->second.pin_gen != pin_gen) return;
-    it->second.pinned = false;
-    st.pinned_bytes -= it->second.bytes;
-    check_locked();
-  }
-
-  void remove_mem_locked(std::unordered_map<std::string, MemEntry>::iterator it, Trash& trash) {
-    MemEntry& e = it->second;
-    if (!e.spilling) prio.erase({e.h, e.tick, it->first});
-    st.mem_bytes -= e.bytes;
-    if (e.pinned) st.pinned_bytes -= e.bytes;
-    trash.push_back(std::move(e.data));
-    mem.erase(it);
-    st.mem_entries = mem.size();
-  }
-
-  double estimate_cost(size_t bytes) const {
-    const double per_byte =
-        cost_bytes_seen > 0 ? cost_seconds_seen / cost_bytes_seen : kDefaultSecondsPerByte;
-    return per_byte * double(bytes);
-  }
-
-  // Admits `data` to memory, evicting (and spilling) unpinned entries as needed; may release
-  // the lock while writing files. Returns a tracked Pin, or an untracked one if it could not
-  // be admitted (written to disk directly then).
-  Pin admit(std::unique_lock<std::mutex>& lk, const std::string& key, Data data, size_t bytes,
-            double cost, uint64_t freq, Trash& trash) {
-    for (int round = 0; round < kMaxAdmitRounds; ++round) {
-      if (auto it = mem.find(key); it != mem.end()) {  // another thread's copy won
-        trash.push_back(std::move(data));
-        return pin_locked(it->first, it->second);
-      }
-      if (bytes > opt.mem_budget_bytes) break;
-      if (st.mem_bytes + bytes <= opt.mem_budget_bytes) {
-        MemEntry& e = mem[key];
-        e.data = std::move(data);
-        e.bytes = bytes;
-        e.cost = cost;
-        e.freq = freq;
-        e.tick = ++tick;
-        e.id = ++gen;
-        e.h = priority(e);
-        prio.insert({e.h, e.tick, key});
-        st.mem_bytes += bytes;
-        st.mem_entries = mem.size();
-        Pin p = pin_locked(key, e);
-        check_locked();
-        return p;
-      }
-      // Victims, lowest priority first, until the new entry fits.
-      size_t room = opt.mem_budget_bytes - st.mem_bytes;
-      std::vector<std::string> victims;
-      for (const auto& [h, t, k] : prio) {
-        if (room >= bytes) break;
-        const MemEntry& v = mem.at(k);
-        if (v.pinned) continue;
-        victims.push_back(k);
-        room += v.bytes;
-      }
-      if (room < bytes) {
-        if (spilling_count == 0) break;  // only pinned entries stand in the way
-        cv.wait(lk);                     // others' spills will free memory
-        continue;
-      }
-      struct Job {
-        std::string key, stem;
-        uint64_t id, version;
-        Data data;
-        Status status;
-        size_t size = 0;
-      };
-      std::vector<Job> jobs;
-      for (const std::string& k : victims) {
-        auto it = mem.find(k);
-        MemEntry& v = it->second;
-        clock = std::max(clock, v.h);
-        const std::string stem = disk_on ? stem_of(k) : std::string();
-        if (disk_on && reserve_disk_locked(stem, file_size_bound(*v.data), v.cost, v.freq) ==
-                           Reserve::kReserved) {
-          prio.erase({v.h, v.tick, k});
-          v.spilling = true;
-          ++spilling_count;
-          jobs.push_back({k, stem, v.id, disk.at(stem).version, v.data, {}, 0});
-        } else {  // already on disk, no disk tier, or no room there: just drop it
-          ++st.evictions;
-          remove_mem_locked(it, trash);
-        }
-      }
+    if (bytes > opt.mem_budget_bytes) break;
+    if (st.mem_bytes + bytes <= opt.mem_budget_bytes) {
+      MemEntry& e = mem[key];
+      e.data = std::move(data);
+      e.bytes = bytes;
+      e.cost = cost;
+      e.freq = freq;
+      e.tick = ++tick;
+      e.id = ++gen;
+      e.h = priority(e);
+      prio.insert({e.h, e.tick, key});
+      st.mem_bytes += bytes;
+      st.mem_entries = mem.size();
+      Pin p = pin_locked(key, e);
       check_locked();
-      if (jobs.empty()) continue;
-      lk.unlock();
-      for (Job& j : jobs) write_file(j.stem, *j.data, &j.status, &j.size);
-      lk.lock();
-      for (Job& j : jobs) {
-        finish_write_locked(j.stem, j.version, j.status.is_ok(), j.size);
-        if (j.status.is_ok()) ++st.spills;
-        --spilling_count;
-        auto it = mem.find(j.key);
-        if (it == mem.end() || it->second.id != j.id) continue;  // erased meanwhile
-        MemEntry& v = it->second;
-        v.spilling = false;
-        if (v.pinned) {  // used again while it was being written: it stays
-          prio.insert({v.h, v.tick, j.key});
-        } else {
-          ++st.evictions;
-          remove_mem_locked(it, trash);
-        }
-      }
-      cv.notify_all();
-      check_locked();
+      return p;
     }
-    ++st.rejected;
-    if (disk_on) {
-      const std::string stem = stem_of(key);
-      if (reserve_disk_locked(stem, file_size_bound(*data), cost, freq) == Reserve::kReserved) {
-        const uint64_t version = disk.at(stem).version;
-        Status s;
-        size_t size = 0;
-        lk.unlock();
-        write_file(stem, *data, &s, &size);
-        lk.lock();
-        finish_write_locked(stem, version, s.is_ok(), size);
-        if (s.is_ok()) ++st.spills;
-      }
+    // Victims, lowest priority first, until the new entry fits.
+    size_t room = opt.mem_budget_bytes - st.mem_bytes;
+    std::vector<std::string> victims;
+    for (const auto& [h, t, k] : prio) {
+      if (room >= bytes) break;
+      const MemEntry& v = mem.at(k);
+      if (v.pinned) continue;
+      victims.push_back(k);
+      room += v.bytes;
     }
-    check_locked();
-    return Pin(std::move(data));
-  }
-
-  // ---- disk tier -----------------------------------------------------------------------
-
-  void write_file(const std::string& stem, const SegmentEntry& e, Status* s, size_t* size) {
-    const std::string path = path_of_stem(stem);
-    *s = save_entry(path, e);
-    if (s->is_ok()) {
-      std::error_code ec;
-      *size = size_t(fs::file_size(path, ec));
-      if (ec) *s = io_error("cannot stat '" + path + "': " + ec.message());
+    if (room < bytes) {
+      if (spilling_count == 0) break;  // only pinned entries stand in the way
+      cv.wait(lk);                     // others' spills will free memory
+      continue;
     }
-    if (!s->is_ok())
-      HYPIC_LOG_WARN("segment store: could not write %s to the disk tier: %s", stem.c_str(),
-                     s->to_string().c_str());
-  }
-
-  void unlink_locked(const std::string& stem) {
-    const std::string p = path_of_stem(stem);
-    if (::unlink(p.c_str()) != 0 && errno != ENOENT)
-      HYPIC_LOG_WARN("segment store: cannot delete '%s': %s", p.c_str(), std::strerror(errno));
-  }
-
-  // Drops a complete file from the index and deletes it.
-  void drop_file_locked(std::unordered_map<std::string, DiskEntry>::iterator it) {
-    HYPIC_CHECK(!it->second.writing);
-    disk_lru.erase({it->second.tick, it->first});
-    st.disk_bytes -= it->second.bytes;
-    unlink_locked(it->first);
-    disk.erase(it);
-    st.disk_entries = disk.size() - writing_count;
-  }
-
-  // Deletes least recently used files until `extra` more bytes fit; false if they cannot.
-  bool make_disk_room_locked(size_t extra) {
-    if (opt.disk_budget_bytes == 0) return true;
-    if (extra > opt.disk_budget_bytes || writing_bytes + extra > opt.disk_budget_bytes)
-      return false;
-    while (st.disk_bytes + extra > opt.disk_budget_bytes) {
-      HYPIC_CHECK(!disk_lru.empty());
-      drop_file_locked(disk.find(disk_lru.begin()->second));
-    }
-    return true;
-  }
-
-  Reserve reserve_disk_locked(const std::string& stem, size_t bound, double cost, uint64_t freq) {
-    if (auto it = disk.find(stem); it != disk.end()) {
-      if (!it->second.writing) {
-        it->second.cost = cost;
-        it->second.freq = std::max(it->second.freq, freq);
-      }
-      return Reserve::kPresent;
-    }
-    if (!make_disk_room_locked(bound)) return Reserve::kNoRoom;
-    DiskEntry& d = disk[stem];
-    d.bytes = bound;
-    d.version = ++gen;
-    d.cost = cost;
-    d.freq = freq;
-    d.writing = true;
-    ++writing_count;
-    writing_bytes += bound;
-    st.disk_bytes += bound;
-    check_locked();
-    return Reserve::kReserved;
-  }
-
-  void finish_write_locked(const std::string& stem, uint64_t version, bool ok, size_t size) {
-    auto it = disk.find(stem);
-    HYPIC_CHECK(it != disk.end() && it->second.writing && it->second.version == version, stem);
-    DiskEntry& d = it->second;
-    d.writing = false;
-    --writing_count;
-    writing_bytes -= d.bytes;
-    st.disk_bytes -= d.bytes;
-    if (!ok || d.doomed) {
-      if (ok) unlink_locked(stem);
-      disk.erase(it);
-      st.disk_entries = disk.size() - writing_count;
-      check_locked();
-      return;
-    }
-    d.bytes = size;
-    d.tick = ++tick;
-    disk_lru.insert({d.tick, stem});
-    st.disk_bytes += size;
-    st.disk_entries = disk.size() - writing_count;
-    // The bound is generous, so this deletes nothing unless it was wrong.
-    if (opt.disk_budget_bytes)
-      while (st.disk_bytes > opt.disk_budget_bytes)
-        drop_file_locked(disk.find(disk_lru.begin()->second));
-    check_locked();
-  }
-
-  void touch_file_locked(const std::string& stem, DiskEntry& d) {
-    disk_lru.erase({d.tick, stem});
-    d.tick = ++tick;
-    disk_lru.insert({d.tick, stem});
-  }
-
-  Status scan_dir() {
-    std::error_code ec;
-    fs::create_directories(opt.disk_dir, ec);
-    if (ec)
-      return io_error("cannot create the cache directory '" + opt.disk_dir + "': " +
-                      ec.message() + " (check --cache-dir and its permissions)");
-    struct Found {
-      fs::file_time_type mtime;
-      std::string stem;
-      size_t size;
+    struct Job {
+      std::string key, stem;
+      uint64_t id, version;
+      Data data;
+      Status status;
+      size_t size = 0;
     };
-    std::vector<Found> found;
-    for (fs::directory_iterator it(opt.disk_dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      std::error_code e2;
-      if (!it->is_regular_file(e2)) continue;
-      const std::string tmp_mark = std::string(kSuffix) + ".tmp.";
-      if (name.size() > 1 && name[0] == '.' && name.find(tmp_mark) != std::string::npos) {
-        fs::remove(it->path(), e2);  // an interrupted write
-        continue;
+    std::vector<Job> jobs;
+    for (const std::string& k : victims) {
+      auto it = mem.find(k);
+      MemEntry& v = it->second;
+      clock = std::max(clock, v.h);
+      const std::string stem = disk_on ? stem_of(k) : std::string();
+      if (disk_on && reserve_disk_locked(stem, file_size_bound(*v.data), v.cost, v.freq) ==
+                         Reserve::kReserved) {
+        prio.erase({v.h, v.tick, k});
+        v.spilling = true;
+        ++spilling_count;
+        jobs.push_back({k, stem, v.id, disk.at(stem).version, v.data, {}, 0});
+      } else {  // already on disk, no disk tier, or no room there: just drop it
+        ++st.evictions;
+        remove_mem_locked(it, trash);
       }
-      const size_t sl = std::strlen(kSuffix);
-      if (name.size() != 64 + sl || name.compare(64, sl, kSuffix) != 0) continue;
-      const std::string stem = name.substr(0, 64);
-      if (!is_hex64(stem)) continue;
-      const uintmax_t size = it->file_size(e2);
-      const fs::file_time_type mt = it->last_write_time(e2);
-      if (e2) continue;
-      found.push_back({mt, stem, size_t(size)});
     }
-    if (ec)
-      return io_error("cannot list the cache directory '" + opt.disk_dir + "': " + ec.message());
-    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-      return a.mtime != b.mtime ? a.mtime < b.mtime : a.stem < b.stem;
-    });
-    std::lock_guard<std::mutex> lk(mu);
-    for (const Found& f : found) {
-      DiskEntry& d = disk[f.stem];
-      d.bytes = f.size;
-      d.tick = ++tick;
-      d.version = ++gen;
-      disk_lru.insert({d.tick, f.stem});
-      st.disk_bytes += f.size;
-    }
-    st.disk_entries = disk.size();
-    size_t dropped = 0;
-    if (opt.disk_budget_bytes)
-      for (; st.disk_bytes > opt.disk_budget_bytes; ++dropped)
-        drop_file_locked(disk.find(disk_lru.begin()->second));
-    if (!found.empty())
-      HYPIC_LOG_INFO("segment store: indexed %zu entry files (%.1f MiB) in %s%s", disk.size(),
-                     double(st.disk_bytes) / (1 << 20), opt.disk_dir.c_str(),
-                     dropped ? (", deleted " + std::to_string(dropped) +
-                                " least recently used to fit the disk budget").c_str()
-                             : "");
     check_locked();
-    return Status::ok();
-  }
-
-  // ---- operations ----------------------------------------------------------------------
-
-  Pin lookup(const std::string& key) {
-    Pin out;  // declared before the lock: Pins and entries are released after unlocking
-    std::shared_ptr<Inflight> fl;
-    Trash trash;
-    std::unique_lock<std::mutex> lk(mu);
-    if (auto it = mem.find(key); it != mem.end()) {
-      touch_locked(key, it->second);
-      ++st.hits_mem;
-      out = pin_locked(key, it->second);
-      return out;
-    }
-    if (auto it = loading.find(key); it != loading.end()) {
-      fl = it->second;
-      cv.wait(lk, [&] { return fl->done; });
-      out = fl->result;
-      ++(out ? st.hits_disk : st.misses);
-      return out;
-    }
-    const std::string stem = disk_on ? stem_of(key) : std::string();
-    auto dit = disk_on ? disk.find(stem) : disk.end();
-    if (dit == disk.end() || dit->second.writing) {
-      ++st.misses;
-      return out;
-    }
-    DiskEntry& d = dit->second;
-    touch_file_locked(stem, d);
-    const uint64_t version = d.version, freq = d.freq;
-    const double cost = d.cost;
-    fl = std::make_shared<Inflight>();
-    loading[key] = fl;
-
-    const std::string path = path_of_stem(stem);
-    ++st.disk_reads;  // under the lock still
+    if (jobs.empty()) continue;
     lk.unlock();
-    Result<SegmentEntry> r = load_entry(path);
-    Status s = r.status();
-    if (s.is_ok() && r->key != key)
-      s = corrupt("'" + path + "' holds the entry of key '" + r->key + "', not '" + key + "'");
-    Data data;
-    size_t bytes = 0;
-    if (s.is_ok()) {
-      data = std::make_shared<const SegmentEntry>(std::move(r).value());
-      bytes = data->bytes();
-    }
-
+    for (Job& j : jobs) write_file(j.stem, *j.data, &j.status, &j.size);
     lk.lock();
-    auto cur = disk.find(stem);
-    const bool same_file = cur != disk.end() && cur->second.version == version;
-    if (!s.is_ok()) {
-      if (s.code() != StatusCode::kNotFound) {
-        ++st.corrupt_dropped;
-        HYPIC_LOG_WARN("segment store: dropping a damaged cache file (it will be recomputed): %s",
-                       s.message().c_str());
-      }
-      if (same_file) drop_file_locked(cur);
-      ++st.misses;
-    } else {
-      ++st.hits_disk;
-      if (fl->cancelled) {  // erased while loading: the caller gets it, the store forgets it
-        out = Pin(std::move(data));
+    for (Job& j : jobs) {
+      finish_write_locked(j.stem, j.version, j.status.is_ok(), j.size);
+      if (j.status.is_ok()) ++st.spills;
+      --spilling_count;
+      auto it = mem.find(j.key);
+      if (it == mem.end() || it->second.id != j.id) continue;  // erased meanwhile
+      MemEntry& v = it->second;
+      v.spilling = false;
+      if (v.pinned) {  // used again while it was being written: it stays
+        prio.insert({v.h, v.tick, j.key});
       } else {
-        out = admit(lk, key, std::move(data), bytes, cost >= 0 ? cost : estimate_cost(bytes),
-                    freq + 1, trash);
+        ++st.evictions;
+        remove_mem_locked(it, trash);
       }
     }
-    fl->done = true;
-    fl->result = out;
-    if (auto it = loading.find(key); it != loading.end() && it->second == fl) loading.erase(it);
     cv.notify_all();
     check_locked();
+  }
+  ++st.rejected;
+  if (disk_on) {
+    const std::string stem = stem_of(key);
+    if (reserve_disk_locked(stem, file_size_bound(*data), cost, freq) == Reserve::kReserved) {
+      const uint64_t version = disk.at(stem).version;
+      Status s;
+      size_t size = 0;
+      lk.unlock();
+      write_file(stem, *data, &s, &size);
+      lk.lock();
+      finish_write_locked(stem, version, s.is_ok(), size);
+      if (s.is_ok()) ++st.spills;
+    }
+  }
+  check_locked();
+  return Pin(std::move(data));
+}
+
+auto SegmentStore::Impl::lookup(const std::string& key) -> Pin {
+  Pin out;  // declared before the lock: Pins and entries are released after unlocking
+  std::shared_ptr<Inflight> fl;
+  Trash trash;
+  std::unique_lock<std::mutex> lk(mu);
+  if (auto it = mem.find(key); it != mem.end()) {
+    touch_locked(key, it->second);
+    ++st.hits_mem;
+    out = pin_locked(key, it->second);
     return out;
   }
-
-  Pin insert(const std::string& key, SegmentEntry&& e, double cost) {
-    HYPIC_CHECK(std::isfinite(cost) && cost >= 0, "recompute cost must be a finite number >= 0");
-    if (e.key.empty()) e.key = key;
-    HYPIC_CHECK(e.key == key, "entry key '" + e.key + "' inserted as '" + key + "'");
-    const size_t bytes = e.bytes();
-    Data data = std::make_shared<const SegmentEntry>(std::move(e));
-    Pin out;
-    Trash trash;
-    std::unique_lock<std::mutex> lk(mu);
-    cost_seconds_seen += cost;
-    cost_bytes_seen += double(bytes);
-    out = admit(lk, key, std::move(data), bytes, cost, 1, trash);
+  if (auto it = loading.find(key); it != loading.end()) {
+    fl = it->second;
+    cv.wait(lk, [&] { return fl->done; });
+    out = fl->result;
+    ++(out ? st.hits_disk : st.misses);
     return out;
   }
+  const std::string stem = disk_on ? stem_of(key) : std::string();
+  auto dit = disk_on ? disk.find(stem) : disk.end();
+  if (dit == disk.end() || dit->second.writing) {
+    ++st.misses;
+    return out;
+  }
+  DiskEntry& d = dit->second;
+  touch_file_locked(stem, d);
+  const uint64_t version = d.version, freq = d.freq;
+  const double cost = d.cost;
+  fl = std::make_shared<Inflight>();
+  loading[key] = fl;
 
-  bool erase_locked(const std::string& key, Trash& trash) {
-    bool found = false;
-    if (auto it = mem.find(key); it != mem.end()) {
-      remove_mem_locked(it, trash);
-      found = true;
-    }
-    if (auto it = loading.find(key); it != loading.end()) it->second->cancelled = true;
-    if (disk_on) {
-      if (auto it = disk.find(stem_of(key)); it != disk.end()) {
-        if (it->second.writing)
-          it->second.doomed = true;
-        else
-          drop_file_locked(it);
-        found = true;
-      }
-    }
-    return found;
+  const std::string path = path_of_stem(stem);
+  ++st.disk_reads;  // under the lock still
+  lk.unlock();
+  Result<SegmentEntry> r = load_entry(path);
+  Status s = r.status();
+  if (s.is_ok() && r->key != key)
+    s = corrupt("'" + path + "' holds the entry of key '" + r->key + "', not '" + key + "'");
+  Data data;
+  size_t bytes = 0;
+  if (s.is_ok()) {
+    data = std::make_shared<const SegmentEntry>(std::move(r).value());
+    bytes = data->bytes();
   }
 
-  bool erase(const std::string& key) {
-    Trash trash;
-    std::lock_guard<std::mutex> lk(mu);
-    const bool found = erase_locked(key, trash);
-    check_locked();
-    return found;
+  lk.lock();
+  auto cur = disk.find(stem);
+  const bool same_file = cur != disk.end() && cur->second.version == version;
+  if (!s.is_ok()) {
+    if (s.code() != StatusCode::kNotFound) {
+      ++st.corrupt_dropped;
+      HYPIC_LOG_WARN("segment store: dropping a damaged cache file (it will be recomputed): %s",
+                     s.message().c_str());
+    }
+    if (same_file) drop_file_locked(cur);
+    ++st.misses;
+  } else {
+    ++st.hits_disk;
+    if (fl->cancelled) {  // erased while loading: the caller gets it, the store forgets it
+      out = Pin(std::move(data));
+    } else {
+      out = admit(lk, key, std::move(data), bytes, cost >= 0 ? cost : estimate_cost(bytes),
+                  freq + 1, trash);
+    }
   }
+  fl->done = true;
+  fl->result = out;
+  if (auto it = loading.find(key); it != loading.end() && it->second == fl) loading.erase(it);
+  cv.notify_all();
+  check_locked();
+  return out;
+}
 
-  void clear() {
-    Trash trash;
-    std::lock_guard<std::mutex> lk(mu);
-    while (!mem.empty()) remove_mem_locked(mem.begin(), trash);
-    for (auto& [k, f] : loading) f->cancelled = true;
-    for (auto it = disk.begin(); it != disk.end();) {
-      auto next = std::next(it);
+auto SegmentStore::Impl::insert(const std::string& key, SegmentEntry&& e, double cost) -> Pin {
+  HYPIC_CHECK(std::isfinite(cost) && cost >= 0, "recompute cost must be a finite number >= 0");
+  if (e.key.empty()) e.key = key;
+  HYPIC_CHECK(e.key == key, "entry key '" + e.key + "' inserted as '" + key + "'");
+  const size_t bytes = e.bytes();
+  Data data = std::make_shared<const SegmentEntry>(std::move(e));
+  Pin out;
+  Trash trash;
+  std::unique_lock<std::mutex> lk(mu);
+  cost_seconds_seen += cost;
+  cost_bytes_seen += double(bytes);
+  out = admit(lk, key, std::move(data), bytes, cost, 1, trash);
+  return out;
+}
+
+bool SegmentStore::Impl::erase_locked(const std::string& key, Trash& trash) {
+  bool found = false;
+  if (auto it = mem.find(key); it != mem.end()) {
+    remove_mem_locked(it, trash);
+    found = true;
+  }
+  if (auto it = loading.find(key); it != loading.end()) it->second->cancelled = true;
+  if (disk_on) {
+    if (auto it = disk.find(stem_of(key)); it != disk.end()) {
       if (it->second.writing)
         it->second.doomed = true;
       else
         drop_file_locked(it);
-      it = next;
+      found = true;
     }
-    check_locked();
   }
-};
+  return found;
+}
+
+bool SegmentStore::Impl::erase(const std::string& key) {
+  Trash trash;
+  std::lock_guard<std::mutex> lk(mu);
+  const bool found = erase_locked(key, trash);
+  check_locked();
+  return found;
+}
+
+void SegmentStore::Impl::clear() {
+  Trash trash;
+  std::lock_guard<std::mutex> lk(mu);
+  while (!mem.empty()) remove_mem_locked(mem.begin(), trash);
+  for (auto& [k, f] : loading) f->cancelled = true;
+  for (auto it = disk.begin(); it != disk.end();) {
+    auto next = std::next(it);
+    if (it->second.writing)
+      it->second.doomed = true;
+    else
+      drop_file_locked(it);
+    it = next;
+  }
+  check_locked();
+}
 
 // ---------------------------------------------------------------------------------------
 
