@@ -28,6 +28,7 @@
 #include "core/base64.h"
 #include "core/json_bounded.h"
 #include "core/hash.h"
+#include "model/entry_container.h"
 #include "model/safetensors.h"
 
 namespace hypic {
@@ -39,7 +40,6 @@ using kernels::TransitionForm;
 
 constexpr const char* kFormat = "hypic.segment";
 constexpr const char* kFormatVersion = "1";
-constexpr int64_t kMaxDim = int64_t(1) << 20;  // bound on nv, dk read from a file
 
 size_t tensor_bytes(const Tensor& t) { return t.empty() ? 0 : t.nbytes(); }
 
@@ -282,111 +282,9 @@ Result<Encoded> encode(const SegmentEntry& e) {
   return out;
 }
 
-// The tensors and metadata of a safetensors container (a mapped file or a byte string),
-// header validated: dtypes known, byte sizes match shapes, ranges inside the data section
-// and not overlapping. `data` points into memory the caller keeps alive.
-struct Container {
-  struct Item {
-    std::string dtype;
-    std::optional<DType> float_dtype;
-    Shape shape;
-    const uint8_t* data = nullptr;
-    uint64_t nbytes = 0;
-  };
-  std::map<std::string, std::string> meta;
-  std::map<std::string, Item> tensors;
-  uint64_t data_size = 0;
-};
-
-Result<Container> container_of_file(const SafetensorsFile& f) {
-  Container c;
-  c.meta = f.metadata();
-  c.data_size = f.data_size();
-  for (const SafetensorsEntry& fe : f.entries()) {
-    Result<RawTensor> r = f.raw(fe.name);
-    if (!r.is_ok()) return r.status();
-    c.tensors[fe.name] = {fe.dtype, fe.float_dtype, fe.shape, r->bytes.data(), fe.nbytes()};
-  }
-  return c;
-}
-
-bool json_u64(const json& j, uint64_t* out) {
-  if (j.is_number_unsigned()) return *out = j.get<uint64_t>(), true;
-  if (j.is_number_integer() && j.get<int64_t>() >= 0) return *out = uint64_t(j.get<int64_t>()), true;
-  return false;
-}
-
-// Parses the safetensors layout (model/safetensors.h) from memory. Stricter than the file
-// reader where save_entry's output allows it: metadata values must be strings.
-Result<Container> container_of_bytes(std::string_view b) {
-  if (b.size() < 8) return corrupt(std::to_string(b.size()) + " bytes: truncated");
-  uint64_t hl = 0;
-  for (int i = 7; i >= 0; --i) hl = hl << 8 | uint8_t(b[size_t(i)]);
-  if (hl > b.size() - 8)
-    return corrupt("header length " + std::to_string(hl) + " exceeds the " +
-                   std::to_string(b.size() - 8) + " bytes that follow: truncated");
-  Container c;
-  c.data_size = b.size() - 8 - hl;
-  const auto* data = reinterpret_cast<const uint8_t*>(b.data()) + 8 + hl;
-  std::string_view hs = b.substr(8, size_t(hl));
-  while (!hs.empty() && hs.back() == ' ') hs.remove_suffix(1);
-  const json header = json::parse(hs.begin(), hs.end(), nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) return corrupt("header is not a JSON object");
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (const auto& [name, v] : header.items()) {
-    if (name == "__metadata__") {
-      if (!v.is_object()) return corrupt("'__metadata__' is not an object");
-      for (const auto& [k, mv] : v.items()) {
-        if (!mv.is_string()) return corrupt("metadata field '" + k + "' is not a string");
-        c.meta[k] = mv.get<std::string>();
-      }
-      continue;
-    }
-    const std::string w = "tensor '" + name + "': ";
-    if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() ||
-        !v.contains("shape") || !v["shape"].is_array() || !v.contains("data_offsets") ||
-        !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
-      return corrupt(w + "entry is not {dtype, shape, data_offsets}");
-    Container::Item it;
-    it.dtype = v["dtype"].get<std::string>();
-    const size_t es = safetensors_dtype_size(it.dtype);
-    if (es == 0) return corrupt(w + "unknown dtype '" + it.dtype + "'");
-    it.float_dtype = safetensors_float_dtype(it.dtype);
-    unsigned __int128 want = es;
-    for (const json& d : v["shape"]) {
-      uint64_t u = 0;
-      if (!json_u64(d, &u) || u > uint64_t(kMaxDim) * kMaxDim)
-        return corrupt(w + "shape " + json_dump_bounded(v["shape"]) + " is not non-negative integers");
-      it.shape.push_back(int64_t(u));
-      // Rejected as soon as a prefix overflows, as the file reader does: saturating instead
-      // would let a later 0 dimension hide it (and shape_numel overflow on the result).
-      want *= u;
-      if (want > std::numeric_limits<uint64_t>::max())
-        return corrupt(w + "shape " + json_dump_bounded(v["shape"]) + " holds more than 2^64 bytes");
-    }
-    uint64_t b0 = 0, b1 = 0;
-    if (!json_u64(v["data_offsets"][0], &b0) || !json_u64(v["data_offsets"][1], &b1) ||
-        b0 > b1 || b1 > c.data_size)
-      return corrupt(w + "data_offsets " + json_dump_bounded(v["data_offsets"]) +
-                     " are not a range inside the " + std::to_string(c.data_size) +
-                     "-byte data section");
-    if (want != b1 - b0)
-      return corrupt(w + "holds " + std::to_string(b1 - b0) + " bytes, not what shape " +
-                     shape_str(it.shape) + " of " + it.dtype + " needs");
-    it.data = data + b0;
-    it.nbytes = b1 - b0;
-    if (it.nbytes) ranges.emplace_back(b0, b1);
-    c.tensors[name] = std::move(it);
-  }
-  std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i)
-    if (ranges[i].first < ranges[i - 1].second) return corrupt("tensor byte ranges overlap");
-  return c;
-}
-
 // The entry in a container: every field checked, the checksum verified over the bytes copied
 // out. `where` names the source in messages.
-Result<SegmentEntry> decode(const Container& f, const std::string& where) {
+Result<SegmentEntry> decode(const EntryContainer& f, const std::string& where) {
   auto bad = [&](const std::string& m) { return corrupt(where + ": " + m + "; recompute it"); };
   const std::map<std::string, std::string>& meta = f.meta;
 
@@ -449,7 +347,7 @@ Result<SegmentEntry> decode(const Container& f, const std::string& where) {
   uint64_t covered = 0;
   for (const Slot& s : slots_of(e)) {
     auto it = f.tensors.find(s.name);
-    const Container::Item* fe = it == f.tensors.end() ? nullptr : &it->second;
+    const EntryContainer::Item* fe = it == f.tensors.end() ? nullptr : &it->second;
     if (s.T && s.T->form == TransitionForm::kIdentity) {
       if (fe) return bad("tensor '" + s.name + "' present for an identity transition");
       continue;
@@ -509,7 +407,7 @@ Result<SegmentEntry> load_entry(const std::string& path) {
     return corrupt(s.message());  // any malformed file, whatever the reader's code
   }
   const std::string where = "segment entry '" + path + "'";
-  Result<Container> c = container_of_file(*fr);  // views into fr's mapping
+  Result<EntryContainer> c = container_of_file(*fr);  // views into fr's mapping
   if (!c.is_ok()) return corrupt(where + ": " + c.status().message());
   return decode(*c, where);
 }
@@ -546,7 +444,7 @@ Result<std::string> serialize_entry(const SegmentEntry& e) {
 
 Result<SegmentEntry> deserialize_entry(std::string_view bytes) {
   const std::string where = "segment entry (" + std::to_string(bytes.size()) + " bytes)";
-  Result<Container> c = container_of_bytes(bytes);
+  Result<EntryContainer> c = container_of_bytes(bytes);
   if (!c.is_ok()) return corrupt(where + ": " + c.status().message() + "; recompute it");
   return decode(*c, where);
 }
