@@ -1,6 +1,6 @@
 // Model::decode_batch: one decode step over many sequences, as one pass of single-row pieces
 // (Pass::batch). The layers run the GEMMs over all rows and the recurrent / attention parts
-// per sequence; see gdn_layer and attn_layer.
+// per sequence; see the token mixers (model/mixers/).
 #include <algorithm>
 
 #include "model/pass.h"

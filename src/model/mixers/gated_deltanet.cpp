@@ -28,7 +28,8 @@ class GatedDeltaNet final : public TokenMixer {
       : w_(std::move(w)), li_(slot), nk_(int(c.linear_num_key_heads)),
         nv_(int(c.linear_num_value_heads)), dk_(int(c.linear_key_head_dim)),
         dv_(int(c.linear_value_head_dim)), K_(int(c.linear_conv_kernel_dim)),
-        eps_(c.rms_norm_eps) {}
+        eps_(c.rms_norm_eps),
+        la_(kernels::make_linear_attention(kernels::Family::kGatedDeltaNet, {nk_, nv_, dk_, dv_})) {}
 
   const TokenMixerType& type() const override { return gated_deltanet_type(); }
   int64_t history_tokens() const override { return K_ - 1; }
@@ -60,6 +61,7 @@ class GatedDeltaNet final : public TokenMixer {
   size_t li_;
   int nk_, nv_, dk_, dv_, K_;
   double eps_;
+  std::unique_ptr<kernels::LinearAttention> la_;  // the delta rule, scale 1 (q pre-scaled)
 };
 
 Status GatedDeltaNet::take_entry_slot(SegmentEntry&& part, SegmentEntry* e) const {
@@ -122,7 +124,18 @@ Status GatedDeltaNet::forward(const float* x, int64_t R, float* h, Model::Pass& 
       }
     });
   };
-  const kernels::GdnDims dims{nk, nv, dk, dv};
+  // The family's kernel face (kernels/linear_attn.h): q, k, v, g, beta of n rows.
+  auto rows = [](int64_t n, const float* qq, const float* kk, const float* vv, const float* gg,
+                 const float* bb) {
+    kernels::LaInputs in;
+    in.L = int(n);
+    in.q = qq;
+    in.k = kk;
+    in.v = vv;
+    in.g = gg;
+    in.beta = bb;
+    return in;
+  };
   if (pass.batch) {
     // Row b is the next token of sequence b: its conv, then one batched delta-rule step.
     HYPIC_PROFILE_SCOPE("gdn_batch_step");
@@ -135,8 +148,7 @@ Status GatedDeltaNet::forward(const float* x, int64_t R, float* h, Model::Pass& 
       states[b] = st.ssm.f32();
     }
     prep(0, R);
-    kernels::gdn_step(dims, int(R), q.f32(), k.f32(), v.f32(), g.f32(), beta.f32(),
-                      states.data(), o.f32());
+    la_->step(rows(R, q.f32(), k.f32(), v.f32(), g.f32(), beta.f32()), states.data(), o.f32());
   } else {
     for (const Model::Pass::Piece& p : pass.pieces) {
       LinearState& st = p.seq->linear[li];
@@ -157,8 +169,8 @@ Status GatedDeltaNet::forward(const float* x, int64_t R, float* h, Model::Pass& 
             std::memcpy(&wv[size_t(t * vd)], &wc[size_t(t * conv_dim + 2 * kd)], size_t(vd) * 4);
           }
           kernels::l2norm(wk.data(), P * nk, dk, 1e-6f);
-          kernels::gdn_prefill(dims, int(P), wk.data(), wk.data(), wv.data(), e.warm_g.f32(),
-                               e.warm_beta.f32(), st.ssm.f32(), wo.data());
+          la_->prefill(rows(P, wk.data(), wk.data(), wv.data(), e.warm_g.f32(), e.warm_beta.f32()),
+                       st.ssm.f32(), wo.data());
         }
         switch (pass.rule) {
           case ComposeRule::kTransition:
@@ -185,12 +197,13 @@ Status GatedDeltaNet::forward(const float* x, int64_t R, float* h, Model::Pass& 
       const int64_t r = p.row0;
       if (p.rows == 1) {
         float* s = st.ssm.f32();
-        kernels::gdn_step(dims, 1, q.f32() + r * kd, k.f32() + r * kd, v.f32() + r * vd,
-                          g.f32() + r * nv, beta.f32() + r * nv, &s, o.f32() + r * vd);
+        la_->step(rows(1, q.f32() + r * kd, k.f32() + r * kd, v.f32() + r * vd, g.f32() + r * nv,
+                       beta.f32() + r * nv),
+                  &s, o.f32() + r * vd);
       } else {
-        kernels::gdn_prefill(dims, int(p.rows), q.f32() + r * kd, k.f32() + r * kd,
-                             v.f32() + r * vd, g.f32() + r * nv, beta.f32() + r * nv,
-                             st.ssm.f32(), o.f32() + r * vd);
+        la_->prefill(rows(p.rows, q.f32() + r * kd, k.f32() + r * kd, v.f32() + r * vd,
+                          g.f32() + r * nv, beta.f32() + r * nv),
+                     st.ssm.f32(), o.f32() + r * vd);
       }
     }
   }
@@ -211,14 +224,9 @@ Status GatedDeltaNet::forward(const float* x, int64_t R, float* h, Model::Pass& 
       std::memcpy(e.warm_beta.raw(), beta.f32() + pass.seam * nv, e.warm_beta.nbytes());
     }
     e.s0 = Tensor::zeros_f32({nv, dk, dv});
-    kernels::LaInputs in;
-    in.L = int(n);
-    in.k = k.f32() + b0 * kd;
-    in.v = v.f32() + b0 * vd;
-    in.g = g.f32() + b0 * nv;
-    in.beta = beta.f32() + b0 * nv;
-    kernels::make_linear_attention(kernels::Family::kGatedDeltaNet, {nk, nv, dk, dv})
-        ->build_transition(in, &e.T, e.s0.f32());
+    la_->build_transition(rows(n, nullptr, k.f32() + b0 * kd, v.f32() + b0 * vd, g.f32() + b0 * nv,
+                               beta.f32() + b0 * nv),
+                          &e.T, e.s0.f32());
     e.conv_tail = Tensor::zeros_f32({K - 1, conv_dim});
     std::memcpy(e.conv_tail.raw(), st.conv.raw(), e.conv_tail.nbytes());
   }
