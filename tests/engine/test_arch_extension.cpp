@@ -165,8 +165,8 @@ class TestLightningArch final : public Architecture {
                       ModelConfig* c) const override {
     QwenFamily fam;
     fam.defaults = {512, 64, 96, 4, 4, 2, 0, 0};
-    fam.read_mlp = [](Fields& f, ModelConfig* m) {
-      m->intermediate_size = f.i64("intermediate_size", 96);
+    fam.read_mlp = [](Fields& f, const QwenDefaults& d, ModelConfig* m) {
+      m->intermediate_size = f.i64("intermediate_size", d.intermediate);
     };
     fam.is_moe = [](const ModelConfig&, int) { return false; };
     HYPIC_RETURN_IF_ERROR(parse_qwen_config(root, source, fam, c));

@@ -33,17 +33,14 @@ class Qwen3_5 final : public Architecture {
     if (moe_) {
       fam.defaults = {248320, 2048, 0, 40, 16, 2, 256, 8};
       // No dense MLP, no decoder_sparse_step / mlp_only_layers (modeling_qwen3_5_moe.py).
-      fam.read_mlp = [](Fields& f, ModelConfig* m) {
-        m->num_experts = f.i64("num_experts", 256);
-        m->num_experts_per_tok = f.i64("num_experts_per_tok", 8);
-        m->moe_intermediate_size = f.i64("moe_intermediate_size", 512);
-        m->shared_expert_intermediate_size = f.i64("shared_expert_intermediate_size", 512);
+      fam.read_mlp = [](Fields& f, const QwenDefaults& d, ModelConfig* m) {
+        read_qwen_experts(f, d, m);
         m->norm_topk_prob = true;
       };
     } else {
       fam.defaults = {248320, 4096, 12288, 32, 16, 4, 0, 0};
-      fam.read_mlp = [](Fields& f, ModelConfig* m) {
-        m->intermediate_size = f.i64("intermediate_size", 12288);
+      fam.read_mlp = [](Fields& f, const QwenDefaults& d, ModelConfig* m) {
+        m->intermediate_size = f.i64("intermediate_size", d.intermediate);
       };
     }
     const bool moe = moe_;

@@ -23,12 +23,9 @@ class Qwen3Next final : public Architecture {
                       ModelConfig* c) const override {
     QwenFamily fam;
     fam.defaults = {151936, 2048, 5632, 48, 16, 2, 512, 10};
-    fam.read_mlp = [](Fields& f, ModelConfig* m) {
-      m->intermediate_size = f.i64("intermediate_size", 5632);
-      m->num_experts = f.i64("num_experts", 512);
-      m->num_experts_per_tok = f.i64("num_experts_per_tok", 10);
-      m->moe_intermediate_size = f.i64("moe_intermediate_size", 512);
-      m->shared_expert_intermediate_size = f.i64("shared_expert_intermediate_size", 512);
+    fam.read_mlp = [](Fields& f, const QwenDefaults& d, ModelConfig* m) {
+      m->intermediate_size = f.i64("intermediate_size", d.intermediate);
+      read_qwen_experts(f, d, m);
       m->norm_topk_prob = f.boolean("norm_topk_prob", true);
       m->decoder_sparse_step = f.i64("decoder_sparse_step", 1);
       m->mlp_only_layers = f.i64_list("mlp_only_layers");

@@ -13,6 +13,13 @@ namespace hypic {
 
 using json = nlohmann::json;
 
+void read_qwen_experts(Fields& f, const QwenDefaults& d, ModelConfig* c) {
+  c->num_experts = f.i64("num_experts", d.experts);
+  c->num_experts_per_tok = f.i64("num_experts_per_tok", d.experts_per_tok);
+  c->moe_intermediate_size = f.i64("moe_intermediate_size", 512);
+  c->shared_expert_intermediate_size = f.i64("shared_expert_intermediate_size", 512);
+}
+
 Status parse_qwen_config(const json& root, const std::string& source, const QwenFamily& fam,
                          ModelConfig* out) {
   ModelConfig& c = *out;
@@ -62,7 +69,7 @@ Status parse_qwen_config(const json& root, const std::string& source, const Qwen
   c.linear_num_value_heads = f.i64("linear_num_value_heads", 32);
   c.mtp_num_hidden_layers = f.has("mtp_num_hidden_layers") ? f.i64("mtp_num_hidden_layers", 0) : 0;
 
-  fam.read_mlp(f, &c);
+  fam.read_mlp(f, d, &c);
 
   // Token mixers: layer_types wins over full_attention_interval.
   std::vector<const TokenMixerType*> kinds;

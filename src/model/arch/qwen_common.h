@@ -28,11 +28,15 @@ struct QwenFamily {
   // the text fields under text_config, whose model_type must be text_model_type (or
   // vl_model_type); model_type text_model_type is the flat text-only config.
   std::string vl_model_type, text_model_type;
-  // The family's MLP keys (read from the text level).
-  std::function<void(Fields& f, ModelConfig* c)> read_mlp;
+  // The family's MLP keys (read from the text level; d: the defaults above).
+  std::function<void(Fields& f, const QwenDefaults& d, ModelConfig* c)> read_mlp;
   // Whether layer i's channel mixer is MoE (after read_mlp).
   std::function<bool(const ModelConfig& c, int layer)> is_moe;
 };
+
+// The routed-expert keys Qwen3-Next and Qwen3.5-MoE share: num_experts, num_experts_per_tok
+// (defaults from d), moe_intermediate_size, shared_expert_intermediate_size.
+void read_qwen_experts(Fields& f, const QwenDefaults& d, ModelConfig* c);
 
 // Everything but model_type / arch, which the caller has set.
 Status parse_qwen_config(const nlohmann::json& root, const std::string& source,
