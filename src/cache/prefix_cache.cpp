@@ -4,6 +4,14 @@
 #include <cstring>
 
 namespace hypic {
+namespace {
+
+// Bytes of one position of a per-position tensor [capacity, ...].
+size_t row_bytes(const Tensor& t) {
+  return t.dim(0) == 0 ? 0 : t.nbytes() / size_t(t.dim(0));
+}
+
+}  // namespace
 
 PrefixCache::Node* PrefixCache::find_child(Node* n, const std::vector<int32_t>& part) {
   auto it = n->children.find(part);
@@ -26,25 +34,26 @@ int PrefixCache::restore(const std::string& ns, const std::vector<const std::vec
     return 0;
   }
   ++stats_.hits;
-  HYPIC_CHECK(st->pos == 0 && (st->kv.empty() || st->kv[0].k.dim(0) >= path.back()->pos_end),
-              "restore needs a fresh state with KV room for the matched prefix");
+  HYPIC_CHECK(st->pos == 0 && st->capacity() >= path.back()->pos_end &&
+                  st->layers.size() == path.back()->layers.size(),
+              "restore needs a fresh state of this model with room for the matched prefix");
   int64_t pos = 0;
   for (Node* c : path) {
     c->last_used = ++tick_;
-    for (size_t a = 0; a < c->kv.size(); ++a) {
-      const KvCache& src = c->kv[a];
-      KvCache& dst = st->kv[a];
-      const size_t row = size_t(src.k.numel() / std::max<int64_t>(1, src.k.dim(0))) * sizeof(float);
-      std::memcpy(static_cast<char*>(dst.k.raw()) + size_t(pos) * row, src.k.raw(), src.k.nbytes());
-      std::memcpy(static_cast<char*>(dst.v.raw()) + size_t(pos) * row, src.v.raw(), src.v.nbytes());
-    }
+    for (size_t l = 0; l < c->layers.size(); ++l)
+      for (size_t j = 0; j < c->layers[l].rows.size(); ++j) {
+        const Tensor& src = c->layers[l].rows[j].t;
+        const Tensor& dst = st->layers[l].rows[j].t;
+        std::memcpy(static_cast<char*>(dst.raw()) + size_t(pos) * row_bytes(dst), src.raw(),
+                    src.nbytes());
+      }
     pos = c->pos_end;
   }
   const Node* last = path.back();
-  for (size_t l = 0; l < last->linear.size(); ++l) {
-    std::memcpy(st->linear[l].conv.raw(), last->linear[l].conv.raw(), last->linear[l].conv.nbytes());
-    std::memcpy(st->linear[l].ssm.raw(), last->linear[l].ssm.raw(), last->linear[l].ssm.nbytes());
-  }
+  for (size_t l = 0; l < last->layers.size(); ++l)
+    for (size_t j = 0; j < last->layers[l].fixed.size(); ++j)
+      std::memcpy(st->layers[l].fixed[j].t.raw(), last->layers[l].fixed[j].t.raw(),
+                  last->layers[l].fixed[j].t.nbytes());
   st->pos = last->pos_end;
   return int(path.size());
 }
@@ -63,17 +72,19 @@ void PrefixCache::insert(const std::string& ns, const std::vector<const std::vec
   node->part = *parts[size_t(i)];
   node->pos_end = st.pos;
   const int64_t len = st.pos - pos0;
-  for (const KvCache& c : st.kv) {
-    const int64_t nkv = c.k.dim(1), hd = c.k.dim(2);
-    KvCache s{Tensor::zeros_f32({len, nkv, hd}), Tensor::zeros_f32({len, nkv, hd})};
-    std::memcpy(s.k.raw(), c.k.f32() + pos0 * nkv * hd, s.k.nbytes());
-    std::memcpy(s.v.raw(), c.v.f32() + pos0 * nkv * hd, s.v.nbytes());
-    node->bytes += s.k.nbytes() + s.v.nbytes();
-    node->kv.push_back(std::move(s));
-  }
-  for (const LinearState& l : st.linear) {
-    node->linear.push_back({l.conv.clone(), l.ssm.clone()});
-    node->bytes += l.conv.nbytes() + l.ssm.nbytes();
+  for (const LayerState& l : st.layers) {
+    LayerState part;
+    for (const NamedTensor& r : l.rows) {
+      Shape shape = r.t.shape();
+      shape[0] = len;
+      Tensor t = Tensor::zeros(r.t.dtype(), shape);
+      std::memcpy(t.raw(), static_cast<const char*>(r.t.raw()) + size_t(pos0) * row_bytes(r.t),
+                  t.nbytes());
+      part.rows.push_back({r.name, std::move(t)});
+    }
+    for (const NamedTensor& f : l.fixed) part.fixed.push_back({f.name, f.t.clone()});
+    node->bytes += part.bytes();
+    node->layers.push_back(std::move(part));
   }
   if (node->bytes > budget_) return;
   evict_until(node->bytes, n);

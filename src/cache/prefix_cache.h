@@ -1,9 +1,10 @@
 // Prefix caching for hybrid models, the baseline hypic is measured against (what SGLang's
 // MambaRadixCache and vLLM's hybrid prefix caching do): a radix tree whose edges are prompt
-// parts (token sequences). A node holds the KV of its part's tokens for every attention
-// layer and a checkpoint of every linear layer's state at the part's end, so a request can
-// resume after its longest cached prefix of whole parts. Linear states exist only at
-// checkpoints, which is why a reordered or partially shared prompt misses.
+// parts (token sequences). A node holds, per layer, the per-position rows of its part's tokens
+// (K/V of attention layers) and a checkpoint of the fixed-size tensors at the part's end (the
+// recurrent state of linear layers), so a request can resume after its longest cached prefix
+// of whole parts. Recurrent states exist only at checkpoints, which is why a reordered or
+// partially shared prompt misses. Generic over the mixers (model/state.h).
 //
 // Namespaces (the tenant's cache_salt) partition the tree: a prefix cached under one is never
 // restored under another.
@@ -38,8 +39,8 @@ class PrefixCache {
               SeqState* st);
 
   // Records the state after parts[0..i], given that parts[0..i−1] are already in the tree
-  // (restore() matched them or earlier insert() calls added them). `st` holds the KV of all
-  // tokens so far and the linear states after part i, which started at position `pos0`.
+  // (restore() matched them or earlier insert() calls added them). `st` holds the rows of all
+  // tokens so far and the fixed tensors after part i, which started at position `pos0`.
   void insert(const std::string& ns, const std::vector<const std::vector<int32_t>*>& parts, int i,
               const SeqState& st, int64_t pos0);
 
@@ -48,8 +49,8 @@ class PrefixCache {
 
  private:
   struct Node {
-    std::vector<KvCache> kv;          // per attention layer: [n, nkv, hd] of this part
-    std::vector<LinearState> linear;  // per linear layer, after this part
+    // Per layer: rows [n, ...] of this part's n tokens, fixed tensors after this part.
+    std::vector<LayerState> layers;
     int64_t pos_end = 0;
     size_t bytes = 0;
     uint64_t last_used = 0;

@@ -37,15 +37,13 @@ inline bool is_hex64(const std::string& s) {
 inline std::string stem_of(const std::string& key) { return is_hex64(key) ? key : Sha256::hex(key); }
 
 // Upper bound of save_entry()'s file size: tensor data plus its header (fixed fields, the
-// key (JSON-escaped: up to 6 bytes a character), base64 token ids, ~60 bytes per layer
-// description and ~140 per tensor entry, rounded up).
+// key (JSON-escaped: up to 6 bytes a character), base64 token ids, ~160 bytes per layer
+// description and ~160 per tensor entry (its name twice: header and layer list), rounded up).
 inline size_t file_size_bound(const SegmentEntry& e) {
   size_t n_tensors = 0;
-  for (const SegmentEntry::Linear& l : e.linear)
-    n_tensors += 1 + !l.s0.empty() + !l.conv_tail.empty() + 3 * !l.warm_mixed.empty();
-  for (const SegmentEntry::Attn& a : e.attn) n_tensors += !a.k.empty() + !a.v.empty();
-  return e.bytes() + 512 + 6 * e.key.size() + 6 * e.tokens.size() + 96 * e.linear.size() +
-         160 * n_tensors;
+  for (const SegmentEntry::Layer& l : e.layers) n_tensors += bool(l.T) + l.tensors.size();
+  return e.bytes() + 512 + 6 * e.key.size() + 6 * e.tokens.size() + 160 * e.layers.size() +
+         256 * n_tensors;
 }
 
 }  // namespace store_detail

@@ -28,18 +28,24 @@ Result<std::string> read_text_file(const std::string& path) {
 
 namespace {
 
-double rel_dev(const float* a, const float* b, size_t n) {
+// ‖a − b‖ / ‖b‖ over one or more pairs of arrays (added in turn).
+struct RelDev {
   double num = 0, den = 0;
-  for (size_t i = 0; i < n; ++i) {
-    num += double(a[i] - b[i]) * double(a[i] - b[i]);
-    den += double(b[i]) * double(b[i]);
+  RelDev& add(const float* a, const float* b, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      num += double(a[i] - b[i]) * double(a[i] - b[i]);
+      den += double(b[i]) * double(b[i]);
+    }
+    return *this;
   }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
+  double value() const { return den > 0 ? std::sqrt(num / den) : std::sqrt(num); }
+};
+
+double rel_dev(const float* a, const float* b, size_t n) { return RelDev().add(a, b, n).value(); }
 
 // --debug-deviation: the request in `full` and in the chosen mode, both traced; per layer the
-// relative deviation of the suffix tokens' hidden states, and of each linear layer's
-// recurrent state at the end of the prompt.
+// relative deviation of the suffix tokens' hidden states, and of each recurrent layer's
+// fixed-size state (all its LayerState::fixed tensors together) at the end of the prompt.
 Result<nlohmann::json> deviation_from_full(const Model& model, const Composer& composer,
                                            const PromptParts& parts, const ComposeOptions& co,
                                            std::vector<std::vector<float>>* trace) {
@@ -62,9 +68,15 @@ Result<nlohmann::json> deviation_from_full(const Model& model, const Composer& c
   for (size_t l = 0; l < ref.size() && l < trace->size(); ++l)
     hidden.push_back(rel_dev((*trace)[l].data() + (*trace)[l].size() - n,
                              ref[l].data() + ref[l].size() - n, n));
-  for (size_t l = 0; l < sf.linear.size(); ++l)
-    state.push_back(rel_dev(sm.linear[l].ssm.f32(), sf.linear[l].ssm.f32(),
-                            size_t(sf.linear[l].ssm.numel())));
+  for (size_t l = 0; l < sf.layers.size(); ++l) {
+    if (sf.layers[l].fixed.empty()) continue;
+    RelDev d;
+    for (size_t j = 0; j < sf.layers[l].fixed.size(); ++j) {
+      const Tensor &a = sm.layers[l].fixed[j].t, &b = sf.layers[l].fixed[j].t;
+      d.add(a.f32(), b.f32(), size_t(b.numel()));
+    }
+    state.push_back(d.value());
+  }
   return nlohmann::json{{"hidden_per_layer", hidden},
                         {"linear_state_per_linear_layer", state},
                         {"logits", rel_dev(lm.data(), lf.data(), lf.size())}};

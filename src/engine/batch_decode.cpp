@@ -34,10 +34,8 @@ Result<DecodeBatch::Id> DecodeBatch::add(SeqState state, std::vector<float> firs
                             " logits, the model's vocabulary has " +
                             std::to_string(c.vocab_size) + "; pass the prompt's last row");
   if (opt.max_tokens < 0) return invalid_argument("max_tokens must be >= 0");
-  if (state.linear.size() != size_t(c.num_linear_layers()) ||
-      state.kv.size() != size_t(c.num_full_layers()))
-    return invalid_argument("DecodeBatch::add: the state was made for another model (layer "
-                            "counts differ); prefill it with this model");
+  if (Status s = model_.check_state(state); !s.is_ok())
+    return s.with_context("DecodeBatch::add");
   const Id id = next_id_++;
   const int64_t prompt = state.pos;
   active_.push_back(std::make_unique<Seq>(id, std::move(state), std::move(first_logits), c, tok_,

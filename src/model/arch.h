@@ -41,10 +41,9 @@ class Architecture {
   virtual Status validate(const ModelConfig& c) const { return Status::ok(); }
 
   // Loads decoder layer `layer`'s weights under `prefix` ("model.layers.3."): norms, the
-  // token mixer (with its slot index among layers of its state family) and channel mixer.
+  // token mixer and channel mixer.
   virtual Status load_layer(const WeightReader& rd, const ModelConfig& c, int layer,
-                            const std::string& prefix, const LayerContext& ctx,
-                            DecoderLayer* out) const = 0;
+                            const std::string& prefix,  DecoderLayer* out) const = 0;
 };
 
 // The architecture whose model_types() has `model_type`; null if none.

@@ -18,9 +18,8 @@ namespace hypic {
 class Architecture;
 struct ModelConfig;
 
-// The state family of a token mixer: a fixed-size recurrent state (linear attention: one
-// LinearState / SegmentEntry::Linear slot) or a growing KV cache (one KvCache /
-// SegmentEntry::Attn slot).
+// The kind of memory a token mixer keeps (for summaries and cost models): a fixed-size
+// recurrent state (linear attention) or a cache that grows with the sequence (attention).
 enum class LayerKind { kLinear, kFull };
 
 // What a kind of token mixer (model/mixers/) says about itself before any weights exist:
@@ -31,6 +30,8 @@ class TokenMixerType {
  public:
   virtual ~TokenMixerType() = default;
   virtual const char* name() const = 0;  // "Gated DeltaNet"
+  // Stable [a-z0-9_] identifier, stored in segment entries: "gated_deltanet".
+  virtual const char* id() const = 0;
   virtual LayerKind state() const = 0;
   // Checks of the fields this mixer reads (field names with c.text_prefix).
   virtual Status validate(const ModelConfig& c) const = 0;

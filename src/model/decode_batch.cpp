@@ -26,10 +26,7 @@ Status Model::decode_batch(const std::vector<SeqState*>& states,
     const SeqState* s = states[b];
     const std::string at = "decode_batch: sequence " + std::to_string(b) + ": ";
     if (s == nullptr) return invalid_argument(at + "state is null");
-    if (s->linear.size() != size_t(c.num_linear_layers()) ||
-        s->kv.size() != size_t(c.num_full_layers()))
-      return invalid_argument(at + "state was made for another model (layer counts differ); "
-                                   "create it with this model's new_state()");
+    if (Status st = check_state(*s); !st.is_ok()) return invalid_argument(at + st.message());
     if (s->pos < 0) return invalid_argument(at + "negative position " + std::to_string(s->pos));
     if (s->pos >= c.max_position_embeddings)
       return out_of_range(at + "at position " + std::to_string(s->pos) +

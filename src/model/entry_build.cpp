@@ -23,11 +23,7 @@ Result<SegmentEntry> Model::build_entry(
   if (L > cfg_.max_position_embeddings)
     return out_of_range("segment of " + std::to_string(L) + " tokens exceeds the context of " +
                         std::to_string(cfg_.max_position_embeddings) + " tokens");
-  SegmentEntry e;
-  e.length = L;
-  e.seam = seam;
-  e.tokens = tokens;
-  for (const DecoderLayer& l : w_.layers) l.token->add_entry_slot(e);
+  SegmentEntry e = empty_entry(tokens, seam, "");
   SeqState st = new_state(L);
   Pass pass;
   Pass::Piece piece;
@@ -48,7 +44,7 @@ SegmentEntry Model::entry_layer(const SegmentEntry& e, int layer) const {
   part.length = e.length;
   part.seam = e.seam;
   part.tokens = e.tokens;
-  w_.layers[size_t(layer)].token->copy_entry_slot(e, &part);
+  part.layers.push_back(e.layers[size_t(layer)]);
   return part;
 }
 
@@ -58,8 +54,44 @@ SegmentEntry Model::empty_entry(const std::vector<int32_t>& tokens, int seam, st
   e.length = int64_t(tokens.size());
   e.seam = seam;
   e.tokens = tokens;
-  for (const DecoderLayer& l : w_.layers) l.token->add_entry_slot(e);
+  e.layers.resize(w_.layers.size());
+  for (size_t i = 0; i < w_.layers.size(); ++i) e.layers[i].mixer = w_.layers[i].token->type().id();
   return e;
+}
+
+Status check_entry_tensors(const SegmentEntry::Layer& l, const TokenMixerType& t,
+                           const std::vector<EntryTensor>& want) {
+  if (l.mixer != t.id())
+    return invalid_argument("it was made by mixer '" + l.mixer + "', this layer is '" + t.id() +
+                            "'");
+  for (const EntryTensor& w : want) {
+    const Tensor* x = l.find(w.name);
+    if (!x) return invalid_argument(std::string("tensor '") + w.name + "' is missing");
+    if (x->dtype() != DType::kF32 || x->shape() != w.shape)
+      return invalid_argument(std::string("tensor '") + w.name + "' is " +
+                              dtype_name(x->dtype()) + " " + shape_str(x->shape()) +
+                              ", this model's is F32 " + shape_str(w.shape));
+  }
+  if (l.tensors.size() != want.size())
+    for (const NamedTensor& n : l.tensors)
+      if (std::none_of(want.begin(), want.end(), [&](const EntryTensor& w) { return n.name == w.name; }))
+        return invalid_argument("unexpected tensor '" + n.name + "'");
+  return Status::ok();
+}
+
+Status Model::check_entry_layers(const SegmentEntry& e) const {
+  if (e.layers.size() != w_.layers.size())
+    return invalid_argument("it has " + std::to_string(e.layers.size()) + " layers, the model " +
+                            std::to_string(w_.layers.size()) + ": it was built for another model");
+  return Status::ok();
+}
+
+Status Model::check_entry(const SegmentEntry& e) const {
+  HYPIC_RETURN_IF_ERROR(check_entry_layers(e));
+  for (size_t i = 0; i < w_.layers.size(); ++i)
+    if (Status s = w_.layers[i].token->check_entry(e, e.layers[i]); !s.is_ok())
+      return s.with_context("layer " + std::to_string(i));
+  return Status::ok();
 }
 
 Status Model::set_entry_layer(SegmentEntry* e, int layer, SegmentEntry&& part) const {
@@ -70,8 +102,12 @@ Status Model::set_entry_layer(SegmentEntry* e, int layer, SegmentEntry&& part) c
       part.tokens != e->tokens)
     return invalid_argument("layer " + std::to_string(layer) +
                             ": its key, length, seam or tokens are not the segment's");
-  Status s = w_.layers[size_t(layer)].token->take_entry_slot(std::move(part), e);
-  if (!s.is_ok()) return invalid_argument("layer " + std::to_string(layer) + ": " + s.message());
+  if (part.layers.size() != 1)
+    return invalid_argument("layer " + std::to_string(layer) + ": the part holds " +
+                            std::to_string(part.layers.size()) + " layers, not one");
+  if (Status s = w_.layers[size_t(layer)].token->check_entry(*e, part.layers[0]); !s.is_ok())
+    return s.with_context("layer " + std::to_string(layer));
+  e->layers[size_t(layer)] = std::move(part.layers[0]);
   return Status::ok();
 }
 

@@ -102,13 +102,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     if (!e.is_ok()) return e.status().with_context(ctx("embeddings"));
     w.embed = e.value();
   }
-  LayerContext lctx;
-  size_t slots[2] = {0, 0};  // next slot per LayerKind
   w.layers.resize(size_t(cfg.num_hidden_layers));
   for (int i = 0; i < cfg.num_hidden_layers; ++i) {
-    lctx.slot = slots[int(cfg.layer_kind(i))]++;
     const std::string p = P + "layers." + std::to_string(i) + ".";
-    Status s = cfg.arch->load_layer(rd, cfg, i, p, lctx, &w.layers[size_t(i)]);
+    Status s = cfg.arch->load_layer(rd, cfg, i, p, &w.layers[size_t(i)]);
     if (!s.is_ok()) return s.with_context("loading layer " + std::to_string(i) + " from " + dir);
     if (loud)
       HYPIC_LOG_INFO("loading %s: layer %d/%d (%.1f s)", dir.c_str(), i + 1,
@@ -116,6 +113,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
   }
   for (const DecoderLayer& l : w.layers) {
     m->history_ = std::max(m->history_, l.token->history_tokens());
+    LayerState shapes = l.token->new_state(0);
+    for (auto* v : {&shapes.fixed, &shapes.rows})
+      for (NamedTensor& n : *v) n.t = Tensor::view(n.t.dtype(), n.t.shape(), nullptr, nullptr);
+    m->layout_.layers.push_back(std::move(shapes));
   }
   {
     auto n = rd.vec(P + "norm.weight", {H});

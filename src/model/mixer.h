@@ -1,19 +1,21 @@
 // The two halves of a decoder layer, behind one interface each (model-internal).
 //
 // A layer is h += token_mixer(norm(h)); h += channel_mixer(norm(h)). A token mixer mixes
-// along the sequence and keeps per-sequence memory: a linear-attention mixer a fixed-size
-// recurrent state (one LinearState slot of SeqState, one SegmentEntry::Linear slot of an
-// entry), an attention mixer a growing KV cache (one KvCache slot, one SegmentEntry::Attn
-// slot). A channel mixer works on each token alone (dense SwiGLU, MoE).
+// along the sequence and keeps per-sequence memory in its layer's LayerState (model/state.h:
+// fixed-size tensors such as a recurrent state, per-position rows such as K/V) and what a
+// segment's body leaves in its layer's SegmentEntry::Layer (named tensors, optionally a
+// transition). Both are indexed by the decoder layer (Model::Pass::layer); their tensors'
+// names and meaning are the mixer's alone. A channel mixer works on each token alone (dense
+// SwiGLU, MoE).
 //
-// Each mixer object owns its layer's weights (loaded by the architecture, model/arch.h) and
-// knows its slot index among the layers of its state family. Adding a token mixer: one file
-// in model/mixers/ with its TokenMixerType (config.h) and its TokenMixer, and an
-// architecture that loads it (model/arch.h).
+// Each mixer object owns its layer's weights (loaded by the architecture, model/arch.h).
+// Adding a token mixer: one file in model/mixers/ with its TokenMixerType (config.h) and its
+// TokenMixer, and an architecture that loads it (model/arch.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/status.h"
 #include "model/model.h"
@@ -25,8 +27,8 @@ class TokenMixer {
   virtual ~TokenMixer() = default;
   virtual const TokenMixerType& type() const = 0;
 
-  // Appends this layer's fresh state to `s` (layers add theirs in layer order).
-  virtual void add_state(SeqState& s, int64_t kv_capacity) const = 0;
+  // This layer's fresh state: zeros, `capacity` rows in each per-position tensor.
+  virtual LayerState new_state(int64_t capacity) const = 0;
   // h [R, H] += the mixer's output for x [R, H] over the pieces of `pass` (pass.layer is this
   // layer): computed pieces extend their sequence's state; cached pieces compose the entry's
   // body; pass.batch runs one row per sequence; pass.capture records what the body leaves.
@@ -38,13 +40,21 @@ class TokenMixer {
   // body must be longer than this (Model::min_segment_tokens).
   virtual int64_t history_tokens() const = 0;
 
-  // Segment entries, this layer's slot: add an empty one, copy it into a one-layer part, and
-  // move a received part's slot in after checking it has this model's shapes (errors leave
-  // `e` unchanged).
-  virtual void add_entry_slot(SegmentEntry& e) const = 0;
-  virtual void copy_entry_slot(const SegmentEntry& e, SegmentEntry* part) const = 0;
-  virtual Status take_entry_slot(SegmentEntry&& part, SegmentEntry* e) const = 0;
+  // Whether `l`, this layer's part of entry `e` (its seam and body length), is what forward()
+  // would capture for this model: the mixer id, the tensors and the shapes it reads when
+  // composing. Entries from files or the wire pass here before any use; the error says
+  // what differs.
+  virtual Status check_entry(const SegmentEntry& e, const SegmentEntry::Layer& l) const = 0;
 };
+
+// For check_entry: `l` was made by a mixer of type `t` and holds exactly these F32 tensors
+// with these shapes (in any order); the error names the first difference.
+struct EntryTensor {
+  const char* name;
+  Shape shape;
+};
+Status check_entry_tensors(const SegmentEntry::Layer& l, const TokenMixerType& t,
+                           const std::vector<EntryTensor>& want);
 
 class ChannelMixer {
  public:

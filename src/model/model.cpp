@@ -17,22 +17,53 @@ using kernels::linear;
 
 SeqState Model::new_state(int64_t capacity) const {
   SeqState s;
-  for (const DecoderLayer& l : w_.layers) l.token->add_state(s, capacity);
+  s.layers.reserve(w_.layers.size());
+  for (const DecoderLayer& l : w_.layers) s.layers.push_back(l.token->new_state(capacity));
   return s;
 }
 
 void Model::reserve(SeqState& s, int64_t need) const {
-  if (s.kv.empty() || need <= s.kv_capacity()) return;
-  int64_t cap = std::max<int64_t>(s.kv_capacity(), 64);
+  const int64_t have = s.capacity();
+  if (need <= have) return;
+  int64_t cap = std::max<int64_t>(have, 64);
   while (cap < need) cap *= 2;
-  for (auto& c : s.kv) {
-    Tensor k = Tensor::zeros_f32({cap, c.k.dim(1), c.k.dim(2)});
-    Tensor v = Tensor::zeros_f32({cap, c.v.dim(1), c.v.dim(2)});
-    std::memcpy(k.raw(), c.k.raw(), c.k.nbytes());
-    std::memcpy(v.raw(), c.v.raw(), c.v.nbytes());
-    c.k = k;
-    c.v = v;
+  for (LayerState& l : s.layers)
+    for (NamedTensor& r : l.rows) {
+      Shape shape = r.t.shape();
+      shape[0] = cap;
+      Tensor grown = Tensor::zeros(r.t.dtype(), shape);
+      std::memcpy(grown.raw(), r.t.raw(), r.t.nbytes());
+      r.t = std::move(grown);
+    }
+}
+
+Status Model::check_state(const SeqState& s) const {
+  const auto bad = [](const std::string& what) {
+    return invalid_argument("the state was made for another model (" + what +
+                            "); create it with this model's new_state()");
+  };
+  if (s.layers.size() != layout_.layers.size())
+    return bad(std::to_string(s.layers.size()) + " layers, the model has " +
+               std::to_string(layout_.layers.size()));
+  const int64_t cap = s.capacity();
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    const LayerState &a = s.layers[i], &want = layout_.layers[i];
+    auto same = [](const std::vector<NamedTensor>& x, const std::vector<NamedTensor>& y,
+                   int64_t rows) {
+      if (x.size() != y.size()) return false;
+      for (size_t j = 0; j < x.size(); ++j) {
+        const Tensor &t = x[j].t, &u = y[j].t;
+        if (x[j].name != y[j].name || t.empty() || t.dtype() != u.dtype() || t.ndim() != u.ndim())
+          return false;
+        for (int d = 0; d < t.ndim(); ++d)
+          if (t.dim(d) != (d == 0 && rows >= 0 ? rows : u.dim(d))) return false;
+      }
+      return true;
+    };
+    if (!same(a.fixed, want.fixed, -1) || !same(a.rows, want.rows, cap))
+      return bad("layer " + std::to_string(i) + "'s tensors differ");
   }
+  return Status::ok();
 }
 
 Status Model::forward(SeqState& st, const std::vector<int32_t>& tokens, LogitsFor which,
@@ -55,10 +86,9 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
     if (p.entry) {
       const SegmentEntry& e = *p.entry;
       if (p.rows != 0) return invalid_argument("forward: a cached piece computes no rows");
-      if (e.linear.size() != size_t(c.num_linear_layers()) ||
-          e.attn.size() != size_t(c.num_full_layers()))
-        return invalid_argument("forward: segment entry " + e.key +
-                                " was built for another model (layer counts differ)");
+      // An arriving entry's layers are checked as they arrive (set_entry_layer).
+      if (Status s = p.gate ? check_entry_layers(e) : check_entry(e); !s.is_ok())
+        return s.with_context("forward: segment entry " + e.key);
     } else if (p.rows <= 0) {
       return invalid_argument("forward: a computed piece needs at least one token");
     }

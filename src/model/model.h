@@ -77,6 +77,9 @@ class Model {
   SeqState new_state(int64_t capacity = 256) const;
   // Grows the state's KV room to at least `tokens` positions (contents kept).
   void reserve(SeqState& s, int64_t tokens) const;
+  // Whether `s` was made by this model's new_state (same layers, tensor names, dtypes and
+  // shapes); the error says what to do.
+  Status check_state(const SeqState& s) const;
 
   // Runs `tokens` ([L], L >= 1) at positions state.pos … state.pos + L − 1, updating the
   // state. logits: [1, V] (kLast), [L, V] (kAll) or untouched (kNone).
@@ -111,13 +114,16 @@ class Model {
       const std::function<bool()>& cancelled = nullptr) const;
   // Entries layer by layer (the wire form of segment parallelism). entry_layer: an entry with
   // e's key, length, seam and tokens and only decoder layer `layer`'s data (sharing e's
-  // tensors), one linear or one attention slot. empty_entry: every slot present and empty,
-  // to be filled by set_entry_layer, which moves `part` (as entry_layer made it) into slot
-  // `layer` of `e` after checking that it is one layer of the right kind with this model's
-  // shapes and e's key, length, seam and tokens (errors leave `e` unchanged).
+  // tensors). empty_entry: every layer present and empty (its mixer id set), to be filled by
+  // set_entry_layer, which moves `part` (as entry_layer made it) into layer `layer` of `e`
+  // after checking that it is one layer with this model's mixer and shapes and e's key,
+  // length, seam and tokens (errors leave `e` unchanged).
   SegmentEntry entry_layer(const SegmentEntry& e, int layer) const;
   SegmentEntry empty_entry(const std::vector<int32_t>& tokens, int seam, std::string key) const;
   Status set_entry_layer(SegmentEntry* e, int layer, SegmentEntry&& part) const;
+  // Whether `e` is, layer by layer, what build_entry makes for this model (mixers and
+  // shapes, TokenMixer::check_entry); the error names the layer and what differs.
+  Status check_entry(const SegmentEntry& e) const;
   // Shortest segment that gets an entry for a seam width: the body must extend past both
   // the seam and the history the mixers need (the conv window: K − 1 tokens). Shorter
   // segments are simply recomputed.
@@ -141,11 +147,14 @@ class Model {
   // Runs the pass's pieces (each names its sequence) and advances every sequence's pos.
   Status run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
                   std::vector<float>* logits) const;
+  // One layer per decoder layer (what an arriving entry is checked for before its layers are in).
+  Status check_entry_layers(const SegmentEntry& e) const;
 
   ModelConfig cfg_;
   DType compute_ = DType::kF32;
   std::string dir_;
   ModelWeights w_;
+  SeqState layout_;      // new_state's tensors as shapes only (no data), for check_state
   int64_t history_ = 0;  // the most history tokens any layer's mixer needs (min_segment_tokens)
   std::string fingerprint_;
 };

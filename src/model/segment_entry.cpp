@@ -1,12 +1,12 @@
 // Segment keys and the entry file format (disk tier).
 //
-// File: safetensors (model/safetensors.h). Tensors, in this fixed order (absent ones skipped):
-//   linear.<i>.T  (absent for the identity form), linear.<i>.s0, linear.<i>.conv_tail,
-//   linear.<i>.warm_mixed, linear.<i>.warm_g, linear.<i>.warm_beta   for each linear layer i
-//   attn.<j>.k, attn.<j>.v                                            for each attention layer j
-// Metadata (strings): format = "hypic.segment", format_version = "1", key, length, seam,
-//   tokens (base64 of the little-endian int32 ids), linear (JSON array, one
-//   {"form","nv","dk"} per linear layer), n_attn, checksum = "xxh64:<16 hex>".
+// File: safetensors (model/safetensors.h). Tensors, in this order, for each decoder layer i:
+//   layer.<i>.T (when the layer has a transition of a non-identity form), then
+//   layer.<i>.<name> for each of the layer's tensors in its order.
+// Metadata (strings): format = "hypic.segment", format_version = "2", key, length, seam,
+//   tokens (base64 of the little-endian int32 ids), layers (JSON array, one
+//   {"mixer", "tensors": [names], optional "transition": {"form","nv","dk"}} per layer),
+//   checksum = "xxh64:<16 hex>".
 // The checksum is XXH64 over every other metadata pair (in key order) followed by each
 // tensor's name, dtype, shape and bytes in the order above, so every byte load_entry
 // interprets is covered, not only the tensor data.
@@ -39,7 +39,7 @@ using kernels::Transition;
 using kernels::TransitionForm;
 
 constexpr const char* kFormat = "hypic.segment";
-constexpr const char* kFormatVersion = "1";
+constexpr const char* kFormatVersion = "2";
 
 size_t tensor_bytes(const Tensor& t) { return t.empty() ? 0 : t.nbytes(); }
 
@@ -90,7 +90,7 @@ Shape transition_shape(const Transition& T) {
   return {};
 }
 
-// One tensor slot in the fixed file order. `t` is null for T (held in a Transition).
+// One tensor slot in the file order. `t` is null for T (held in a Transition).
 struct Slot {
   std::string name;
   Tensor* t = nullptr;
@@ -99,25 +99,38 @@ struct Slot {
 
 std::vector<Slot> slots_of(SegmentEntry& e) {
   std::vector<Slot> s;
-  for (size_t i = 0; i < e.linear.size(); ++i) {
-    SegmentEntry::Linear& l = e.linear[i];
-    const std::string p = "linear." + std::to_string(i) + ".";
-    s.push_back({p + "T", nullptr, &l.T});
-    s.push_back({p + "s0", &l.s0, nullptr});
-    s.push_back({p + "conv_tail", &l.conv_tail, nullptr});
-    s.push_back({p + "warm_mixed", &l.warm_mixed, nullptr});
-    s.push_back({p + "warm_g", &l.warm_g, nullptr});
-    s.push_back({p + "warm_beta", &l.warm_beta, nullptr});
-  }
-  for (size_t j = 0; j < e.attn.size(); ++j) {
-    const std::string p = "attn." + std::to_string(j) + ".";
-    s.push_back({p + "k", &e.attn[j].k, nullptr});
-    s.push_back({p + "v", &e.attn[j].v, nullptr});
+  for (size_t i = 0; i < e.layers.size(); ++i) {
+    SegmentEntry::Layer& l = e.layers[i];
+    const std::string p = "layer." + std::to_string(i) + ".";
+    if (l.T) s.push_back({p + "T", nullptr, &*l.T});
+    for (NamedTensor& n : l.tensors) s.push_back({p + n.name, &n.t, nullptr});
   }
   return s;
 }
 
-// Shapes consistent with segment_entry.h. `what` names the layer in the message.
+// A mixer id or tensor name: [a-z0-9_]{1,64} (so "T", the transition's name, is never one).
+bool valid_name(std::string_view n) {
+  return !n.empty() && n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// The layer's mixer id and tensor names: valid, names unique.
+Status check_names(const SegmentEntry::Layer& l) {
+  if (!valid_name(l.mixer))
+    return invalid_argument("mixer id '" + l.mixer.substr(0, 80) + "' is not [a-z0-9_]{1,64}");
+  std::set<std::string_view> names;
+  for (const NamedTensor& n : l.tensors) {
+    if (!valid_name(n.name))
+      return invalid_argument("tensor name '" + n.name.substr(0, 80) + "' is not [a-z0-9_]{1,64}");
+    if (!names.insert(n.name).second)
+      return invalid_argument("tensor '" + n.name + "' appears twice");
+  }
+  return Status::ok();
+}
+
+// What holds for every entry whatever its mixers (each mixer checks its own shapes when the
+// entry meets a model: TokenMixer::check_entry).
 Status check_structure(const SegmentEntry& e) {
   if (e.length < 0 || e.seam < 0 || e.seam > e.length)
     return invalid_argument("length " + std::to_string(e.length) + " and seam " +
@@ -125,49 +138,25 @@ Status check_structure(const SegmentEntry& e) {
   if (int64_t(e.tokens.size()) != e.length)
     return invalid_argument(std::to_string(e.tokens.size()) + " token ids for length " +
                             std::to_string(e.length));
-  for (size_t i = 0; i < e.linear.size(); ++i) {
-    const SegmentEntry::Linear& l = e.linear[i];
-    const std::string w = "linear layer " + std::to_string(i) + ": ";
-    const Transition& T = l.T;
-    if (T.nv < 0 || T.dk < 0 || T.nv > kMaxDim || T.dk > kMaxDim)
-      return invalid_argument(w + "transition sizes nv=" + std::to_string(T.nv) + ", dk=" +
-                              std::to_string(T.dk) + " out of range");
-    const Shape ts = transition_shape(T);
-    const size_t want = T.form == TransitionForm::kIdentity ? 0 : size_t(shape_numel(ts));
-    if (T.data.size() != want)
-      return invalid_argument(w + std::string(kernels::transition_form_name(T.form)) +
-                              " transition with nv=" + std::to_string(T.nv) + ", dk=" +
-                              std::to_string(T.dk) + " needs " + std::to_string(want) +
-                              " values, has " + std::to_string(T.data.size()));
-    if (!l.s0.empty() && (l.s0.ndim() != 3 || l.s0.dim(0) != T.nv || l.s0.dim(1) != T.dk))
-      return invalid_argument(w + "s0 " + shape_str(l.s0.shape()) + " is not [nv=" +
-                              std::to_string(T.nv) + ", dk=" + std::to_string(T.dk) + ", dv]");
-    if (!l.conv_tail.empty() && l.conv_tail.ndim() != 2)
-      return invalid_argument(w + "conv_tail " + shape_str(l.conv_tail.shape()) +
-                              " is not [K-1, conv_dim]");
-    const int warm = !l.warm_mixed.empty() + !l.warm_g.empty() + !l.warm_beta.empty();
-    if (warm != 0 && warm != 3)
-      return invalid_argument(w + "warm_mixed, warm_g and warm_beta must all be present or all "
-                              "absent");
-    if (warm == 3) {
-      const Tensor &m = l.warm_mixed, &g = l.warm_g, &b = l.warm_beta;
-      if (m.ndim() != 2 || g.ndim() != 2 || b.ndim() != 2 || g.dim(0) != m.dim(0) ||
-          b.dim(0) != m.dim(0) || g.dim(1) != T.nv || b.dim(1) != T.nv ||
-          (!l.conv_tail.empty() && m.dim(1) != l.conv_tail.dim(1)))
-        return invalid_argument(w + "warm-up shapes " + shape_str(m.shape()) + ", " +
-                                shape_str(g.shape()) + ", " + shape_str(b.shape()) +
-                                " are not [P, conv_dim], [P, nv], [P, nv]");
+  for (size_t i = 0; i < e.layers.size(); ++i) {
+    const SegmentEntry::Layer& l = e.layers[i];
+    const std::string w = "layer " + std::to_string(i) + ": ";
+    HYPIC_RETURN_IF_ERROR(check_names(l).with_context("layer " + std::to_string(i)));
+    if (l.T) {
+      const Transition& T = *l.T;
+      if (T.nv < 0 || T.dk < 0 || T.nv > kMaxDim || T.dk > kMaxDim)
+        return invalid_argument(w + "transition sizes nv=" + std::to_string(T.nv) + ", dk=" +
+                                std::to_string(T.dk) + " out of range");
+      const size_t want = T.form == TransitionForm::kIdentity
+                              ? 0 : size_t(shape_numel(transition_shape(T)));
+      if (T.data.size() != want)
+        return invalid_argument(w + std::string(kernels::transition_form_name(T.form)) +
+                                " transition with nv=" + std::to_string(T.nv) + ", dk=" +
+                                std::to_string(T.dk) + " needs " + std::to_string(want) +
+                                " values, has " + std::to_string(T.data.size()));
     }
-  }
-  for (size_t j = 0; j < e.attn.size(); ++j) {
-    const SegmentEntry::Attn& a = e.attn[j];
-    const std::string w = "attention layer " + std::to_string(j) + ": ";
-    if (a.k.empty() != a.v.empty())
-      return invalid_argument(w + "k and v must both be present or both absent");
-    for (const Tensor* t : {&a.k, &a.v})
-      if (!t->empty() && (t->ndim() < 1 || t->dim(0) != e.body_tokens()))
-        return invalid_argument(w + "k/v " + shape_str(t->shape()) + " do not start with the " +
-                                std::to_string(e.body_tokens()) + " body tokens");
+    for (const NamedTensor& n : l.tensors)
+      if (n.t.empty()) return invalid_argument(w + "tensor '" + n.name + "' is empty");
   }
   return Status::ok();
 }
@@ -220,19 +209,37 @@ Tensor alloc_uninit(DType t, const Shape& shape) {
 std::string checksum_string(uint64_t v) { return std::string("xxh64:") + to_hex64(v); }
 
 const std::set<std::string>& metadata_keys() {
-  static const std::set<std::string> k = {"format", "format_version", "key",    "length", "seam",
-                                          "tokens", "linear",         "n_attn", "checksum"};
+  static const std::set<std::string> k = {"format", "format_version", "key",     "length",
+                                          "seam",   "tokens",         "layers", "checksum"};
   return k;
 }
 
 }  // namespace
 
+const Tensor* SegmentEntry::Layer::find(std::string_view name) const {
+  for (const NamedTensor& n : tensors)
+    if (n.name == name) return &n.t;
+  return nullptr;
+}
+
+void SegmentEntry::Layer::put(std::string name, Tensor t) {
+  for (NamedTensor& n : tensors)
+    if (n.name == name) {
+      n.t = std::move(t);
+      return;
+    }
+  tensors.push_back({std::move(name), std::move(t)});
+}
+
+size_t SegmentEntry::Layer::bytes() const {
+  size_t n = T ? T->bytes() : 0;
+  for (const NamedTensor& x : tensors) n += tensor_bytes(x.t);
+  return n;
+}
+
 size_t SegmentEntry::bytes() const {
   size_t n = 0;
-  for (const Linear& l : linear)
-    n += l.T.bytes() + tensor_bytes(l.s0) + tensor_bytes(l.conv_tail) +
-         tensor_bytes(l.warm_mixed) + tensor_bytes(l.warm_g) + tensor_bytes(l.warm_beta);
-  for (const Attn& a : attn) n += tensor_bytes(a.k) + tensor_bytes(a.v);
+  for (const Layer& l : layers) n += l.bytes();
   return n;
 }
 
@@ -256,11 +263,16 @@ Result<Encoded> encode(const SegmentEntry& e) {
   meta["seam"] = std::to_string(e.seam);
   meta["tokens"] = tokens_base64(e.tokens);
   json layers = json::array();
-  for (const SegmentEntry::Linear& l : e.linear)
-    layers.push_back(
-        {{"form", kernels::transition_form_name(l.T.form)}, {"nv", l.T.nv}, {"dk", l.T.dk}});
-  meta["linear"] = layers.dump();
-  meta["n_attn"] = std::to_string(e.attn.size());
+  for (const SegmentEntry::Layer& l : e.layers) {
+    json names = json::array();
+    for (const NamedTensor& n : l.tensors) names.push_back(n.name);
+    json d = {{"mixer", l.mixer}, {"tensors", std::move(names)}};
+    if (l.T)
+      d["transition"] = {
+          {"form", kernels::transition_form_name(l.T->form)}, {"nv", l.T->nv}, {"dk", l.T->dk}};
+    layers.push_back(std::move(d));
+  }
+  meta["layers"] = layers.dump();
 
   Xxh64 h = checksum_start(meta);
   // slots_of needs a mutable entry only to hand out pointers; nothing is modified.
@@ -271,7 +283,6 @@ Result<Encoded> encode(const SegmentEntry& e) {
       t = Tensor::view(DType::kF32, transition_shape(*s.T), const_cast<float*>(s.T->data.data()),
                        nullptr);
     } else {
-      if (s.t->empty()) continue;
       t = *s.t;
     }
     checksum_tensor_header(h, s.name, safetensors_dtype_name(t.dtype()), t.shape(), t.nbytes());
@@ -280,6 +291,37 @@ Result<Encoded> encode(const SegmentEntry& e) {
   }
   meta["checksum"] = checksum_string(h.digest());
   return out;
+}
+
+// One element of the "layers" metadata: {"mixer", "tensors", optional "transition"}; the
+// tensors get their names (data follows). Names and sizes are checked by check_structure.
+Status parse_layer(const json& l, size_t n_file_tensors, SegmentEntry::Layer* out) {
+  const auto bad = [] { return invalid_argument("is not {mixer, tensors[, transition]}"); };
+  if (!l.is_object() || !l.contains("mixer") || !l["mixer"].is_string() ||
+      !l.contains("tensors") || !l["tensors"].is_array() ||
+      l.size() != 2 + size_t(l.contains("transition")))
+    return bad();
+  out->mixer = l["mixer"].get<std::string>();
+  if (l["tensors"].size() > n_file_tensors) return invalid_argument("lists more tensors than the file holds");
+  for (const json& n : l["tensors"]) {
+    if (!n.is_string()) return bad();
+    out->tensors.push_back({n.get<std::string>(), Tensor()});
+  }
+  HYPIC_RETURN_IF_ERROR(check_names(*out));
+  if (!l.contains("transition")) return Status::ok();
+  const json& t = l["transition"];
+  Transition T;
+  if (!t.is_object() || t.size() != 3 || !t.contains("form") || !t["form"].is_string() ||
+      !form_from_name(t["form"].get<std::string>(), &T.form) || !t.contains("nv") ||
+      !t["nv"].is_number_integer() || !t.contains("dk") || !t["dk"].is_number_integer())
+    return invalid_argument("transition is not {form, nv, dk}");
+  const int64_t nv = t["nv"].get<int64_t>(), dk = t["dk"].get<int64_t>();
+  if (nv < 0 || dk < 0 || nv > kMaxDim || dk > kMaxDim)
+    return invalid_argument("transition sizes out of range");
+  T.nv = int(nv);
+  T.dk = int(dk);
+  out->T = std::move(T);
+  return Status::ok();
 }
 
 // The entry in a container: every field checked, the checksum verified over the bytes copied
@@ -299,7 +341,7 @@ Result<SegmentEntry> decode(const EntryContainer& f, const std::string& where) {
 
   SegmentEntry e;
   e.key = meta.at("key");
-  int64_t seam = 0, n_attn = 0;
+  int64_t seam = 0;
   if (!parse_i64(meta.at("length"), &e.length) || e.length < 0)
     return bad("length '" + meta.at("length") + "' is not a non-negative integer");
   if (!parse_i64(meta.at("seam"), &seam) || seam < 0 || seam > e.length || seam > kMaxDim)
@@ -314,33 +356,19 @@ Result<SegmentEntry> decode(const EntryContainer& f, const std::string& where) {
     for (int k = 0; k < 4; ++k) u |= uint32_t(tb[4 * i + size_t(k)]) << (8 * k);
     e.tokens[i] = int32_t(u);
   }
-  if (!parse_i64(meta.at("n_attn"), &n_attn) || n_attn < 0 ||
-      n_attn > int64_t(f.tensors.size()) + 4096)
-    return bad("n_attn '" + meta.at("n_attn") + "' is not a plausible layer count");
   json layers;
   try {
-    layers = json::parse(meta.at("linear"));
+    layers = json::parse(meta.at("layers"));
   } catch (const json::exception&) {
-    return bad("linear layer list is not valid JSON");
+    return bad("layer list is not valid JSON");
   }
   if (!layers.is_array() || layers.size() > f.tensors.size() + 4096)
-    return bad("linear layer list is not a JSON array of plausible size");
-  e.linear.resize(layers.size());
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const json& l = layers[i];
-    Transition& T = e.linear[i].T;
-    if (!l.is_object() || l.size() != 3 || !l.contains("form") || !l["form"].is_string() ||
-        !form_from_name(l["form"].get<std::string>(), &T.form) || !l.contains("nv") ||
-        !l["nv"].is_number_integer() || !l.contains("dk") || !l["dk"].is_number_integer())
-      return bad("linear layer " + std::to_string(i) + " description " + json_dump_bounded(l) +
-                 " is not {form, nv, dk}");
-    const int64_t nv = l["nv"].get<int64_t>(), dk = l["dk"].get<int64_t>();
-    if (nv < 0 || dk < 0 || nv > kMaxDim || dk > kMaxDim)
-      return bad("linear layer " + std::to_string(i) + " sizes out of range");
-    T.nv = int(nv);
-    T.dk = int(dk);
-  }
-  e.attn.resize(size_t(n_attn));
+    return bad("layer list is not a JSON array of plausible size");
+  e.layers.resize(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (Status st = parse_layer(layers[i], f.tensors.size(), &e.layers[i]); !st.is_ok())
+      return bad("layer " + std::to_string(i) + " description " + json_dump_bounded(layers[i]) +
+                 ": " + st.message());
 
   Xxh64 h = checksum_start(meta);
   size_t used = 0;
@@ -352,10 +380,7 @@ Result<SegmentEntry> decode(const EntryContainer& f, const std::string& where) {
       if (fe) return bad("tensor '" + s.name + "' present for an identity transition");
       continue;
     }
-    if (!fe) {
-      if (s.T) return bad("tensor '" + s.name + "' is missing");
-      continue;
-    }
+    if (!fe) return bad("tensor '" + s.name + "' is missing");
     ++used;
     covered += fe->nbytes;
     if (!fe->float_dtype) return bad("tensor '" + s.name + "' has dtype " + fe->dtype);

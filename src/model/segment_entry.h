@@ -2,20 +2,19 @@
 // state, canonical positions 0 … L−1) leaves for reuse at any position of any prompt. The
 // first `seam` tokens (the seam window) are excluded: they are recomputed in context.
 //
-// Per linear layer (in layer order):
-//   T      transition of the composed body, structural form (kernels/transition.h)
-//   s0     [nv, dk, dv] fp32, the body's zero-start end state S(body | 0)
-//   conv_tail  [K−1, conv_dim] fp32, the segment's last K−1 pre-conv inputs (the next
-//          part's conv history)
-//   warm_*  conv warm-up (only when seam < K−1): the first P = K−1−seam body tokens see the
-//          tokens before the segment through the conv, so they are recomputed on reuse and
-//          T, s0 cover only the tokens after them. warm_mixed [P, conv_dim] pre-conv inputs,
-//          warm_g [P, nv] log decays, warm_beta [P, nv].
-// Per full-attention layer: k [Lb, nkv, hd] (normed, NOT rotated: RoPE is applied at the
-// true positions on reuse) and v [Lb, nkv, hd], Lb = L − seam.
+// One Layer per decoder layer, filled by that layer's token mixer (model/mixer.h) in its own
+// vocabulary of named tensors; nothing outside the mixer interprets them. For example
+//   Gated DeltaNet   T (the body's transition, kernels/transition.h), s0 [nv, dk, dv] (the
+//                    body's zero-start end state), conv_tail [K−1, conv_dim], and with a
+//                    conv warm-up (seam < K−1) warm_mixed / warm_g / warm_beta
+//   gated attention  k, v [Lb, nkv, hd]: normed, NOT rotated (RoPE at the true positions on
+//                    reuse), Lb = L − seam
+// The serialised form, its structure checks and its checksum walk over these lists alone,
+// so a new mixer needs no change here.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,25 +22,25 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "kernels/transition.h"
+#include "model/state.h"
 
 namespace hypic {
 
 struct SegmentEntry {
-  struct Linear {
-    kernels::Transition T;
-    Tensor s0, conv_tail;
-    Tensor warm_mixed, warm_g, warm_beta;  // empty unless seam < K−1
-  };
-  struct Attn {
-    Tensor k, v;
+  struct Layer {
+    std::string mixer;  // TokenMixerType::id() of the layer that fills it
+    std::optional<kernels::Transition> T;  // linear-attention mixers: the body's transition
+    std::vector<NamedTensor> tensors;      // the mixer's; names unique, no tensor empty
+    const Tensor* find(std::string_view name) const;  // null when absent
+    void put(std::string name, Tensor t);              // adds, or replaces one of that name
+    size_t bytes() const;
   };
 
   std::string key;              // hex digest (see segment_key())
   int64_t length = 0;           // L, tokens in the segment
   int seam = 0;                 // w; the body is tokens [seam, L)
   std::vector<int32_t> tokens;  // the segment's L token ids
-  std::vector<Linear> linear;
-  std::vector<Attn> attn;
+  std::vector<Layer> layers;    // one per decoder layer
 
   int64_t body_tokens() const { return length - seam; }
   // Bytes of tensor data held (what the store budgets); exact, excluding small metadata.
@@ -54,7 +53,8 @@ std::string segment_key(const std::string& model_fingerprint, DType dtype, int s
                         const std::string& salt, const std::vector<int32_t>& tokens);
 
 // Serialisation (the disk tier): one safetensors file with the entry's tensors and its
-// metadata (key, length, seam, tokens, transition forms, a checksum over all tensor bytes).
+// metadata (key, length, seam, tokens, each layer's mixer, tensor names and transition form,
+// a checksum over everything interpreted).
 // load_entry verifies structure and checksum: a truncated or corrupted file is an error
 // (kCorrupt), never a partially valid entry.
 Status save_entry(const std::string& path, const SegmentEntry& e);

@@ -1,29 +1,38 @@
-// The per-sequence memory of a hybrid model: a fixed-size recurrent state per linear layer
-// and a growing KV cache per full-attention layer. Cost is explicit: copy() duplicates it.
+// The per-sequence memory of a hybrid model, one LayerState per decoder layer, each owned
+// by its layer's token mixer (model/mixer.h): a linear-attention layer keeps fixed-size
+// tensors (its recurrent state, its conv history), an attention layer tensors with one row
+// per position (K/V, or a compressed latent). Nothing here knows a mixer: copies, byte
+// counts, capacity growth and prefix snapshots (cache/prefix_cache.h) are generic over the
+// two kinds. Cost is explicit: copy() duplicates it.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
 
 namespace hypic {
 
-struct LinearState {
-  Tensor conv;  // [K−1, conv_dim]: the last K−1 pre-conv inputs
-  Tensor ssm;   // [nv, dk, dv] fp32 recurrent state
+struct NamedTensor {
+  std::string name;
+  Tensor t;
 };
 
-struct KvCache {
-  Tensor k;  // [capacity, nkv, hd], normed and rotated at the token's position
-  Tensor v;  // [capacity, nkv, hd]
+struct LayerState {
+  // Overwritten as the sequence advances: its value after token pos−1 (a snapshot copies it).
+  std::vector<NamedTensor> fixed;
+  // [capacity, ...]: row p belongs to position p, rows [0, pos) are valid. All of a
+  // sequence's row tensors share one capacity (Model::reserve grows them together).
+  std::vector<NamedTensor> rows;
+  size_t bytes() const;
 };
 
 struct SeqState {
-  int64_t pos = 0;                   // tokens consumed so far
-  std::vector<LinearState> linear;   // one per linear layer, in layer order
-  std::vector<KvCache> kv;           // one per full-attention layer, in layer order
-  int64_t kv_capacity() const { return kv.empty() ? 0 : kv[0].k.dim(0); }
+  int64_t pos = 0;                // tokens consumed so far
+  std::vector<LayerState> layers;  // one per decoder layer, in layer order
+  // Rows every per-position tensor holds (0 when the model has none).
+  int64_t capacity() const;
   SeqState copy() const;
   size_t bytes() const;
 };

@@ -20,11 +20,6 @@ struct DecoderLayer {
   std::shared_ptr<const ChannelMixer> channel;
 };
 
-// What a layer's loader needs from the model beyond the checkpoint.
-struct LayerContext {
-  size_t slot = 0;  // the layer's index among the layers of its state family (LayerKind)
-};
-
 struct ModelWeights {
   Tensor embed;       // [V, H] (checkpoint dtype; rows converted on lookup)
   Tensor final_norm;  // [H] F32, zero-centred

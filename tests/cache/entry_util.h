@@ -32,8 +32,10 @@ inline std::vector<float> random_floats_bits(size_t n, std::mt19937& g) {
   return v;
 }
 
-// An entry with one linear layer of every transition form (warm-up data on some, no conv
-// on one), and attention layers in F32 and BF16. L = 12, seam = 2.
+// An entry in the shape of a hybrid model's (mixers "test_linear" and "test_attention": the
+// format knows no mixer): layers 0-3 with a transition of every form, s0, a conv tail on all
+// but layer 1 and warm-up tensors on layers 2 and 3; layers 4 and 5 with k, v in F32 and
+// BF16. L = 12, seam = 2.
 inline SegmentEntry make_entry(uint32_t seed, int seam = 2) {
   std::mt19937 g(seed);
   const int nv = 2, dk = 4, dv = 3, conv_dim = 10, Km1 = 3, nkv = 2, hd = 4;
@@ -45,25 +47,27 @@ inline SegmentEntry make_entry(uint32_t seed, int seam = 2) {
       kernels::TransitionForm::kIdentity, kernels::TransitionForm::kLogScalar,
       kernels::TransitionForm::kLogVector, kernels::TransitionForm::kDense};
   for (int i = 0; i < 4; ++i) {
-    SegmentEntry::Linear l;
+    SegmentEntry::Layer l;
+    l.mixer = "test_linear";
     l.T = kernels::Transition::identity(forms[i], nv, dk);
-    l.T.data = random_floats_bits(l.T.data.size(), g);
-    l.s0 = random_bits(DType::kF32, {nv, dk, dv}, g);
-    if (i != 1) l.conv_tail = random_bits(DType::kF32, {Km1, conv_dim}, g);
+    l.T->data = random_floats_bits(l.T->data.size(), g);
+    l.put("s0", random_bits(DType::kF32, {nv, dk, dv}, g));
+    if (i != 1) l.put("conv_tail", random_bits(DType::kF32, {Km1, conv_dim}, g));
     if (i >= 2) {
       const int P = 2;
-      l.warm_mixed = random_bits(DType::kF32, {P, conv_dim}, g);
-      l.warm_g = random_bits(DType::kF32, {P, nv}, g);
-      l.warm_beta = random_bits(DType::kF32, {P, nv}, g);
+      l.put("warm_mixed", random_bits(DType::kF32, {P, conv_dim}, g));
+      l.put("warm_g", random_bits(DType::kF32, {P, nv}, g));
+      l.put("warm_beta", random_bits(DType::kF32, {P, nv}, g));
     }
-    e.linear.push_back(std::move(l));
+    e.layers.push_back(std::move(l));
   }
   const int64_t Lb = e.length - e.seam;
   for (DType t : {DType::kF32, DType::kBF16}) {
-    SegmentEntry::Attn a;
-    a.k = random_bits(t, {Lb, nkv, hd}, g);
-    a.v = random_bits(t, {Lb, nkv, hd}, g);
-    e.attn.push_back(std::move(a));
+    SegmentEntry::Layer a;
+    a.mixer = "test_attention";
+    a.put("k", random_bits(t, {Lb, nkv, hd}, g));
+    a.put("v", random_bits(t, {Lb, nkv, hd}, g));
+    e.layers.push_back(std::move(a));
   }
   e.key = segment_key("test-model", DType::kF32, e.seam, "", e.tokens);
   return e;
@@ -78,29 +82,31 @@ inline SegmentEntry make_sized(int tag, size_t bytes) {
   SegmentEntry e;
   e.length = 1;
   e.tokens = {int32_t(tag)};
-  SegmentEntry::Linear l;
+  SegmentEntry::Layer l;
+  l.mixer = "test_sized";
+  kernels::Transition& T = l.T.emplace();
   const size_t n = bytes / 4;
   if (n <= (size_t(1) << 16)) {  // nv scalars
-    l.T.form = kernels::TransitionForm::kLogScalar;
-    l.T.nv = int(n);
-    l.T.dk = 1;
+    T.form = kernels::TransitionForm::kLogScalar;
+    T.nv = int(n);
+    T.dk = 1;
   } else {  // nv × 256 per-channel logs (big entries)
-    l.T.form = kernels::TransitionForm::kLogVector;
-    l.T.nv = int(n / 256);
-    l.T.dk = 256;
+    T.form = kernels::TransitionForm::kLogVector;
+    T.nv = int(n / 256);
+    T.dk = 256;
   }
-  l.T.data.resize(size_t(l.T.nv) * (l.T.form == kernels::TransitionForm::kLogScalar ? 1 : 256));
-  for (size_t i = 0; i < l.T.data.size(); ++i) l.T.data[i] = float(tag) * 1000.0f + float(i % 997);
-  e.linear.push_back(std::move(l));
+  T.data.resize(size_t(T.nv) * (T.form == kernels::TransitionForm::kLogScalar ? 1 : 256));
+  for (size_t i = 0; i < T.data.size(); ++i) T.data[i] = float(tag) * 1000.0f + float(i % 997);
+  e.layers.push_back(std::move(l));
   e.key = sized_key(tag);
   return e;
 }
 // True if `e` is make_sized(tag, bytes) (spot checks for big ones).
 inline bool is_sized(const SegmentEntry& e, int tag, size_t bytes) {
   if (e.key != sized_key(tag) || e.tokens != std::vector<int32_t>{tag} || e.bytes() != bytes ||
-      e.linear.size() != 1)
+      e.layers.size() != 1 || !e.layers[0].T)
     return false;
-  const std::vector<float>& d = e.linear[0].T.data;
+  const std::vector<float>& d = e.layers[0].T->data;
   for (size_t i = 0; i < d.size(); i += 1 + d.size() / 64)
     if (d[i] != float(tag) * 1000.0f + float(i % 997)) return false;
   return d.empty() || d.back() == float(tag) * 1000.0f + float((d.size() - 1) % 997);
@@ -118,25 +124,24 @@ inline void expect_same_entry(const SegmentEntry& a, const SegmentEntry& b) {
   EXPECT_EQ(a.length, b.length);
   EXPECT_EQ(a.seam, b.seam);
   EXPECT_EQ(a.tokens, b.tokens);
-  ASSERT_EQ(a.linear.size(), b.linear.size());
-  ASSERT_EQ(a.attn.size(), b.attn.size());
-  for (size_t i = 0; i < a.linear.size(); ++i) {
-    const auto &x = a.linear[i], &y = b.linear[i];
-    EXPECT_EQ(x.T.form, y.T.form) << i;
-    EXPECT_EQ(x.T.nv, y.T.nv) << i;
-    EXPECT_EQ(x.T.dk, y.T.dk) << i;
-    ASSERT_EQ(x.T.data.size(), y.T.data.size()) << i;
-    EXPECT_TRUE(x.T.data.empty() ||
-                std::memcmp(x.T.data.data(), y.T.data.data(), x.T.bytes()) == 0) << i;
-    EXPECT_TRUE(same_tensor(x.s0, y.s0)) << i;
-    EXPECT_TRUE(same_tensor(x.conv_tail, y.conv_tail)) << i;
-    EXPECT_TRUE(same_tensor(x.warm_mixed, y.warm_mixed)) << i;
-    EXPECT_TRUE(same_tensor(x.warm_g, y.warm_g)) << i;
-    EXPECT_TRUE(same_tensor(x.warm_beta, y.warm_beta)) << i;
-  }
-  for (size_t j = 0; j < a.attn.size(); ++j) {
-    EXPECT_TRUE(same_tensor(a.attn[j].k, b.attn[j].k)) << j;
-    EXPECT_TRUE(same_tensor(a.attn[j].v, b.attn[j].v)) << j;
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const SegmentEntry::Layer &x = a.layers[i], &y = b.layers[i];
+    EXPECT_EQ(x.mixer, y.mixer) << i;
+    ASSERT_EQ(bool(x.T), bool(y.T)) << i;
+    if (x.T) {
+      EXPECT_EQ(x.T->form, y.T->form) << i;
+      EXPECT_EQ(x.T->nv, y.T->nv) << i;
+      EXPECT_EQ(x.T->dk, y.T->dk) << i;
+      ASSERT_EQ(x.T->data.size(), y.T->data.size()) << i;
+      EXPECT_TRUE(x.T->data.empty() ||
+                  std::memcmp(x.T->data.data(), y.T->data.data(), x.T->bytes()) == 0) << i;
+    }
+    ASSERT_EQ(x.tensors.size(), y.tensors.size()) << i;
+    for (size_t j = 0; j < x.tensors.size(); ++j) {
+      EXPECT_EQ(x.tensors[j].name, y.tensors[j].name) << i;
+      EXPECT_TRUE(same_tensor(x.tensors[j].t, y.tensors[j].t)) << i << " " << x.tensors[j].name;
+    }
   }
   EXPECT_EQ(a.bytes(), b.bytes());
 }

@@ -38,12 +38,10 @@ class SegmentEntryFile : public test::TempDirTest {
 TEST(SegmentEntry, BytesIsTheExactSumOfTensorData) {
   const SegmentEntry e = make_entry(1);
   size_t want = 0;
-  for (const auto& l : e.linear) {
-    want += l.T.data.size() * 4;
-    for (const Tensor* t : {&l.s0, &l.conv_tail, &l.warm_mixed, &l.warm_g, &l.warm_beta})
-      if (!t->empty()) want += size_t(t->numel()) * dtype_size(t->dtype());
+  for (const auto& l : e.layers) {
+    if (l.T) want += l.T->data.size() * 4;
+    for (const NamedTensor& n : l.tensors) want += size_t(n.t.numel()) * dtype_size(n.t.dtype());
   }
-  for (const auto& a : e.attn) want += size_t(a.k.numel() + a.v.numel()) * dtype_size(a.k.dtype());
   EXPECT_EQ(e.bytes(), want);
   // identity: 0, log-scalar: nv, log-vector: nv·dk, dense: nv·dk² floats; s0 2·4·3 each;
   // conv tails 3·10 on three layers; warm 2·(10+2+2) on two; attn 10·2·4 ×2 in f32 and bf16.
@@ -91,11 +89,13 @@ TEST_F(SegmentEntryFile, RoundTripIsBitExact) {
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     expect_same_entry(*r, e);
     // Loaded tensors are owned, writable copies.
-    r->attn[0].k.f32()[0] = 1.0f;
+    float* k0 = r->layers[4].find("k")->f32();
+    const float was = *k0;
+    *k0 = 1.0f;
     // Saving the loaded entry writes the identical file.
     const std::string p2 = path("again");
     ASSERT_TRUE(save_entry(p2, *r).is_ok());
-    r->attn[0].k.f32()[0] = e.attn[0].k.f32()[0];
+    *k0 = was;
     ASSERT_TRUE(save_entry(p2, *r).is_ok());
     EXPECT_EQ(read_file(p), read_file(p2));
   }
@@ -115,23 +115,29 @@ TEST_F(SegmentEntryFile, FileUsesDocumentedNamesAndMetadata) {
   ASSERT_TRUE(save_entry(path("e"), e).is_ok());
   Result<SafetensorsFile> f = SafetensorsFile::open(path("e"));
   ASSERT_TRUE(f.is_ok());
-  for (const char* n : {"linear.1.T", "linear.2.T", "linear.3.T", "linear.0.s0", "linear.0.conv_tail",
-                        "linear.3.warm_mixed", "linear.3.warm_g", "linear.3.warm_beta", "attn.0.k",
-                        "attn.1.v"})
+  for (const char* n : {"layer.1.T", "layer.2.T", "layer.3.T", "layer.0.s0", "layer.0.conv_tail",
+                        "layer.3.warm_mixed", "layer.3.warm_g", "layer.3.warm_beta", "layer.4.k",
+                        "layer.5.v"})
     EXPECT_TRUE(f->has(n)) << n;
-  EXPECT_FALSE(f->has("linear.0.T"));          // identity: nothing stored
-  EXPECT_FALSE(f->has("linear.1.conv_tail"));  // absent in the entry
-  EXPECT_EQ(f->find("linear.3.T")->shape, (Shape{2, 4, 4}));
-  EXPECT_EQ(f->find("attn.1.k")->dtype, "BF16");
+  EXPECT_FALSE(f->has("layer.0.T"));          // identity: nothing stored
+  EXPECT_FALSE(f->has("layer.1.conv_tail"));  // absent in the entry
+  EXPECT_EQ(f->names().size(), 3u + 4 + 3 + 3 * 2 + 2 * 2);
+  EXPECT_EQ(f->find("layer.3.T")->shape, (Shape{2, 4, 4}));
+  EXPECT_EQ(f->find("layer.5.k")->dtype, "BF16");
   const auto& m = f->metadata();
-  EXPECT_EQ(m.at("format_version"), "1");
+  EXPECT_EQ(m.size(), 8u);
+  EXPECT_EQ(m.at("format_version"), "2");
   EXPECT_EQ(m.at("key"), e.key);
   EXPECT_EQ(m.at("length"), "12");
   EXPECT_EQ(m.at("seam"), "2");
-  EXPECT_EQ(m.at("n_attn"), "2");
   EXPECT_EQ(m.at("tokens").size(), 64u);  // base64 of 48 bytes
   EXPECT_EQ(m.at("checksum").rfind("xxh64:", 0), 0u);
-  EXPECT_NE(m.at("linear").find("\"form\":\"dense\""), std::string::npos);
+  const nlohmann::json layers = nlohmann::json::parse(m.at("layers"));
+  ASSERT_EQ(layers.size(), 6u);
+  EXPECT_EQ(layers[3], (nlohmann::json{{"mixer", "test_linear"},
+                                       {"tensors", nlohmann::json::array({"s0", "conv_tail", "warm_mixed", "warm_g", "warm_beta"})},
+                                       {"transition", {{"form", "dense"}, {"nv", 2}, {"dk", 4}}}}));
+  EXPECT_EQ(layers[5], (nlohmann::json{{"mixer", "test_attention"}, {"tensors", nlohmann::json::array({"k", "v"})}}));
 }
 
 TEST_F(SegmentEntryFile, MissingFileIsNotFound) {
@@ -211,6 +217,16 @@ void rewrite(const std::string& from, const std::string& to,
   ASSERT_TRUE(write_safetensors_raw(to, ts, meta).is_ok());
 }
 
+// An edit of the "layers" metadata (JSON).
+std::function<void(std::map<std::string, std::string>&, std::vector<std::pair<std::string, RawTensor>>&)>
+layers_edit(std::function<void(nlohmann::json&)> f) {
+  return [f](std::map<std::string, std::string>& m, auto&) {
+    nlohmann::json j = nlohmann::json::parse(m["layers"]);
+    f(j);
+    m["layers"] = j.dump();
+  };
+}
+
 TEST_F(SegmentEntryFile, ForeignAndEditedFilesAreCorrupt) {
   ASSERT_TRUE(save_entry(path("e"), make_entry(7)).is_ok());
   using Meta = std::map<std::string, std::string>;
@@ -221,43 +237,52 @@ TEST_F(SegmentEntryFile, ForeignAndEditedFilesAreCorrupt) {
     const char* message;  // expected in the error
   };
   const Case cases[] = {
-      {"format version 2", [](Meta& m, Ts&) { m["format_version"] = "2"; }, "format version"},
+      {"format version 1", [](Meta& m, Ts&) { m["format_version"] = "1"; }, "format version"},
       {"no format", [](Meta& m, Ts&) { m.erase("format"); }, "missing"},
       {"other format", [](Meta& m, Ts&) { m["format"] = "pytorch"; }, "format"},
       {"extra metadata", [](Meta& m, Ts&) { m["extra"] = "1"; }, "unexpected metadata"},
       {"length", [](Meta& m, Ts&) { m["length"] = "13"; }, "token ids"},
       {"length not a number", [](Meta& m, Ts&) { m["length"] = "12x"; }, "length"},
       {"seam > length", [](Meta& m, Ts&) { m["seam"] = "13"; }, "seam"},
-      {"seam", [](Meta& m, Ts&) { m["seam"] = "3"; }, "body tokens"},
+      {"seam", [](Meta& m, Ts&) { m["seam"] = "3"; }, "checksum"},
       {"bad base64", [](Meta& m, Ts&) { m["tokens"][5] = '*'; }, "base64"},
       {"token changed", [](Meta& m, Ts&) { m["tokens"][5] = m["tokens"][5] == 'A' ? 'B' : 'A'; },
        "checksum"},
       {"key changed", [](Meta& m, Ts&) { m["key"] = "other"; }, "checksum"},
       {"checksum", [](Meta& m, Ts&) { m["checksum"] = "xxh64:0000000000000000"; }, "checksum"},
-      {"form", [](Meta& m, Ts&) { auto j = nlohmann::json::parse(m["linear"]);
-                                  j[3]["form"] = "log-vector";
-                                  m["linear"] = j.dump(); }, "linear.3.T"},
-      {"unknown form", [](Meta& m, Ts&) { auto j = nlohmann::json::parse(m["linear"]);
-                                          j[0]["form"] = "cubic";
-                                          m["linear"] = j.dump(); }, "description"},
-      {"layers not JSON", [](Meta& m, Ts&) { m["linear"] = "[{"; }, "JSON"},
-      {"fewer attention layers", [](Meta& m, Ts&) { m["n_attn"] = "1"; }, "unexpected tensor"},
-      {"extra tensor", [](Meta&, Ts& t) { t.push_back({"linear.9.s0", t[0].second}); },
+      {"form", layers_edit([](nlohmann::json& j) { j[3]["transition"]["form"] = "log-vector"; }),
+       "layer.3.T"},
+      {"unknown form", layers_edit([](nlohmann::json& j) { j[0]["transition"]["form"] = "cubic"; }),
+       "transition is not"},
+      {"layers not JSON", [](Meta& m, Ts&) { m["layers"] = "[{"; }, "JSON"},
+      {"layers not a list", [](Meta& m, Ts&) { m["layers"] = "{}"; }, "JSON array"},
+      {"fewer layers", layers_edit([](nlohmann::json& j) { j.erase(5); }), "unexpected tensor"},
+      {"extra layer field", layers_edit([](nlohmann::json& j) { j[4]["rope"] = true; }),
+       "is not {mixer"},
+      {"mixer id", layers_edit([](nlohmann::json& j) { j[4]["mixer"] = "Full Attention"; }),
+       "mixer id"},
+      {"tensor name", layers_edit([](nlohmann::json& j) { j[4]["tensors"][0] = "../k"; }),
+       "tensor name"},
+      {"tensor listed twice", layers_edit([](nlohmann::json& j) { j[4]["tensors"].push_back("k"); }),
+       "appears twice"},
+      {"tensor not listed", layers_edit([](nlohmann::json& j) { j[0]["tensors"].erase(0); }),
+       "unexpected tensor 'layer.0.s0'"},
+      {"extra tensor", [](Meta&, Ts& t) { t.push_back({"layer.9.s0", t[0].second}); },
        "unexpected tensor"},
       {"missing T", [](Meta&, Ts& t) {
-         std::erase_if(t, [](const auto& p) { return p.first == "linear.2.T"; }); },
+         std::erase_if(t, [](const auto& p) { return p.first == "layer.2.T"; }); },
        "missing"},
-      {"missing optional tensor", [](Meta&, Ts& t) {
-         std::erase_if(t, [](const auto& p) { return p.first == "linear.0.s0"; }); },
-       "checksum"},
+      {"missing listed tensor", [](Meta&, Ts& t) {
+         std::erase_if(t, [](const auto& p) { return p.first == "layer.0.s0"; }); },
+       "'layer.0.s0' is missing"},
       {"T reshaped", [](Meta&, Ts& t) {
-         for (auto& [n, r] : t) if (n == "linear.3.T") r.shape = {4, 2, 4}; }, "expected F32"},
+         for (auto& [n, r] : t) if (n == "layer.3.T") r.shape = {4, 2, 4}; }, "expected F32"},
       {"s0 reshaped", [](Meta&, Ts& t) {
-         for (auto& [n, r] : t) if (n == "linear.1.s0") r.shape = {4, 2, 3}; }, "s0"},
+         for (auto& [n, r] : t) if (n == "layer.1.s0") r.shape = {4, 2, 3}; }, "checksum"},
       {"k as integers", [](Meta&, Ts& t) {
-         for (auto& [n, r] : t) if (n == "attn.0.k") r.dtype = "I32"; }, "dtype"},
+         for (auto& [n, r] : t) if (n == "layer.4.k") r.dtype = "I32"; }, "dtype"},
       {"v relabelled f16", [](Meta&, Ts& t) {
-         for (auto& [n, r] : t) if (n == "attn.1.v") r.dtype = "F16"; }, "checksum"},
+         for (auto& [n, r] : t) if (n == "layer.5.v") r.dtype = "F16"; }, "checksum"},
   };
   for (const Case& c : cases) {
     rewrite(path("e"), path("x"), c.edit);
@@ -301,8 +326,8 @@ TEST_F(SegmentEntryFile, WireFormDamageFoundByFuzzingIsCorrupt) {
   };
   // A shape whose element count overflows 64 bits, hidden by a later zero dimension.
   expect_corrupt_bytes(edit_json([](nlohmann::json& j) {
-                         j["attn.0.k"]["shape"] = {int64_t(1) << 40, int64_t(1) << 40, 0};
-                         j["attn.0.k"]["data_offsets"] = {0, 0};
+                         j["layer.4.k"]["shape"] = {int64_t(1) << 40, int64_t(1) << 40, 0};
+                         j["layer.4.k"]["data_offsets"] = {0, 0};
                        }),
                        "more than 2^64 bytes");
   // Values nested a million levels deep are quoted in messages without recursing into them.
@@ -313,7 +338,7 @@ TEST_F(SegmentEntryFile, WireFormDamageFoundByFuzzingIsCorrupt) {
                                           h.insert(at, deep + ",");
                                         }),
                        "nested more than");
-  expect_corrupt_bytes(edit_json([&](nlohmann::json& j) { j["__metadata__"]["linear"] = deep; }),
+  expect_corrupt_bytes(edit_json([&](nlohmann::json& j) { j["__metadata__"]["layers"] = deep; }),
                        "nested more than");
 }
 
@@ -323,10 +348,11 @@ TEST_F(SegmentEntryFile, LayersOfZeroHeadsRoundTrip) {
   e.key = "k";
   for (auto f : {kernels::TransitionForm::kLogScalar, kernels::TransitionForm::kLogVector,
                  kernels::TransitionForm::kDense}) {
-    SegmentEntry::Linear l;
+    SegmentEntry::Layer l;
+    l.mixer = "test_linear";
     l.T = kernels::Transition::identity(f, 0, 0);
-    l.s0 = Tensor::zeros_f32({0, 0, 3});
-    e.linear.push_back(std::move(l));
+    l.put("s0", Tensor::zeros_f32({0, 0, 3}));
+    e.layers.push_back(std::move(l));
   }
   Result<std::string> b = serialize_entry(e);
   ASSERT_TRUE(b.is_ok()) << b.status().to_string();
@@ -346,13 +372,13 @@ TEST_F(SegmentEntryFile, SaveRejectsInconsistentEntries) {
   const Case cases[] = {
       {"token count", [](SegmentEntry& e) { e.tokens.pop_back(); }},
       {"seam > length", [](SegmentEntry& e) { e.seam = 13; }},
-      {"T size", [](SegmentEntry& e) { e.linear[3].T.data.pop_back(); }},
-      {"identity with data", [](SegmentEntry& e) { e.linear[0].T.data = {1.0f}; }},
-      {"s0 shape", [](SegmentEntry& e) { e.linear[1].s0 = Tensor::zeros_f32({3, 4, 3}); }},
-      {"partial warm-up", [](SegmentEntry& e) { e.linear[2].warm_g = Tensor(); }},
-      {"warm-up width", [](SegmentEntry& e) { e.linear[2].warm_mixed = Tensor::zeros_f32({2, 9}); }},
-      {"k without v", [](SegmentEntry& e) { e.attn[0].v = Tensor(); }},
-      {"k rows", [](SegmentEntry& e) { e.attn[1].k = Tensor::zeros_f32({9, 2, 4}); }},
+      {"T size", [](SegmentEntry& e) { e.layers[3].T->data.pop_back(); }},
+      {"identity with data", [](SegmentEntry& e) { e.layers[0].T->data = {1.0f}; }},
+      {"T sizes", [](SegmentEntry& e) { e.layers[1].T->nv = -1; }},
+      {"empty tensor", [](SegmentEntry& e) { e.layers[2].put("warm_g", Tensor()); }},
+      {"no mixer id", [](SegmentEntry& e) { e.layers[4].mixer.clear(); }},
+      {"tensor name", [](SegmentEntry& e) { e.layers[4].put("K", Tensor::zeros_f32({1})); }},
+      {"tensor twice", [](SegmentEntry& e) { e.layers[4].tensors.push_back(e.layers[4].tensors[0]); }},
   };
   for (const Case& c : cases) {
     SegmentEntry e = make_entry(8);

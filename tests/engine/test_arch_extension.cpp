@@ -35,6 +35,7 @@ namespace fs = std::filesystem;
 class LightningType final : public TokenMixerType {
  public:
   const char* name() const override { return "Lightning (test)"; }
+  const char* id() const override { return "test_lightning"; }
   LayerKind state() const override { return LayerKind::kLinear; }
   Status validate(const ModelConfig& c) const override {
     if (c.linear_num_value_heads <= 0 || c.linear_key_head_dim <= 0 ||
@@ -63,31 +64,27 @@ struct LightningWeights {
 
 class Lightning final : public TokenMixer {
  public:
-  Lightning(const ModelConfig& c, LightningWeights w, size_t slot, int layer)
-      : w_(std::move(w)), li_(slot), nv_(int(c.linear_num_value_heads)),
+  Lightning(const ModelConfig& c, LightningWeights w, int layer)
+      : w_(std::move(w)), nv_(int(c.linear_num_value_heads)),
         d_(int(c.linear_value_head_dim)), eps_(float(c.rms_norm_eps)),
         decay_(kernels::lightning_log_decay(nv_, layer, int(c.num_hidden_layers), 0)),
         la_(kernels::make_linear_attention(kernels::Family::kLightning, {nv_, nv_, d_, d_})) {}
 
   const TokenMixerType& type() const override { return kLightningType; }
   int64_t history_tokens() const override { return 0; }
-  void add_state(SeqState& s, int64_t) const override {
-    s.linear.push_back({Tensor(), Tensor::zeros_f32({nv_, d_, d_})});  // no conv
+  LayerState new_state(int64_t) const override {
+    LayerState s;
+    s.fixed = {{"state", Tensor::zeros_f32({nv_, d_, d_})}};  // no conv
+    return s;
   }
   double flops(int64_t L, int64_t) const override {
     return 2.0 * L * double(w_.qkv.numel() + w_.out_proj.numel()) + 4.0 * L * nv_ * d_ * d_;
   }
-  void add_entry_slot(SegmentEntry& e) const override { e.linear.emplace_back(); }
-  void copy_entry_slot(const SegmentEntry& e, SegmentEntry* part) const override {
-    part->linear.push_back(e.linear[li_]);
-  }
-  Status take_entry_slot(SegmentEntry&& part, SegmentEntry* e) const override {
-    if (part.linear.size() != 1 || !part.attn.empty())
-      return invalid_argument("expected one linear-attention layer");
-    const SegmentEntry::Linear& l = part.linear[0];
-    if (l.T.nv != nv_ || l.T.dk != d_ || l.s0.numel() != int64_t(nv_) * d_ * d_)
-      return invalid_argument("shapes are not this model's");
-    e->linear[li_] = std::move(part.linear[0]);
+  // Entry layer: T (log-scalar), s0 [nv, d, d].
+  Status check_entry(const SegmentEntry&, const SegmentEntry::Layer& l) const override {
+    HYPIC_RETURN_IF_ERROR(check_entry_tensors(l, type(), {{"s0", {nv_, d_, d_}}}));
+    if (!l.T || l.T->form != la_->transition_form() || l.T->nv != nv_ || l.T->dk != d_)
+      return invalid_argument("its transition is not this model's");
     return Status::ok();
   }
 
@@ -114,18 +111,20 @@ class Lightning final : public TokenMixer {
     };
     if (pass.batch) {
       std::vector<float*> states;
-      for (const Model::Pass::Piece& p : pass.pieces) states.push_back(p.seq->linear[li_].ssm.f32());
+      for (const Model::Pass::Piece& p : pass.pieces)
+        states.push_back(p.seq->layers[size_t(pass.layer)].fixed[0].t.f32());
       la_->step(inputs(0, R), states.data(), o.data());
     } else {
       for (const Model::Pass::Piece& p : pass.pieces) {
-        Tensor& S = p.seq->linear[li_].ssm;
+        Tensor& S = p.seq->layers[size_t(pass.layer)].fixed[0].t;
         if (p.entry) {
           if (p.gate) HYPIC_RETURN_IF_ERROR(p.gate->wait(pass.layer));
-          const SegmentEntry::Linear& e = p.entry->linear[li_];
+          const SegmentEntry::Layer& e = p.entry->layers[size_t(pass.layer)];
+          const float* s0 = e.find("s0")->f32();
           if (pass.rule == ComposeRule::kTransition) {
-            kernels::transition_compose(e.T, d_, e.s0.f32(), S.f32());
+            kernels::transition_compose(*e.T, d_, s0, S.f32());
           } else {
-            for (int64_t i = 0; i < S.numel(); ++i) S.f32()[i] += e.s0.f32()[i];
+            for (int64_t i = 0; i < S.numel(); ++i) S.f32()[i] += s0[i];
           }
           continue;
         }
@@ -133,9 +132,10 @@ class Lightning final : public TokenMixer {
       }
     }
     if (pass.capture) {
-      SegmentEntry::Linear& e = pass.capture->linear[li_];
-      e.s0 = Tensor::zeros_f32({nv_, d_, d_});
-      la_->build_transition(inputs(pass.seam, R - pass.seam), &e.T, e.s0.f32());
+      SegmentEntry::Layer& e = pass.capture->layers[size_t(pass.layer)];
+      Tensor s0 = Tensor::zeros_f32({nv_, d_, d_});
+      la_->build_transition(inputs(pass.seam, R - pass.seam), &e.T.emplace(), s0.f32());
+      e.put("s0", std::move(s0));
     }
     kernels::rmsnorm(o.data(), w_.norm_w.f32(), o.data(), R * nv_, d_, eps_, false);
     kernels::linear(o.data(), R, w_.out_proj, h, /*accumulate=*/true);
@@ -144,7 +144,6 @@ class Lightning final : public TokenMixer {
 
  private:
   LightningWeights w_;
-  size_t li_;
   int nv_, d_;
   float eps_;
   std::vector<float> decay_;
@@ -175,8 +174,7 @@ class TestLightningArch final : public Architecture {
     return Status::ok();
   }
   Status load_layer(const WeightReader& rd, const ModelConfig& c, int layer,
-                    const std::string& p, const LayerContext& ctx,
-                    DecoderLayer* out) const override {
+                    const std::string& p, DecoderLayer* out) const override {
     HYPIC_RETURN_IF_ERROR(load_qwen_norms(rd, c, p, out));
     if (c.layer(layer).token == &kLightningType) {
       const int64_t H = c.hidden_size, d = c.linear_value_head_dim;
@@ -185,9 +183,9 @@ class TestLightningArch final : public Architecture {
       HYPIC_ASSIGN_OR_RETURN(w.qkv, rd.mat(p + "linear_attn.qkv_proj.weight", {3 * vd, H}));
       HYPIC_ASSIGN_OR_RETURN(w.norm_w, rd.vec(p + "linear_attn.norm.weight", {d}));
       HYPIC_ASSIGN_OR_RETURN(w.out_proj, rd.mat(p + "linear_attn.out_proj.weight", {H, vd}));
-      out->token = std::make_shared<Lightning>(c, std::move(w), ctx.slot, layer);
+      out->token = std::make_shared<Lightning>(c, std::move(w), layer);
     } else {
-      HYPIC_RETURN_IF_ERROR(load_qwen_token_mixer(rd, c, layer, p, ctx, false, out));
+      HYPIC_RETURN_IF_ERROR(load_qwen_token_mixer(rd, c, layer, p, false, out));
     }
     return load_qwen_channel_mixer(rd, c, layer, p, out);
   }

@@ -259,7 +259,7 @@ TEST_P(BatchDecodeTest, AddRejectsBadInput) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("max_tokens"), std::string::npos);
   SeqState foreign = model_->new_state();
-  foreign.kv.pop_back();
+  foreign.layers.pop_back();
   r = batch.add(std::move(foreign), std::vector<float>(size_t(V)), opts(4), {}, Timer());
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("another model"), std::string::npos);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -184,14 +185,70 @@ TEST(ComposeArriving, LayerPartsAreCheckedBeforeTheyArePlaced) {
   EXPECT_FALSE(m.set_entry_layer(&dst, m.config().num_hidden_layers, m.entry_layer(*e, 0)).is_ok());
   // Shapes of another model (k/v of fewer body tokens).
   SegmentEntry short_kv = m.entry_layer(*e, attn_layer);
-  short_kv.attn[0].k = short_kv.attn[0].k.rows(0, 10);
+  short_kv.layers[0].put("k", short_kv.layers[0].find("k")->rows(0, 10));
   EXPECT_FALSE(m.set_entry_layer(&dst, attn_layer, std::move(short_kv)).is_ok());
-  for (const auto& l : dst.linear) EXPECT_TRUE(l.s0.empty()) << "a rejected part was placed";
-  for (const auto& a : dst.attn) EXPECT_TRUE(a.k.empty()) << "a rejected part was placed";
+  for (const auto& l : dst.layers)
+    EXPECT_TRUE(l.tensors.empty() && !l.T) << "a rejected part was placed";
   // Every layer placed in turn rebuilds the entry, which serialises to the same bytes.
   for (int l = 0; l < m.config().num_hidden_layers; ++l)
     ASSERT_TRUE(m.set_entry_layer(&dst, l, m.entry_layer(*e, l)).is_ok()) << l;
   EXPECT_EQ(serialize_entry(dst).value(), serialize_entry(*e).value());
+}
+
+// Each mixer checks its layer of an entry (TokenMixer::check_entry) before anything reads it:
+// set_entry_layer and forward_plan refuse what a file or the wire could hold but this model
+// would not capture, naming the layer and what differs.
+TEST(ComposeArriving, MixersRefuseEntryLayersOfOtherShapes) {
+  const Model& m = model();
+  const auto toks = doc(7, 50);
+  auto e = m.build_entry(toks, 1);  // seam 1 < K−1: the linear layers keep a warm-up
+  ASSERT_TRUE(e.is_ok());
+  ASSERT_TRUE(m.check_entry(*e).is_ok());
+  ASSERT_EQ(m.config().layer_kind(0), LayerKind::kLinear);
+  ASSERT_NE(e->layers[0].find("warm_g"), nullptr);
+  struct Case {
+    const char* what;
+    int layer;  // 0: Gated DeltaNet, 3: attention
+    std::function<void(SegmentEntry::Layer&)> edit;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"mixer id", 0, [](SegmentEntry::Layer& l) { l.mixer = "gated_attention"; }, "made by mixer"},
+      {"no warm-up", 0, [](SegmentEntry::Layer& l) {
+         std::erase_if(l.tensors, [](const NamedTensor& n) { return n.name == "warm_g"; }); },
+       "'warm_g' is missing"},
+      {"extra tensor", 0, [](SegmentEntry::Layer& l) { l.put("extra", Tensor::zeros_f32({1})); },
+       "unexpected tensor 'extra'"},
+      {"s0 shape", 0, [](SegmentEntry::Layer& l) {
+         l.put("s0", l.find("s0")->reshape({1, l.find("s0")->numel()})); }, "'s0' is F32"},
+      {"s0 dtype", 0, [](SegmentEntry::Layer& l) { l.put("s0", l.find("s0")->to(DType::kBF16)); },
+       "'s0' is BF16"},
+      {"no transition", 0, [](SegmentEntry::Layer& l) { l.T.reset(); }, "transition"},
+      {"transition form", 0, [](SegmentEntry::Layer& l) {
+         l.T = kernels::Transition::identity(kernels::TransitionForm::kLogScalar, l.T->nv, l.T->dk); },
+       "transition"},
+      {"k rows", 3, [](SegmentEntry::Layer& l) { l.put("k", l.find("k")->rows(0, 10)); }, "'k' is F32"},
+      {"attention with a transition", 3, [](SegmentEntry::Layer& l) {
+         l.T = kernels::Transition::identity(kernels::TransitionForm::kIdentity, 1, 1); },
+       "no transition"},
+  };
+  for (const Case& c : cases) {
+    SegmentEntry bad = *e;
+    c.edit(bad.layers[size_t(c.layer)]);
+    const Status s = m.check_entry(bad);
+    ASSERT_FALSE(s.is_ok()) << c.what;
+    EXPECT_NE(s.message().find("layer " + std::to_string(c.layer)), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(c.says), std::string::npos) << c.what << ": " << s.message();
+    SegmentEntry dst = m.empty_entry(toks, 1, e->key);
+    EXPECT_FALSE(m.set_entry_layer(&dst, c.layer, m.entry_layer(bad, c.layer)).is_ok()) << c.what;
+    ForwardPlan plan;
+    plan.tokens = {toks[0]};
+    plan.pieces = {{1, nullptr}, {0, &bad}};
+    SeqState st = m.new_state(64);
+    const Status f = m.forward_plan(st, plan, LogitsFor::kLast, nullptr);
+    EXPECT_EQ(f.code(), StatusCode::kInvalidArgument) << c.what;
+    EXPECT_NE(f.message().find(c.says), std::string::npos) << f.message();
+  }
 }
 
 }  // namespace

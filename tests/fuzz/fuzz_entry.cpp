@@ -48,20 +48,22 @@ void check_same(const SegmentEntry& a, const SegmentEntry& b) {
   FUZZ_CHECK(a.key == b.key);
   FUZZ_CHECK(a.length == b.length && a.seam == b.seam);
   FUZZ_CHECK(a.tokens == b.tokens);
-  FUZZ_CHECK(a.linear.size() == b.linear.size() && a.attn.size() == b.attn.size());
-  for (size_t i = 0; i < a.linear.size(); ++i) {
-    const SegmentEntry::Linear &x = a.linear[i], &y = b.linear[i];
-    FUZZ_CHECK(x.T.form == y.T.form && x.T.nv == y.T.nv && x.T.dk == y.T.dk, "layer %zu", i);
-    FUZZ_CHECK(x.T.data.size() == y.T.data.size() &&
-               (x.T.data.empty() ||
-                std::memcmp(x.T.data.data(), y.T.data.data(), x.T.bytes()) == 0));
-    FUZZ_CHECK(same_tensor(x.s0, y.s0) && same_tensor(x.conv_tail, y.conv_tail), "layer %zu", i);
-    FUZZ_CHECK(same_tensor(x.warm_mixed, y.warm_mixed) && same_tensor(x.warm_g, y.warm_g) &&
-               same_tensor(x.warm_beta, y.warm_beta), "layer %zu", i);
+  FUZZ_CHECK(a.layers.size() == b.layers.size());
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const SegmentEntry::Layer &x = a.layers[i], &y = b.layers[i];
+    FUZZ_CHECK(x.mixer == y.mixer && bool(x.T) == bool(y.T), "layer %zu", i);
+    if (x.T)
+      FUZZ_CHECK(x.T->form == y.T->form && x.T->nv == y.T->nv && x.T->dk == y.T->dk &&
+                     x.T->data.size() == y.T->data.size() &&
+                     (x.T->data.empty() ||
+                      std::memcmp(x.T->data.data(), y.T->data.data(), x.T->bytes()) == 0),
+                 "layer %zu", i);
+    FUZZ_CHECK(x.tensors.size() == y.tensors.size(), "layer %zu", i);
+    for (size_t j = 0; j < x.tensors.size(); ++j)
+      FUZZ_CHECK(x.tensors[j].name == y.tensors[j].name &&
+                     same_tensor(x.tensors[j].t, y.tensors[j].t),
+                 "layer %zu tensor %zu", i, j);
   }
-  for (size_t j = 0; j < a.attn.size(); ++j)
-    FUZZ_CHECK(same_tensor(a.attn[j].k, b.attn[j].k) && same_tensor(a.attn[j].v, b.attn[j].v),
-               "attention layer %zu", j);
   FUZZ_CHECK(a.bytes() == b.bytes());
 }
 
@@ -102,11 +104,10 @@ Tensor filled(FuzzedDataProvider& in, DType t, Shape shape) {
   return x;
 }
 
-// Absent, or present with the consistent (or a free) shape.
-Tensor maybe_tensor(FuzzedDataProvider& in, const Shape& consistent) {
-  if (!in.ConsumeBool()) return {};
-  const DType t = pick_dtype(in);
-  return filled(in, t, pick_shape(in, consistent));
+// A name from a small vocabulary (so duplicates happen), sometimes an invalid one.
+std::string pick_name(FuzzedDataProvider& in) {
+  static const char* const kNames[] = {"s0", "conv_tail", "warm_g", "k", "v", "Bad", ""};
+  return kNames[in.ConsumeIntegralInRange<int>(0, 6)];
 }
 
 SegmentEntry entry_from_recipe(FuzzedDataProvider& in) {
@@ -123,47 +124,36 @@ SegmentEntry entry_from_recipe(FuzzedDataProvider& in) {
   if (in.ConsumeIntegralInRange<int>(0, 15) == 0) ntok = in.ConsumeIntegralInRange<size_t>(0, 7);
   for (size_t i = 0; i < ntok; ++i) e.tokens.push_back(in.ConsumeIntegral<int32_t>());
 
-  const int n_linear = in.ConsumeIntegralInRange<int>(0, 3);
-  for (int i = 0; i < n_linear; ++i) {
-    SegmentEntry::Linear l;
-    const TransitionForm forms[] = {TransitionForm::kIdentity, TransitionForm::kLogScalar,
-                                    TransitionForm::kLogVector, TransitionForm::kDense};
+  const int n_layers = in.ConsumeIntegralInRange<int>(0, 5);
+  for (int i = 0; i < n_layers; ++i) {
+    SegmentEntry::Layer l;
+    l.mixer = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? pick_name(in) : "mixer_a";
     const int nv = in.ConsumeIntegralInRange<int>(0, 3), dk = in.ConsumeIntegralInRange<int>(0, 3);
-    l.T = Transition::identity(forms[in.ConsumeIntegralInRange<int>(0, 3)], nv, dk);
-    if (in.ConsumeIntegralInRange<int>(0, 15) == 0)
-      l.T.data.resize(in.ConsumeIntegralInRange<size_t>(0, 20));
-    for (float& v : l.T.data) {
-      const uint32_t u = in.ConsumeIntegral<uint32_t>();
-      std::memcpy(&v, &u, 4);
-    }
-    const int64_t dv = in.ConsumeIntegralInRange<int64_t>(0, 3);
-    const int64_t km1 = in.ConsumeIntegralInRange<int64_t>(0, 3);
-    const int64_t conv_dim = in.ConsumeIntegralInRange<int64_t>(0, 4);
-    const int64_t P = in.ConsumeIntegralInRange<int64_t>(0, 2);
-    l.s0 = maybe_tensor(in, {nv, dk, dv});
-    l.conv_tail = maybe_tensor(in, {km1, conv_dim});
     if (in.ConsumeBool()) {
-      l.warm_mixed = filled(in, pick_dtype(in), pick_shape(in, {P, conv_dim}));
-      l.warm_g = filled(in, pick_dtype(in), pick_shape(in, {P, nv}));
-      l.warm_beta = filled(in, pick_dtype(in), pick_shape(in, {P, nv}));
-    } else if (in.ConsumeIntegralInRange<int>(0, 15) == 0) {
-      l.warm_g = filled(in, DType::kF32, {P, nv});  // only one of the three: inconsistent
+      const TransitionForm forms[] = {TransitionForm::kIdentity, TransitionForm::kLogScalar,
+                                      TransitionForm::kLogVector, TransitionForm::kDense};
+      Transition& T = l.T.emplace(
+          Transition::identity(forms[in.ConsumeIntegralInRange<int>(0, 3)], nv, dk));
+      if (in.ConsumeIntegralInRange<int>(0, 15) == 0)
+        T.data.resize(in.ConsumeIntegralInRange<size_t>(0, 20));
+      for (float& v : T.data) {
+        const uint32_t u = in.ConsumeIntegral<uint32_t>();
+        std::memcpy(&v, &u, 4);
+      }
     }
-    e.linear.push_back(std::move(l));
-  }
-  const int n_attn = in.ConsumeIntegralInRange<int>(0, 3);
-  for (int j = 0; j < n_attn; ++j) {
-    SegmentEntry::Attn a;
-    if (in.ConsumeBool()) {
-      const int64_t nkv = in.ConsumeIntegralInRange<int64_t>(0, 2);
-      const int64_t hd = in.ConsumeIntegralInRange<int64_t>(0, 4);
+    const int n_tensors = in.ConsumeIntegralInRange<int>(0, 4);
+    for (int j = 0; j < n_tensors; ++j) {
+      std::string name = in.ConsumeIntegralInRange<int>(0, 7) == 0
+                             ? pick_name(in) : "t" + std::to_string(j);
+      if (in.ConsumeIntegralInRange<int>(0, 15) == 0) {  // empty: inconsistent
+        l.tensors.push_back({std::move(name), Tensor()});
+        continue;
+      }
+      const int64_t lb = std::max<int64_t>(e.body_tokens(), 0);
       const DType t = pick_dtype(in);
-      const int64_t lb = std::max<int64_t>(e.body_tokens(), 0);  // seam > length: inconsistent
-      a.k = filled(in, t, pick_shape(in, {lb, nkv, hd}));
-      a.v = filled(in, in.ConsumeBool() ? t : pick_dtype(in), pick_shape(in, {lb, nkv, hd}));
-      if (in.ConsumeIntegralInRange<int>(0, 15) == 0) a.v = Tensor();  // k without v
+      l.tensors.push_back({std::move(name), filled(in, t, pick_shape(in, {lb, nv, dk}))});
     }
-    e.attn.push_back(std::move(a));
+    e.layers.push_back(std::move(l));
   }
   return e;
 }
@@ -189,23 +179,25 @@ SegmentEntry seed_entry(int seam, bool warm) {
   const TransitionForm forms[] = {TransitionForm::kIdentity, TransitionForm::kLogScalar,
                                   TransitionForm::kLogVector, TransitionForm::kDense};
   for (TransitionForm f : forms) {
-    SegmentEntry::Linear l;
-    l.T = Transition::identity(f, nv, dk);
-    for (float& v : l.T.data) v = -float(next() % 1000) / 256.0f;
-    l.s0 = bits(DType::kF32, {nv, dk, dv});
-    l.conv_tail = bits(DType::kF32, {km1, conv_dim});
+    SegmentEntry::Layer l;
+    l.mixer = "gated_deltanet";
+    Transition& T = l.T.emplace(Transition::identity(f, nv, dk));
+    for (float& v : T.data) v = -float(next() % 1000) / 256.0f;
+    l.put("s0", bits(DType::kF32, {nv, dk, dv}));
+    l.put("conv_tail", bits(DType::kF32, {km1, conv_dim}));
     if (warm) {
-      l.warm_mixed = bits(DType::kF32, {1, conv_dim});
-      l.warm_g = bits(DType::kF32, {1, nv});
-      l.warm_beta = bits(DType::kF32, {1, nv});
+      l.put("warm_mixed", bits(DType::kF32, {1, conv_dim}));
+      l.put("warm_g", bits(DType::kF32, {1, nv}));
+      l.put("warm_beta", bits(DType::kF32, {1, nv}));
     }
-    e.linear.push_back(std::move(l));
+    e.layers.push_back(std::move(l));
   }
   for (DType t : {DType::kF32, DType::kBF16}) {
-    SegmentEntry::Attn a;
-    a.k = bits(t, {e.body_tokens(), nkv, hd});
-    a.v = bits(t, {e.body_tokens(), nkv, hd});
-    e.attn.push_back(std::move(a));
+    SegmentEntry::Layer a;
+    a.mixer = "gated_attention";
+    a.put("k", bits(t, {e.body_tokens(), nkv, hd}));
+    a.put("v", bits(t, {e.body_tokens(), nkv, hd}));
+    e.layers.push_back(std::move(a));
   }
   e.key = hypic::segment_key("fuzz-seed", DType::kF32, e.seam, "", e.tokens);
   return e;
@@ -217,16 +209,18 @@ SegmentEntry zero_heads_entry() {
   e.key = "0";
   for (TransitionForm f : {TransitionForm::kIdentity, TransitionForm::kLogScalar,
                            TransitionForm::kLogVector, TransitionForm::kDense}) {
-    SegmentEntry::Linear l;
+    SegmentEntry::Layer l;
+    l.mixer = "gated_deltanet";
     l.T = Transition::identity(f, 0, 0);
-    l.s0 = Tensor::zeros(DType::kF32, {0, 0, 3});
-    e.linear.push_back(std::move(l));
+    l.put("s0", Tensor::zeros(DType::kF32, {0, 0, 3}));
+    e.layers.push_back(std::move(l));
   }
-  SegmentEntry::Attn a;
-  a.k = Tensor::zeros(DType::kBF16, {0, 1, 2});
-  a.v = Tensor::zeros(DType::kBF16, {0, 1, 2});
-  e.attn.push_back(std::move(a));
-  e.attn.emplace_back();  // a layer without K/V
+  SegmentEntry::Layer a;
+  a.mixer = "gated_attention";
+  a.put("k", Tensor::zeros(DType::kBF16, {0, 1, 2}));
+  a.put("v", Tensor::zeros(DType::kBF16, {0, 1, 2}));
+  e.layers.push_back(std::move(a));
+  e.layers.push_back({"gated_attention", std::nullopt, {}});  // a layer without tensors
   return e;
 }
 

@@ -41,17 +41,16 @@ bool same_bytes(const Tensor& a, const Tensor& b, size_t bytes) {
 
 // Bit-exact equality of everything a decode reads: position, recurrent states, KV [0, pos).
 bool same_state(const SeqState& a, const SeqState& b) {
-  if (a.pos != b.pos || a.linear.size() != b.linear.size() || a.kv.size() != b.kv.size())
-    return false;
-  for (size_t i = 0; i < a.linear.size(); ++i)
-    if (!same_bytes(a.linear[i].conv, b.linear[i].conv, a.linear[i].conv.nbytes()) ||
-        !same_bytes(a.linear[i].ssm, b.linear[i].ssm, a.linear[i].ssm.nbytes()))
-      return false;
-  for (size_t i = 0; i < a.kv.size(); ++i) {
-    const size_t row = a.kv[i].k.nbytes() / size_t(a.kv[i].k.dim(0));
-    if (!same_bytes(a.kv[i].k, b.kv[i].k, row * size_t(a.pos)) ||
-        !same_bytes(a.kv[i].v, b.kv[i].v, row * size_t(a.pos)))
-      return false;
+  if (a.pos != b.pos || a.layers.size() != b.layers.size()) return false;
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const LayerState &x = a.layers[i], &y = b.layers[i];
+    if (x.fixed.size() != y.fixed.size() || x.rows.size() != y.rows.size()) return false;
+    for (size_t j = 0; j < x.fixed.size(); ++j)
+      if (!same_bytes(x.fixed[j].t, y.fixed[j].t, x.fixed[j].t.nbytes())) return false;
+    for (size_t j = 0; j < x.rows.size(); ++j) {
+      const size_t row = x.rows[j].t.nbytes() / size_t(x.rows[j].t.dim(0));
+      if (!same_bytes(x.rows[j].t, y.rows[j].t, row * size_t(a.pos))) return false;
+    }
   }
   return true;
 }
@@ -191,7 +190,7 @@ TEST_P(DecodeBatchTest, ErrorsModifyNothing) {
   SeqState full = model_->new_state(4);
   full.pos = ctx;
   SeqState foreign = model_->new_state(4);
-  foreign.linear.pop_back();
+  foreign.layers.pop_back();
   auto expect_error = [&](const std::vector<SeqState*>& states,
                           const std::vector<int32_t>& toks, StatusCode code,
                           const std::string& says, std::vector<float>* out) {
@@ -208,6 +207,18 @@ TEST_P(DecodeBatchTest, ErrorsModifyNothing) {
   expect_error({&a, &b, &a}, {1, 2, 3}, StatusCode::kInvalidArgument, "twice", &l);
   expect_error({&a, nullptr}, {1, 2}, StatusCode::kInvalidArgument, "sequence 1", &l);
   expect_error({&a, &foreign}, {1, 2}, StatusCode::kInvalidArgument, "another model", &l);
+  // Same layer count, a tensor of another shape; rows of unequal capacity.
+  SeqState reshaped = model_->new_state(4);
+  Tensor& t0 = reshaped.layers[0].fixed.back().t;
+  t0 = t0.reshape({1, t0.numel()});
+  expect_error({&a, &reshaped}, {1, 2}, StatusCode::kInvalidArgument, "layer 0", &l);
+  SeqState ragged = model_->new_state(4);
+  for (LayerState& ls : ragged.layers)
+    if (!ls.rows.empty()) {
+      ls.rows.back().t = Tensor::zeros_f32([&] { Shape s = ls.rows.back().t.shape(); s[0] = 8; return s; }());
+      break;
+    }
+  expect_error({&a, &ragged}, {1, 2}, StatusCode::kInvalidArgument, "another model", &l);
   for (int32_t bad : {int32_t(V_), -1, 1 << 30})
     expect_error({&a, &b}, {1, bad}, StatusCode::kOutOfRange, std::to_string(bad), &l);
   expect_error({&a, &full, &b}, {1, 2, 3}, StatusCode::kOutOfRange, std::to_string(ctx), &l);

@@ -56,9 +56,8 @@ class Qwen3_5 final : public Architecture {
   }
 
   Status load_layer(const WeightReader& rd, const ModelConfig& c, int layer,
-                    const std::string& prefix, const LayerContext& ctx,
-                    DecoderLayer* out) const override {
-    return load_qwen_layer(rd, c, layer, prefix, ctx, /*interleaved_gdn=*/false, out);
+                    const std::string& prefix,  DecoderLayer* out) const override {
+    return load_qwen_layer(rd, c, layer, prefix, /*interleaved_gdn=*/false, out);
   }
 
  private:

@@ -277,7 +277,7 @@ Status load_qwen_norms(const WeightReader& rd, const ModelConfig& c, const std::
 }
 
 Status load_qwen_token_mixer(const WeightReader& rd, const ModelConfig& c, int layer,
-                             const std::string& p, const LayerContext& ctx, bool interleaved_gdn,
+                             const std::string& p,  bool interleaved_gdn,
                              DecoderLayer* out) {
   const LayerSpec& spec = c.layer(layer);
   if (spec.token == &gated_deltanet_type()) {
@@ -286,13 +286,13 @@ Status load_qwen_token_mixer(const WeightReader& rd, const ModelConfig& c, int l
     HYPIC_RETURN_IF_ERROR(interleaved_gdn ? load_gdn_interleaved(rd, c, q, w)
                                           : load_gdn_contiguous(rd, c, q, w));
     HYPIC_RETURN_IF_ERROR(load_gdn_common(rd, c, q, w));
-    out->token = make_gated_deltanet(c, std::move(w), ctx.slot);
+    out->token = make_gated_deltanet(c, std::move(w));
     return Status::ok();
   }
   if (spec.token == &gated_attention_type()) {
     AttnWeights w;
     HYPIC_RETURN_IF_ERROR(load_attn(rd, c, p + "self_attn.", w));
-    out->token = make_gated_attention(c, std::move(w), ctx.slot);
+    out->token = make_gated_attention(c, std::move(w));
     return Status::ok();
   }
   return unsupported(std::string("Qwen checkpoints have no ") + spec.token->name() + " layers");
@@ -318,10 +318,10 @@ Status load_qwen_channel_mixer(const WeightReader& rd, const ModelConfig& c, int
 }
 
 Status load_qwen_layer(const WeightReader& rd, const ModelConfig& c, int layer,
-                       const std::string& p, const LayerContext& ctx, bool interleaved_gdn,
+                       const std::string& p,  bool interleaved_gdn,
                        DecoderLayer* out) {
   HYPIC_RETURN_IF_ERROR(load_qwen_norms(rd, c, p, out));
-  HYPIC_RETURN_IF_ERROR(load_qwen_token_mixer(rd, c, layer, p, ctx, interleaved_gdn, out));
+  HYPIC_RETURN_IF_ERROR(load_qwen_token_mixer(rd, c, layer, p, interleaved_gdn, out));
   return load_qwen_channel_mixer(rd, c, layer, p, out);
 }
 

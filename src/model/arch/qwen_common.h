@@ -50,12 +50,12 @@ Status parse_qwen_config(const nlohmann::json& root, const std::string& source,
 Status load_qwen_norms(const WeightReader& rd, const ModelConfig& c, const std::string& p,
                        DecoderLayer* out);
 Status load_qwen_token_mixer(const WeightReader& rd, const ModelConfig& c, int layer,
-                             const std::string& p, const LayerContext& ctx, bool interleaved_gdn,
+                             const std::string& p,  bool interleaved_gdn,
                              DecoderLayer* out);
 Status load_qwen_channel_mixer(const WeightReader& rd, const ModelConfig& c, int layer,
                                const std::string& p, DecoderLayer* out);
 Status load_qwen_layer(const WeightReader& rd, const ModelConfig& c, int layer,
-                       const std::string& p, const LayerContext& ctx, bool interleaved_gdn,
+                       const std::string& p,  bool interleaved_gdn,
                        DecoderLayer* out);
 
 }  // namespace hypic

@@ -23,19 +23,24 @@
 namespace hypic {
 namespace {
 
+enum : size_t { kK, kV };  // LayerState::rows
+
 class GatedAttention final : public TokenMixer {
  public:
-  GatedAttention(const ModelConfig& c, AttnWeights w, size_t slot)
-      : w_(std::move(w)), ai_(slot), rope_(int(c.rotary_dim()), float(c.rope_theta)),
+  GatedAttention(const ModelConfig& c, AttnWeights w)
+      : w_(std::move(w)), rope_(int(c.rotary_dim()), float(c.rope_theta)),
         nh_(int(c.num_attention_heads)),
         nkv_(int(c.num_key_value_heads)), hd_(int(c.head_dim)), eps_(c.rms_norm_eps) {}
 
   const TokenMixerType& type() const override { return gated_attention_type(); }
   int64_t history_tokens() const override { return 0; }
 
-  void add_state(SeqState& s, int64_t capacity) const override {
-    s.kv.push_back({Tensor::zeros_f32({capacity, nkv_, hd_}),
-                    Tensor::zeros_f32({capacity, nkv_, hd_})});
+  // rows: k, v [capacity, nkv, hd], k normed and rotated at the token's position.
+  LayerState new_state(int64_t capacity) const override {
+    LayerState s;
+    s.rows = {{"k", Tensor::zeros_f32({capacity, nkv_, hd_})},
+              {"v", Tensor::zeros_f32({capacity, nkv_, hd_})}};
+    return s;
   }
 
   double flops(int64_t L, int64_t past) const override {
@@ -47,19 +52,11 @@ class GatedAttention final : public TokenMixer {
     return f + 2.0 * 2.0 * keys * nh_ * hd_;
   }
 
-  void add_entry_slot(SegmentEntry& e) const override { e.attn.emplace_back(); }
-  void copy_entry_slot(const SegmentEntry& e, SegmentEntry* part) const override {
-    part->attn.push_back(e.attn[ai_]);
-  }
-  Status take_entry_slot(SegmentEntry&& part, SegmentEntry* e) const override {
-    if (part.attn.size() != 1 || !part.linear.empty())
-      return invalid_argument("expected one attention layer");
-    const SegmentEntry::Attn& a = part.attn[0];
-    const int64_t n = e->body_tokens() * nkv_ * hd_;
-    auto numel_is = [](const Tensor& t, int64_t m) { return !t.empty() && t.numel() == m; };
-    if (!numel_is(a.k, n) || !numel_is(a.v, n))
-      return invalid_argument("k/v shapes are not this model's");
-    e->attn[ai_] = std::move(part.attn[0]);
+  // Entry layer: the body's k, v [Lb, nkv, hd] (k normed, not rotated); no transition.
+  Status check_entry(const SegmentEntry& e, const SegmentEntry::Layer& l) const override {
+    const Shape kv = {e.body_tokens(), nkv_, hd_};
+    HYPIC_RETURN_IF_ERROR(check_entry_tensors(l, type(), {{"k", kv}, {"v", kv}}));
+    if (l.T) return invalid_argument("an attention layer has no transition");
     return Status::ok();
   }
 
@@ -67,7 +64,6 @@ class GatedAttention final : public TokenMixer {
 
  private:
   AttnWeights w_;
-  size_t ai_;
   kernels::Rope rope_;
   int nh_, nkv_, hd_;
   double eps_;
@@ -76,7 +72,7 @@ class GatedAttention final : public TokenMixer {
 Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass& pass) const {
   HYPIC_PROFILE_SCOPE("attn_layer");
   const AttnWeights& w = w_;
-  const size_t ai = ai_;
+  const size_t li = size_t(pass.layer);
   const int nh = nh_, nkv = nkv_, hd = hd_;
   const int64_t qw = int64_t(nh) * 2 * hd, kw = int64_t(nkv) * hd, width = qw + 2 * kw;
   const kernels::Rope& rope = rope_;
@@ -99,12 +95,13 @@ Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass&
   kernels::rmsnorm(q.f32(), w.q_norm.f32(), q.f32(), R * nh, hd, eps_, true);
   kernels::rmsnorm(kn.f32(), w.k_norm.f32(), kn.f32(), R * nkv, hd, eps_, true);
   if (pass.capture) {  // body keys (normed, not rotated) and values
-    SegmentEntry::Attn& e = pass.capture->attn[ai];
+    SegmentEntry::Layer& e = pass.capture->layers[li];
     const int64_t b0 = pass.seam, n = R - b0;
-    e.k = Tensor::zeros_f32({n, nkv, hd});
-    e.v = Tensor::zeros_f32({n, nkv, hd});
-    std::memcpy(e.k.raw(), kn.f32() + b0 * kw, e.k.nbytes());
-    std::memcpy(e.v.raw(), vn.f32() + b0 * kw, e.v.nbytes());
+    Tensor ek = Tensor::zeros_f32({n, nkv, hd}), ev = Tensor::zeros_f32({n, nkv, hd});
+    std::memcpy(ek.raw(), kn.f32() + b0 * kw, ek.nbytes());
+    std::memcpy(ev.raw(), vn.f32() + b0 * kw, ev.nbytes());
+    e.put("k", std::move(ek));
+    e.put("v", std::move(ev));
   }
   // Pieces in prompt order: each piece's keys and values go into the cache (cached bodies
   // rotated to their positions), then a computed piece attends causally to everything up to
@@ -114,12 +111,15 @@ Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass&
   const float scale = 1.0f / std::sqrt(float(hd));
   for (const Model::Pass::Piece& p : pass.pieces) {
     if (p.gate) HYPIC_RETURN_IF_ERROR(p.gate->wait(pass.layer));
-    KvCache& kv = p.seq->kv[ai];
-    float* kc = kv.k.f32() + p.pos0 * kw;
-    float* vc = kv.v.f32() + p.pos0 * kw;
+    LayerState& kv = p.seq->layers[li];
+    const Tensor &kcache = kv.rows[kK].t, &vcache = kv.rows[kV].t;
+    float* kc = kcache.f32() + p.pos0 * kw;
+    float* vc = vcache.f32() + p.pos0 * kw;
     const int64_t n = p.tokens();
-    const float* ksrc = p.entry ? p.entry->attn[ai].k.f32() : kn.f32() + p.row0 * kw;
-    const float* vsrc = p.entry ? p.entry->attn[ai].v.f32() : vn.f32() + p.row0 * kw;
+    // An entry's k, v shapes were checked when it met this model (check_entry).
+    const SegmentEntry::Layer* e = p.entry ? &p.entry->layers[li] : nullptr;
+    const float* ksrc = e ? e->find("k")->f32() : kn.f32() + p.row0 * kw;
+    const float* vsrc = e ? e->find("v")->f32() : vn.f32() + p.row0 * kw;
     std::memcpy(kc, ksrc, size_t(n * kw) * 4);
     std::memcpy(vc, vsrc, size_t(n * kw) * 4);
     rope.apply(kc, n, nkv, hd, p.pos0);
@@ -128,7 +128,7 @@ Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass&
     if (pass.batch) continue;
     HYPIC_PROFILE_SCOPE("attn_core");
     kernels::attention_causal({nh, nkv, hd}, q.f32() + p.row0 * nh * hd, p.rows, p.pos0,
-                              kv.k.f32(), kv.v.f32(), p.pos0 + p.rows, scale,
+                              kcache.f32(), vcache.f32(), p.pos0 + p.rows, scale,
                               o.f32() + p.row0 * nh * hd);
   }
   if (pass.batch) {
@@ -139,8 +139,8 @@ Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass&
     std::vector<const float*> kb(B), vb(B);
     for (size_t b = 0; b < B; ++b) {
       pos[b] = pass.pieces[b].pos0;
-      kb[b] = pass.pieces[b].seq->kv[ai].k.f32();
-      vb[b] = pass.pieces[b].seq->kv[ai].v.f32();
+      kb[b] = pass.pieces[b].seq->layers[li].rows[kK].t.f32();
+      vb[b] = pass.pieces[b].seq->layers[li].rows[kV].t.f32();
     }
     kernels::attention_decode({nh, nkv, hd}, int64_t(B), q.f32(), pos.data(), kb.data(),
                               vb.data(), scale, o.f32());
@@ -156,8 +156,8 @@ Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass&
 
 }  // namespace
 
-std::unique_ptr<TokenMixer> make_gated_attention(const ModelConfig& c, AttnWeights w, size_t slot) {
-  return std::make_unique<GatedAttention>(c, std::move(w), slot);
+std::unique_ptr<TokenMixer> make_gated_attention(const ModelConfig& c, AttnWeights w) {
+  return std::make_unique<GatedAttention>(c, std::move(w));
 }
 
 namespace {
@@ -193,6 +193,7 @@ Status validate_rope(const ModelConfig& c) {
 class GatedAttentionType final : public TokenMixerType {
  public:
   const char* name() const override { return "full attention"; }
+  const char* id() const override { return "gated_attention"; }
   LayerKind state() const override { return LayerKind::kFull; }
 
   Status validate(const ModelConfig& c) const override {

@@ -17,8 +17,7 @@ struct AttnWeights {
   Tensor o_proj;  // [H, nh·hd]
 };
 
-// `slot`: the layer's index among the model's attention layers.
-std::unique_ptr<TokenMixer> make_gated_attention(const ModelConfig& c, AttnWeights w, size_t slot);
+std::unique_ptr<TokenMixer> make_gated_attention(const ModelConfig& c, AttnWeights w);
 // Its type: state kFull; reads num_attention_heads / num_key_value_heads / head_dim, the RoPE
 // fields and attention_bias.
 const TokenMixerType& gated_attention_type();

@@ -21,8 +21,7 @@ struct GdnWeights {
   Tensor out_proj; // [H, nv·dv]
 };
 
-// `slot`: the layer's index among the model's linear-attention layers.
-std::unique_ptr<TokenMixer> make_gated_deltanet(const ModelConfig& c, GdnWeights w, size_t slot);
+std::unique_ptr<TokenMixer> make_gated_deltanet(const ModelConfig& c, GdnWeights w);
 // Its type: state kLinear; reads linear_num_key_heads / linear_num_value_heads /
 // linear_key_head_dim / linear_value_head_dim / linear_conv_kernel_dim.
 const TokenMixerType& gated_deltanet_type();
