@@ -5,6 +5,7 @@ The layers of src/ (docs/ARCHITECTURE.md), lowest first; a layer may include its
 headers and those of the layers listed for it, nothing else:
 
   core -> kernels / tokenizer -> model -> cache -> engine -> cluster -> server -> router -> cli
+  (bench, the benchmarks and the evaluation: on cluster, beside server; only cli uses it)
 
 The generated protobuf headers (hypic_*.pb.h) belong to cluster. The C++ tests follow the
 layer of their folder (tests/<layer>/), except tests/common, which any test may include.
@@ -25,8 +26,9 @@ ALLOWED = {
     "cluster": {"core", "kernels", "tokenizer", "model", "cache", "engine"},
     "server": {"core", "kernels", "tokenizer", "model", "cache", "engine", "cluster"},
     "router": {"core", "tokenizer", "server", "cluster"},
+    "bench": {"core", "kernels", "tokenizer", "model", "cache", "engine", "cluster"},
     "cli": {"core", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "server",
-            "router"},
+            "router", "bench"},
 }
 # The router holds no model: it may use the server's HTTP and API parts, never the model
 # itself (model/, kernels/, cache/, engine/ headers).

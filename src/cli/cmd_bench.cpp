@@ -1,16 +1,14 @@
-// hypic bench <what>: benchmarks that print one JSON object each.
+// hypic bench <what>: benchmarks that print one JSON object each (the measurements live in
+// src/bench/).
 #include <cstdio>
 #include <cstring>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/prefill.h"
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "core/parallel.h"
 #include "core/timer.h"
-#include "kernels/gemm.h"
-#include "model/model.h"
 #include "model/synthetic.h"
 
 namespace hypic::cli {
@@ -32,48 +30,15 @@ int bench_prefill(int argc, char** argv) {
   auto dt = parse_dtype(a.str("dtype"));
   if (!n || !reps || !dt || *n < 1 || *reps < 1 || !a.has("model"))
     return report_error("bench prefill", invalid_argument("need --model DIR, --tokens N >= 1, --reps R >= 1, --dtype bf16|f32"));
-  LoadOptions lo;
-  lo.compute = *dt;
-  auto model = Model::load(a.str("model"), lo);
-  if (!model) return report_error("bench prefill", model.status());
-  const Model& m = **model;
-  const auto& c = m.config();
-  std::mt19937 rng(1);
-  std::vector<int32_t> toks(static_cast<size_t>(*n));
-  for (auto& t : toks) t = int32_t(rng() % uint32_t(c.vocab_size));
-  const double flops = m.forward_flops(*n, 0);
-  // Dominant GEMM: routed experts' gate/up for MoE models (M = tokens per expert), the
-  // dense MLP's gate/up otherwise.
-  int64_t M = *n, K = c.hidden_size, N = 2 * c.intermediate_size;
-  if (c.num_experts > 0) {
-    M = std::max<int64_t>(1, *n * c.num_experts_per_tok / c.num_experts);
-    N = 2 * c.moe_intermediate_size;
-  }
-  // The peak is measured before and after the forward runs and the best is kept, the
-  // forward time is the best repetition: on a shared machine both are then best cases.
-  double peak = kernels::measure_matmul_gflops(M, K, N, *dt, 10);
-  std::vector<float> logits;
-  double best = 1e30;
-  for (int64_t r = 0; r <= *reps; ++r) {  // r == 0 is the warm-up
-    SeqState st = m.new_state(*n);
-    Timer t;
-    Status s = m.forward(st, toks, LogitsFor::kLast, &logits);
-    if (!s) return report_error("bench prefill", s);
-    if (r > 0) best = std::min(best, t.seconds());
-  }
-  peak = std::max(peak, kernels::measure_matmul_gflops(M, K, N, *dt, 10));
-  const double achieved = flops / best * 1e-9;
-  nlohmann::json j = {{"tokens", *n},
-                      {"dtype", a.str("dtype")},
-                      {"threads", num_threads()},
-                      {"seconds", best},
-                      {"tokens_per_s", double(*n) / best},
-                      {"gflop", flops * 1e-9},
-                      {"achieved_gflops", achieved},
-                      {"gemm_peak_gflops", peak},
-                      {"gemm_peak_shape", {M, K, N}},
-                      {"ratio", achieved / peak}};
-  std::printf("%s\n", j.dump().c_str());
+  bench::PrefillBenchOptions o;
+  o.model = a.str("model");
+  o.tokens = *n;
+  o.dtype = *dt;
+  o.dtype_label = a.str("dtype");
+  o.reps = int(*reps);
+  auto j = bench::bench_prefill(o);
+  if (!j) return report_error("bench prefill", j.status());
+  std::printf("%s\n", j->dump().c_str());
   return 0;
 }
 

@@ -638,4 +638,6 @@ void DecayAttention::build_transition(const LaInputs& in, Transition* T, float* 
   decay_chunk::build(d_, in.L, in.k, in.v, gate(in), T, s0);
 }
 
+double DecayAttention::prefill_flops(int L) const { return decay_chunk::prefill_flops(d_, L, true); }
+
 }  // namespace hypic::kernels

@@ -76,6 +76,7 @@ class DecayAttention : public LinearAttention {
   void prefill(const LaInputs& in, float* state, float* out) const final;
   void step(const LaInputs& in, float* const* states, float* out) const final;
   void build_transition(const LaInputs& in, Transition* T, float* s0) const final;
+  double prefill_flops(int L) const final;  // decay_chunk::prefill_flops with outputs
 
  protected:
   DecayAttention(const LaDims& d, DecayGate kind) : LinearAttention(d), kind_(kind) {}

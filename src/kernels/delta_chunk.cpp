@@ -673,6 +673,20 @@ void step(const Problem& p, float* const* states, float* out) {
   }
 }
 
+double prefill_flops(const LaDims& d, int L) {
+  const double dk = d.dk, dv = d.dv;
+  auto chunk = [&](int ni) {  // one chunk of ni tokens, one value head
+    const double n = ni;
+    const double tri_strict = n * (n - 1) / 2, tri = n * (n + 1) / 2;
+    double inv = 0;  // Σ_i Σ_{j<i} 2(j+1)
+    for (int j = 0; j + 1 < ni; ++j) inv += 2.0 * (j + 1) * (n - 1 - j);
+    return tri_strict * 2 * dk + tri * 2 * dk + inv + tri * 2 * (dk + dv) + 3 * 2 * n * dk * dv +
+           tri * 2 * dv;
+  };
+  const int full = L / delta_chunk::kChunk, tail = L % delta_chunk::kChunk;
+  return (full * chunk(delta_chunk::kChunk) + (tail ? chunk(tail) : 0.0)) * d.nv;
+}
+
 }  // namespace hypic::kernels::delta_chunk
 
 // ---------------------------------------------------------------------------------------
@@ -729,5 +743,7 @@ void DeltaRuleAttention::build_transition_with_outputs(const LaInputs& in, Trans
   delta_chunk::build_transition(p, T->data.data(), s0, out);
   if (out && p.q) scale_outputs(in.scale, out, int64_t(in.L) * d_.nv * d_.dv);
 }
+
+double DeltaRuleAttention::prefill_flops(int L) const { return delta_chunk::prefill_flops(d_, L); }
 
 }  // namespace hypic::kernels

@@ -64,6 +64,18 @@ void step(const Problem& p, float* const* states, float* out);
 // L = 0 gives T = I, s0 = 0.
 void build_transition(const Problem& p, float* T, float* s0, float* out = nullptr);
 
+// The arithmetic prefill needs for L tokens (for throughput reports), counting 2 FLOPs per
+// multiply-add of the chunked algorithm, with each triangular product counted only over its
+// triangle (what the kernel computes); elementwise work (exp, scaling — and for per-channel
+// gates the pairwise e^{G_i−G_j} factors) excluded, so the count is the same for every gate.
+// Per chunk of n tokens and per value head:
+//   K·Kᵀ strictly lower  n(n−1)/2·2dk     Q·Kᵀ lower  n(n+1)/2·2dk
+//   (I+M)^{-1}            Σ_i Σ_{j<i} 2(j+1)  ≈ n³/3
+//   Tm·[βe^G K | βV]      n(n+1)/2·2(dk+dv)
+//   W·S, (Q⊙e^G)·S, (K⊙e^{G_C−G})ᵀ·V_new   3 · 2·n·dk·dv
+//   A_qk·V_new lower      n(n+1)/2·2dv
+double prefill_flops(const LaDims& d, int L);
+
 // ---------------------------------------------------------------------------------------
 // The per-head machinery, for tests and for callers with their own layout. Not a stable API.
 
@@ -116,6 +128,7 @@ class DeltaRuleAttention : public LinearAttention {
   void build_transition_with_outputs(const LaInputs& in, Transition* T, float* s0,
                                      float* out) const override;
   bool fused_build() const override { return true; }
+  double prefill_flops(int L) const override;  // delta_chunk::prefill_flops
 
  protected:
   DeltaRuleAttention(const LaDims& d, delta_chunk::Gate gate) : LinearAttention(d), gate_(gate) {}

@@ -3,8 +3,14 @@
 // g: [L, nv] log decays (g = −exp(A_log)·softplus(a + dt_bias)), beta: [L, nv].
 // T_C is dense per value head. With RoPE on the keys the transition is exactly re-rotatable
 // (S′ = R·S, T′ = R·T·Rᵀ; transition.h), because the gate is a scalar.
-// The kernels are the ones the model runs (gdn_prefill / gdn_step, gated_delta.h), both on
-// the delta-rule engine (delta_chunk.h) with scalar gates.
+// The kernels are the delta-rule engine (delta_chunk.h) with scalar gates; the model's Gated
+// DeltaNet layers (model/mixers/gated_deltanet.cpp) run this object. fp32 throughout; matches
+// transformers' torch_chunk_gated_delta_rule / torch_recurrent_gated_delta_rule (qwen3_next)
+// to fp32 rounding. The caller passes q and k already L2-normalised and q already multiplied
+// by dk^{−1/2}, with scale 1: HF applies both inside its kernels (l2norm when
+// use_qk_l2norm_in_kernel=True, which the Qwen3-Next layer passes, then
+// `query * k_head_dim**-0.5` before the chunking / recurrence), so the scale multiplies q,
+// never the output.
 #include "kernels/delta_chunk.h"
 #include "kernels/la_families.h"
 

@@ -75,6 +75,10 @@ class LinearAttention {
   virtual void build_transition_with_outputs(const LaInputs& in, Transition* T, float* s0,
                                              float* out) const;
   virtual bool fused_build() const { return false; }
+  // The arithmetic of prefill over L tokens, for throughput reports: 2 FLOPs per
+  // multiply-add of the family's chunked algorithm, each triangular product counted over its
+  // triangle only (what the kernel computes), elementwise work (exp, scaling) excluded.
+  virtual double prefill_flops(int L) const = 0;
 
  protected:
   explicit LinearAttention(const LaDims& d) : d_(d) {}

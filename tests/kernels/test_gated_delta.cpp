@@ -1,4 +1,6 @@
-// Gated DeltaNet kernels against the plain token-by-token recurrence (reference_delta.h).
+// Gated DeltaNet through its family face (kernels/linear_attn.h, Family::kGatedDeltaNet, scale 1:
+// q arrives pre-scaled, as the model passes it) against the plain token-by-token recurrence
+// (reference_delta.h); the delta-rule engine's per-head machinery (delta_chunk.h) directly.
 //
 // Error measure: normalised error ‖a − b‖ / ‖b‖ over all outputs, resp. the whole final state.
 //
@@ -21,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -28,7 +31,7 @@
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "kernels/delta_chunk.h"
-#include "kernels/gated_delta.h"
+#include "kernels/linear_attn.h"
 #include "kernels/reference_delta.h"
 #include "kernels/small_gemm.h"
 
@@ -39,7 +42,7 @@ using test::rel_err_d;
 constexpr double kEps = 5.9604644775390625e-08;  // 2^-24
 
 struct Inputs {
-  GdnDims d;
+  LaDims d;
   int L;
   std::vector<float> q, k, v, g, beta;
 };
@@ -48,7 +51,7 @@ struct Inputs {
 // g = −exp(A_log)·softplus(x) with per-head rates from slow (0.02) to fast (3), so g lies in
 // about [−8, 0], plus ~2 % of tokens with very negative g (−20 … −100: e^g underflows);
 // β = sigmoid(b) ∈ (0, 1).
-Inputs make_inputs(GdnDims d, int L, uint32_t seed) {
+Inputs make_inputs(LaDims d, int L, uint32_t seed) {
   Inputs in{d, L, {}, {}, {}, {}, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> nrm(0.0f, 1.0f);
@@ -83,8 +86,25 @@ Inputs make_inputs(GdnDims d, int L, uint32_t seed) {
   return in;
 }
 
-std::vector<float> random_state(const GdnDims& d, uint32_t seed) {
+std::vector<float> random_state(const LaDims& d, uint32_t seed) {
   return test::randn(size_t(d.nv) * d.dk * d.dv, seed, 0.5f);
+}
+
+std::unique_ptr<LinearAttention> gdn(const LaDims& d) {
+  return make_linear_attention(Family::kGatedDeltaNet, d);
+}
+
+// Rows [t0, t0 + n) of `in`: tokens for prefill, one per sequence for step.
+LaInputs rows(const Inputs& in, int t0, int n) {
+  const LaDims& d = in.d;
+  LaInputs r;
+  r.L = n;
+  r.q = in.q.data() + size_t(t0) * d.nk * d.dk;
+  r.k = in.k.data() + size_t(t0) * d.nk * d.dk;
+  r.v = in.v.data() + size_t(t0) * d.nv * d.dv;
+  r.g = in.g.data() + size_t(t0) * d.nv;
+  r.beta = in.beta.data() + size_t(t0) * d.nv;
+  return r;
 }
 
 
@@ -168,12 +188,12 @@ TEST(SmallGemm, MatchesNaive) {
 
 TEST(GatedDelta, PrefillMatchesRecurrence) {
   IsaGuard guard;
-  const GdnDims dims[] = {{1, 1, 16, 16}, {2, 4, 32, 48}, {1, 3, 20, 36}, {4, 8, 64, 32}, {1, 2, 128, 128}};
+  const LaDims dims[] = {{1, 1, 16, 16}, {2, 4, 32, 48}, {1, 3, 20, 36}, {4, 8, 64, 32}, {1, 2, 128, 128}};
   double worst_ratio = 0;
   for (const auto& isa : isas()) {
     set_isa(isa.isa);
     uint32_t seed = 100;
-    for (const GdnDims& d : dims)
+    for (const LaDims& d : dims)
       for (int L : {1, 5, 63, 64, 65, 200, 257})
         for (bool warm : {false, true}) {
           const Inputs in = make_inputs(d, L, ++seed);
@@ -182,8 +202,7 @@ TEST(GatedDelta, PrefillMatchesRecurrence) {
           test::gated_delta_reference(d.nk, d.nv, d.dk, d.dv, L, in.q.data(), in.k.data(), in.v.data(),
                                       in.g.data(), in.beta.data(), ref_state, ref_out);
           std::vector<float> out(size_t(L) * d.nv * d.dv, std::nanf(""));
-          gdn_prefill(d, L, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                      state.data(), out.data());
+          gdn(d)->prefill(rows(in, 0, L), state.data(), out.data());
           const double eo = rel_err_d(out.data(), ref_out.data(), out.size());
           const double es = rel_err_d(state.data(), ref_state.data(), state.size());
           const double tol = tolerance(in);
@@ -201,20 +220,17 @@ TEST(GatedDelta, PrefillMatchesRecurrence) {
 }
 
 TEST(GatedDelta, SplitPrefillEqualsWhole) {
-  const GdnDims d{2, 4, 32, 48};
+  const LaDims d{2, 4, 32, 48};
   for (auto [L1, L2] : {std::pair{64, 64}, {37, 100}, {1, 256}, {130, 3}, {5, 5}}) {
     const int L = L1 + L2;
     const Inputs in = make_inputs(d, L, uint32_t(7 * L1 + L2));
     const auto s0 = random_state(d, 5);
+    const auto la = gdn(d);
     std::vector<float> s_whole = s0, out_whole(size_t(L) * d.nv * d.dv);
-    gdn_prefill(d, L, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                s_whole.data(), out_whole.data());
+    la->prefill(rows(in, 0, L), s_whole.data(), out_whole.data());
     std::vector<float> s_split = s0, out_split(out_whole.size());
-    gdn_prefill(d, L1, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                s_split.data(), out_split.data());
-    const size_t qo = size_t(L1) * d.nk * d.dk, vo = size_t(L1) * d.nv * d.dv, go = size_t(L1) * d.nv;
-    gdn_prefill(d, L2, in.q.data() + qo, in.k.data() + qo, in.v.data() + vo, in.g.data() + go,
-                in.beta.data() + go, s_split.data(), out_split.data() + vo);
+    la->prefill(rows(in, 0, L1), s_split.data(), out_split.data());
+    la->prefill(rows(in, L1, L2), s_split.data(), out_split.data() + size_t(L1) * d.nv * d.dv);
     const double tol = tolerance(in);
     EXPECT_LT(test::rel_err(out_split, out_whole), tol) << L1 << "+" << L2;
     EXPECT_LT(test::rel_err(s_split, s_whole), tol) << L1 << "+" << L2;
@@ -222,22 +238,20 @@ TEST(GatedDelta, SplitPrefillEqualsWhole) {
 }
 
 TEST(GatedDelta, StepEqualsPrefillTokenByToken) {
-  for (const GdnDims& d : {GdnDims{2, 4, 32, 48}, GdnDims{1, 2, 128, 128}}) {
+  for (const LaDims& d : {LaDims{2, 4, 32, 48}, LaDims{1, 2, 128, 128}}) {
     const int L = 70;
     const Inputs in = make_inputs(d, L, 77);
     const auto s0 = random_state(d, 78);
     std::vector<float> s_step = s0, s_pre = s0, s_whole = s0;
     std::vector<float> out_step(size_t(L) * d.nv * d.dv), out_pre(out_step.size()), out_whole(out_step.size());
-    const size_t qs = size_t(d.nk) * d.dk, vs = size_t(d.nv) * d.dv, gs = size_t(d.nv);
+    const auto la = gdn(d);
+    const size_t vs = size_t(d.nv) * d.dv;
     for (int t = 0; t < L; ++t) {
       float* sp = s_step.data();
-      gdn_step(d, 1, in.q.data() + t * qs, in.k.data() + t * qs, in.v.data() + t * vs,
-               in.g.data() + t * gs, in.beta.data() + t * gs, &sp, out_step.data() + t * vs);
-      gdn_prefill(d, 1, in.q.data() + t * qs, in.k.data() + t * qs, in.v.data() + t * vs,
-                  in.g.data() + t * gs, in.beta.data() + t * gs, s_pre.data(), out_pre.data() + t * vs);
+      la->step(rows(in, t, 1), &sp, out_step.data() + t * vs);
+      la->prefill(rows(in, t, 1), s_pre.data(), out_pre.data() + t * vs);
     }
-    gdn_prefill(d, L, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                s_whole.data(), out_whole.data());
+    la->prefill(rows(in, 0, L), s_whole.data(), out_whole.data());
     const double tol = tolerance(in);
     EXPECT_LT(test::rel_err(out_step, out_pre), tol);
     EXPECT_LT(test::rel_err(s_step, s_pre), tol);
@@ -253,7 +267,7 @@ TEST(GatedDelta, StepEqualsPrefillTokenByToken) {
 }
 
 TEST(GatedDelta, StepBatchEqualsSeparateCalls) {
-  const GdnDims d{2, 4, 32, 48};
+  const LaDims d{2, 4, 32, 48};
   const int B = 3;
   const Inputs in = make_inputs(d, B, 91);  // token b of `in` serves as sequence b's input
   std::vector<std::vector<float>> st, st_sep;
@@ -262,13 +276,12 @@ TEST(GatedDelta, StepBatchEqualsSeparateCalls) {
   std::vector<float*> ptrs;
   for (auto& s : st) ptrs.push_back(s.data());
   std::vector<float> out(size_t(B) * d.nv * d.dv), out_sep(out.size());
-  gdn_step(d, B, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), ptrs.data(),
-           out.data());
-  const size_t qs = size_t(d.nk) * d.dk, vs = size_t(d.nv) * d.dv, gs = size_t(d.nv);
+  const auto la = gdn(d);
+  la->step(rows(in, 0, B), ptrs.data(), out.data());
+  const size_t vs = size_t(d.nv) * d.dv;
   for (int b = 0; b < B; ++b) {
     float* sp = st_sep[size_t(b)].data();
-    gdn_step(d, 1, in.q.data() + b * qs, in.k.data() + b * qs, in.v.data() + b * vs,
-             in.g.data() + b * gs, in.beta.data() + b * gs, &sp, out_sep.data() + b * vs);
+    la->step(rows(in, b, 1), &sp, out_sep.data() + b * vs);
   }
   // Same per-(sequence, head) arithmetic: identical bits.
   EXPECT_EQ(0, std::memcmp(out.data(), out_sep.data(), out.size() * sizeof(float)));
@@ -279,7 +292,7 @@ TEST(GatedDelta, StepBatchEqualsSeparateCalls) {
 // The augmented pass of SPEC §2: state [S | T] of width dv + dk from [0 | I] with values
 // [v | 0] yields S(C|0) and T_C; then T_C·S₀ + S(C|0) must equal the run from S₀.
 TEST(GatedDelta, AugmentedPassGivesTransitionOperator) {
-  const GdnDims d{1, 2, 32, 24};
+  const LaDims d{1, 2, 32, 24};
   const int L = 150;
   const Inputs in = make_inputs(d, L, 31);
   const auto s0 = random_state(d, 32);
@@ -320,10 +333,10 @@ TEST(GatedDelta, AugmentedPassGivesTransitionOperator) {
 }
 
 // Heads sharing a key head, processed as a group (K·Kᵀ, Q·Kᵀ shared), give the same bits as
-// one head at a time — so both layouts gdn_prefill may pick are covered whatever the
-// thread count.
+// one head at a time — so both layouts the Gated DeltaNet prefill may pick are covered
+// whatever the thread count.
 TEST(GatedDelta, GroupOfHeadsEqualsSingleHeads) {
-  const GdnDims d{1, 3, 48, 40};
+  const LaDims d{1, 3, 48, 40};
   const int L = 133;
   const Inputs in = make_inputs(d, L, 55);
   const auto s0 = random_state(d, 56);
@@ -361,26 +374,26 @@ TEST(GatedDelta, GroupOfHeadsEqualsSingleHeads) {
   EXPECT_EQ(0, std::memcmp(st_group.data(), st_single.data(), st_group.size() * sizeof(float)));
 }
 
-// Throughput of gdn_prefill at the real shape (Qwen3-Next / Qwen3.5-35B: 16 key heads,
-// 32 value heads, dk = dv = 128), L = 4096, all threads. FLOPs as gdn_prefill_flops counts
+// Throughput of the Gated DeltaNet prefill at the real shape (Qwen3-Next / Qwen3.5-35B: 16 key
+// heads, 32 value heads, dk = dv = 128), L = 4096, all threads. FLOPs as prefill_flops counts
 // them: the chunked algorithm's products per value head, triangles counted as triangles,
 // ≈ 9.0 MFLOP per 64-token chunk per head, 18.5 GFLOP in all. (The kernel computes K·Kᵀ and
 // Q·Kᵀ once per key head, so it executes ≈ 6 % fewer: the printed rate is "effective".)
 // Prints, does not assert.
 TEST(GatedDelta, PrintThroughput) {
-  const GdnDims d{16, 32, 128, 128};
+  const LaDims d{16, 32, 128, 128};
   const int L = 4096;
   const Inputs in = make_inputs(d, L, 4242);
+  const auto la = gdn(d);
   std::vector<float> state(size_t(d.nv) * d.dk * d.dv), out(size_t(L) * d.nv * d.dv);
   double best = 1e30;
   for (int rep = 0; rep < 4; ++rep) {
     std::fill(state.begin(), state.end(), 0.0f);
     Timer t;
-    gdn_prefill(d, L, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
-                state.data(), out.data());
+    la->prefill(rows(in, 0, L), state.data(), out.data());
     if (rep > 0) best = std::min(best, t.seconds());  // rep 0 warms up
   }
-  const double flops = gdn_prefill_flops(d, L);
+  const double flops = la->prefill_flops(L);
   std::printf("[gdn] prefill nk=16 nv=32 dk=dv=128 L=%d threads=%d isa=%s: %.1f ms, %.0f tokens/s, "
               "%.1f GFLOP/s (%.2f GFLOP)\n",
               L, num_threads(), active_isa() == Isa::kAvx512 ? "avx512" : "generic",
@@ -395,7 +408,7 @@ TEST(GatedDelta, PrintThroughput) {
   double best_step = 1e30;
   for (int rep = 0; rep < 6; ++rep) {
     Timer t;
-    gdn_step(d, B, in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), ptrs.data(), o.data());
+    la->step(rows(in, 0, B), ptrs.data(), o.data());
     if (rep > 0) best_step = std::min(best_step, t.seconds());
   }
   const double bytes = double(B) * state.size() * sizeof(float) * 2;  // read + write once

@@ -33,7 +33,6 @@
 #include "kernels/conv_warmup.h"
 #include "kernels/delta_chunk.h"
 #include "kernels/elementwise.h"
-#include "kernels/gated_delta.h"
 #include "kernels/linear_attn.h"
 #include "kernels/reference_la.h"
 #include "kernels/small_gemm.h"
@@ -311,21 +310,34 @@ TEST(DeltaFamilies, StepBatchEqualsSeparateCalls) {
   }
 }
 
-// The family object runs the model's kernel: identical bits to gdn_prefill / gdn_step.
+// The family object the model runs is the delta-rule engine with scalar gates at scale 1,
+// bit for bit.
 TEST(DeltaFamilies, GatedDeltaNetIsTheModelKernel) {
   const LaDims d{2, 4, 32, 48};
   const Seq s = make_seq(Family::kGatedDeltaNet, d, 150, 12);
   auto la = make_linear_attention(Family::kGatedDeltaNet, d);
-  const GdnDims gd{d.nk, d.nv, d.dk, d.dv};
+  delta_chunk::Problem p;
+  p.nk = d.nk;
+  p.nv = d.nv;
+  p.dk = d.dk;
+  p.dv = d.dv;
+  p.L = s.L;
+  p.q = s.q.data();
+  p.k = s.k.data();
+  p.v = s.v.data();
+  p.g = s.g.data();
+  p.beta = s.beta.data();
+  p.gate = delta_chunk::Gate::kScalar;
   std::vector<float> sa = random_state(d, 1), sb = sa, oa(size_t(s.L) * d.nv * d.dv), ob(oa.size());
   la->prefill(s.inputs(), sa.data(), oa.data());
-  gdn_prefill(gd, s.L, s.q.data(), s.k.data(), s.v.data(), s.g.data(), s.beta.data(), sb.data(), ob.data());
+  delta_chunk::prefill(p, sb.data(), ob.data());
   EXPECT_EQ(0, std::memcmp(oa.data(), ob.data(), oa.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float)));
   float* pa = sa.data();
   float* pb = sb.data();
   la->step(s.inputs(0, 1), &pa, oa.data());
-  gdn_step(gd, 1, s.q.data(), s.k.data(), s.v.data(), s.g.data(), s.beta.data(), &pb, ob.data());
+  p.L = 1;
+  delta_chunk::step(p, &pb, ob.data());
   EXPECT_EQ(0, std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float)));
 }
 

@@ -9,7 +9,7 @@ import unittest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "check_layers.py"
 LAYERS = ["core", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "server",
-          "router", "cli"]
+          "router", "bench", "cli"]
 
 
 def run(tree: dict):
@@ -33,6 +33,8 @@ class CheckLayers(unittest.TestCase):
             "src/model/model.h": '#include "core/status.h"\n#include "kernels/gemm.h"\n',
             "src/router/router.cpp": '#include "server/http_front.h"\n#include "hypic_cluster.pb.h"\n',
             "src/cli/main.cpp": '#include "router/router.h"\n#include <vector>\n',
+            "src/cli/cmd_eval.cpp": '#include "bench/eval.h"\n',
+            "src/bench/eval.cpp": '#include "cluster/scatter.h"\n#include "engine/compose.h"\n',
             "tests/model/test_x.cpp": '#include "common/testutil.h"\n#include "model/model.h"\n',
         })
         self.assertEqual(rc, 0, out)
@@ -51,6 +53,13 @@ class CheckLayers(unittest.TestCase):
         rc, out = run({"src/router/router.cpp": '#include "model/model.h"\n'})
         self.assertEqual(rc, 1)
         self.assertIn("router/ includes model/model.h", out)
+
+    def test_bench_is_below_cli(self):
+        rc, out = run({"src/bench/eval.cpp": '#include "core/log.h"\n#include "cli/args.h"\n',
+                       "src/bench/scatter.cpp": '#include "server/http_front.h"\n'})
+        self.assertEqual(rc, 1)
+        self.assertIn("eval.cpp:2: bench/ includes cli/args.h", out)
+        self.assertIn("scatter.cpp:1: bench/ includes server/http_front.h", out)
 
     def test_generated_proto_is_cluster(self):
         rc, out = run({"src/engine/x.cpp": '#include "hypic_cluster.grpc.pb.h"\n'})

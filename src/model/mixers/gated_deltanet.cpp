@@ -13,7 +13,6 @@
 #include "core/workspace.h"
 #include "kernels/conv1d.h"
 #include "kernels/elementwise.h"
-#include "kernels/gated_delta.h"
 #include "kernels/gemm.h"
 #include "kernels/linear_attn.h"
 #include "model/pass.h"
@@ -48,7 +47,7 @@ class GatedDeltaNet final : public TokenMixer {
     const double H = double(w_.in_qkv.dim(1));
     double f = 2.0 * L * H * double(w_.in_qkv.dim(0) + w_.in_z.dim(0) + w_.in_ba.dim(0));
     f += 2.0 * L * double(w_.out_proj.dim(0)) * double(w_.out_proj.dim(1));
-    return f + kernels::gdn_prefill_flops({nk_, nv_, dk_, dv_}, int(L));
+    return f + la_->prefill_flops(int(L));
   }
 
   Status check_entry(const SegmentEntry& e, const SegmentEntry::Layer& l) const override;

@@ -1,4 +1,4 @@
-// Pieces of `hypic bench scatter` (cmd_bench_scatter.cpp): the request's segment lengths,
+// Pieces of `hypic bench scatter` (bench/scatter.cpp): the request's segment lengths,
 // the `hypic worker` child processes, and the calibration that measures what the simulator
 // (cluster/simulator.h) needs — per-segment build times on one worker lane, entry sizes, the
 // link's bandwidth, the RPC round trip, and serialise / ingest costs per byte.
@@ -13,7 +13,7 @@
 #include "cluster/balance.h"
 #include "engine/compose.h"
 
-namespace hypic::cli {
+namespace hypic::bench {
 
 // `n` segment lengths summing to `total` (each >= min_len), in a random order (seed).
 // skew: "0" or "1": equal; "zipf:S": weight 1/rank^S; a number F > 1: geometric from 1 to
@@ -72,4 +72,4 @@ struct Calibration {
 Result<Calibration> calibrate(const Model& model, const std::string& address,
                               const PromptParts& parts, int seam, size_t max_message_bytes);
 
-}  // namespace hypic::cli
+}  // namespace hypic::bench

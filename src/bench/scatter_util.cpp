@@ -1,4 +1,4 @@
-#include "cli/bench_scatter_util.h"
+#include "bench/scatter_util.h"
 
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -29,7 +29,7 @@
 
 extern char** environ;
 
-namespace hypic::cli {
+namespace hypic::bench {
 
 Result<std::vector<int64_t>> skewed_lengths(int64_t total, int n, const std::string& skew,
                                             int64_t min_len, uint32_t seed) {
@@ -284,4 +284,4 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
   return c;
 }
 
-}  // namespace hypic::cli
+}  // namespace hypic::bench

@@ -1,0 +1,224 @@
+#include "bench/eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "core/timer.h"
+#include "engine/eval_task.h"
+#include "engine/generate.h"
+#include "engine/prompt.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hypic::bench {
+namespace {
+
+struct TaskScore {
+  int n = 0;
+  double exact = 0, f1 = 0, ttft_cold_ms = 0, ttft_warm_ms = 0, reused_warm = 0;
+  double reply_nll = 0;            // Σ over records of the reference reply's mean NLL per token
+  int agree = 0, agree_n = 0;      // answers equal to full's (when full ran)
+  nlohmann::json to_json() const {
+    const double d = n > 0 ? n : 1;
+    return {{"n", n},
+            {"exact_match", exact / d},
+            {"f1", f1 / d},
+            {"reply_nll", reply_nll / d},
+            {"agreement_with_full", agree_n > 0 ? nlohmann::json(double(agree) / agree_n) : nlohmann::json(nullptr)},
+            {"ttft_cold_ms", ttft_cold_ms / d},
+            {"ttft_warm_ms", ttft_warm_ms / d},
+            {"warm_reused_fraction", reused_warm / d}};
+  }
+};
+
+struct Run {
+  std::string text;
+  double ttft_ms = 0;
+  double reused_fraction = 0;
+  double reply_nll = 0;  // mean NLL per token of `reply` (when given)
+};
+
+// −log softmax(logits)[target], in double.
+double nll(const float* logits, int64_t V, int32_t target) {
+  const float mx = *std::max_element(logits, logits + V);
+  double z = 0;
+  for (int64_t v = 0; v < V; ++v) z += std::exp(double(logits[v]) - mx);
+  return std::log(z) + mx - double(logits[target]);
+}
+
+// Composes the prompt, then (with `reply`) scores the reference reply teacher-forced from a
+// copy of the composed state, then decodes greedily.
+Result<Run> run_one(const Model& model, const Tokenizer& tok, const Composer& composer,
+                    const PromptParts& parts, const ComposeOptions& co, int max_tokens,
+                    const std::vector<int32_t>* reply = nullptr) {
+  GenerateOptions go;
+  go.max_tokens = max_tokens;
+  Timer t;
+  SeqState st = model.new_state(parts.total_tokens() + max_tokens + 1);
+  std::vector<float> logits;
+  ComposeStats cs;
+  HYPIC_RETURN_IF_ERROR(composer.prefill(parts, co, &st, &logits, &cs));
+  const double prefill_ms = t.ms();
+  double reply_nll = 0;
+  if (reply && !reply->empty()) {
+    const int64_t V = model.config().vocab_size;
+    reply_nll = nll(logits.data(), V, (*reply)[0]);
+    if (reply->size() > 1) {
+      SeqState fork = st.copy();
+      std::vector<float> all;
+      const std::vector<int32_t> in(reply->begin(), reply->end() - 1);
+      HYPIC_RETURN_IF_ERROR(model.forward(fork, in, LogitsFor::kAll, &all));
+      for (size_t i = 1; i < reply->size(); ++i) reply_nll += nll(all.data() + (i - 1) * V, V, (*reply)[i]);
+    }
+    reply_nll /= double(reply->size());
+  }
+  // TTFT = the composition + the first decode step; the scoring pass is not part of it.
+  const Timer t_decode;
+  GenerateResult g;
+  HYPIC_RETURN_IF_ERROR(decode(model, tok, st, std::move(logits), go, {}, t_decode, &g));
+  Run r;
+  r.text = g.text;
+  r.ttft_ms = prefill_ms + g.ttft_ms;
+  r.reply_nll = reply_nll;
+  r.reused_fraction = cs.prompt_tokens > 0 ? double(cs.reused_tokens) / double(cs.prompt_tokens) : 0;
+  return r;
+}
+
+std::string config_name(const EvalConfig& c) {
+  return std::string(pic_mode_name(c.mode)) + (c.seam >= 0 ? " seam " + std::to_string(c.seam) : "");
+}
+
+}  // namespace
+
+std::vector<EvalConfig> eval_configs(const std::vector<PicMode>& modes, const std::vector<int>& seams) {
+  std::vector<EvalConfig> configs;
+  for (PicMode mode : modes) {
+    if (mode == PicMode::kFull || mode == PicMode::kPrefix) configs.push_back({mode, -1});
+    else
+      for (int s : seams) configs.push_back({mode, s});
+  }
+  return configs;
+}
+
+Result<nlohmann::json> run_eval(const EvalOptions& o) {
+  if (o.configs.empty()) return invalid_argument("no (mode, seam) to run");
+  for (const auto& t : o.tasks)
+    if (t != "single" && t != "two_hop" && t != "aggregate")
+      return invalid_argument("unknown task '" + t + "' (single, two_hop, aggregate)");
+  auto all = load_eval_records(o.data);
+  if (!all) return all.status();
+  std::vector<EvalRecord> records;
+  std::map<std::string, int> per_task;
+  for (auto& r : all.value())
+    if (std::find(o.tasks.begin(), o.tasks.end(), r.task) != o.tasks.end() && per_task[r.task] < o.n) {
+      ++per_task[r.task];
+      records.push_back(std::move(r));
+    }
+  if (records.empty()) return invalid_argument("no records of the chosen tasks in " + o.data);
+
+  LoadOptions lo;
+  lo.compute = o.dtype;
+  lo.progress = false;
+  auto model = Model::load(o.model, lo);
+  if (!model) return model.status();
+  auto tok = Tokenizer::load(o.model + "/tokenizer.json");
+  if (!tok) return tok.status();
+  const Model& m = *model.value();
+  const ChatTemplate& chat = model_chat_template(m.config());
+
+  std::vector<PromptParts> cold, warm;
+  std::vector<std::vector<int32_t>> replies;  // "Answer: {reply}<|im_end|>", as gen_data renders it
+  for (const auto& r : records) {
+    replies.push_back(tok.value().encode("Answer: " + r.reply + "<|im_end|>", /*parse_special=*/true));
+    cold.push_back(chat_parts(chat, tok.value(), r.system, r.segments, r.query));
+    auto rotated = r.segments;
+    std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());
+    warm.push_back(chat_parts(chat, tok.value(), r.system, rotated, r.query));
+  }
+
+  nlohmann::json results = nlohmann::json::array();
+  std::vector<std::string> full_answers;  // normalised, per record, once full has run
+  std::map<std::string, std::map<std::string, TaskScore>> table;  // config -> task -> score
+  Timer total;
+  for (size_t ci = 0; ci < o.configs.size(); ++ci) {
+    const EvalConfig& c = o.configs[ci];
+    SegmentStore::Options so;
+    so.mem_budget_bytes = size_t(o.cache_mem_mib) << 20;
+    auto store = SegmentStore::open(so);
+    if (!store) return store.status();
+    Composer composer(m, std::shared_ptr<SegmentStore>(std::move(store).value()),
+                      std::make_shared<PrefixCache>(size_t(o.cache_mem_mib) << 20));
+    ComposeOptions co;
+    co.mode = c.mode;
+    co.seam = std::max(c.seam, 0);
+    auto& scores = table[config_name(c)];
+    Timer tc;
+    for (size_t i = 0; i < records.size(); ++i) {
+      const EvalRecord& r = records[i];
+      auto rc = run_one(m, tok.value(), composer, cold[i], co, o.max_tokens, &replies[i]);
+      if (!rc) return rc.status().with_context("record " + r.id);
+      auto rw = run_one(m, tok.value(), composer, warm[i], co, 1);
+      if (!rw) return rw.status().with_context("record " + r.id);
+      TaskScore& s = scores[r.task];
+      ++s.n;
+      s.exact += normalize_answer(rc->text) == normalize_answer(r.answer) ? 1 : 0;
+      s.f1 += answer_f1(rc->text, r.answer);
+      s.ttft_cold_ms += rc->ttft_ms;
+      s.ttft_warm_ms += rw->ttft_ms;
+      s.reused_warm += rw->reused_fraction;
+      s.reply_nll += rc->reply_nll;
+      if (c.mode == PicMode::kFull) full_answers.push_back(normalize_answer(rc->text));
+      if (full_answers.size() == records.size()) {
+        ++s.agree_n;
+        s.agree += normalize_answer(rc->text) == full_answers[i] ? 1 : 0;
+      }
+      if ((i + 1) % 25 == 0 || i + 1 == records.size()) {
+        int done = 0;
+        double ex = 0;
+        for (const auto& [t, sc] : scores) done += sc.n, ex += sc.exact;
+        std::fprintf(stderr, "hypic eval: [%zu/%zu %s] %zu/%zu records, exact %.3f, %.0f s\n", ci + 1,
+                     o.configs.size(), config_name(c).c_str(), i + 1, records.size(), ex / done,
+                     total.ms() / 1000);
+      }
+    }
+    double mean_exact = 0, mean_f1 = 0, mean_nll = 0, mean_agree = 0;
+    bool agreed = true;
+    nlohmann::json per_task_json;
+    for (const auto& [t, sc] : scores) {
+      per_task_json[t] = sc.to_json();
+      mean_exact += sc.exact / sc.n / double(scores.size());
+      mean_f1 += sc.f1 / sc.n / double(scores.size());
+      mean_nll += sc.reply_nll / sc.n / double(scores.size());
+      if (sc.agree_n > 0) mean_agree += double(sc.agree) / sc.agree_n / double(scores.size());
+      else agreed = false;
+    }
+    results.push_back({{"mode", pic_mode_name(c.mode)},
+                       {"seam", c.seam >= 0 ? nlohmann::json(c.seam) : nlohmann::json(nullptr)},
+                       {"tasks", per_task_json},
+                       {"mean_exact_match", mean_exact},
+                       {"mean_f1", mean_f1},
+                       {"mean_reply_nll", mean_nll},
+                       {"mean_agreement_with_full", agreed ? nlohmann::json(mean_agree) : nlohmann::json(nullptr)},
+                       {"seconds", tc.ms() / 1000}});
+  }
+  // The paper's comparison: points lost against full, and the share of full's score lost.
+  const nlohmann::json* full = nullptr;
+  for (const auto& r : results)
+    if (r["mode"] == "full") full = &r;
+  if (full)
+    for (auto& r : results) {
+      const double f = (*full)["mean_exact_match"].get<double>(), v = r["mean_exact_match"].get<double>();
+      r["points_vs_full"] = 100 * (v - f);
+      r["relative_loss_vs_full"] = f > 0 ? (f - v) / f : 0.0;
+    }
+  return nlohmann::json{{"model", o.model},
+                        {"data", o.data},
+                        {"dtype", o.dtype_label},
+                        {"records_per_task", per_task},
+                        {"max_tokens", o.max_tokens},
+                        {"results", results}};
+}
+
+}  // namespace hypic::bench
