@@ -219,7 +219,7 @@ Outcome HttpServer::Impl::run_registration(const Scheduler::Job& job) {
     co.seam = sr.seam;
     co.salt = seg->salt;
     bool hit = false;  // an inline use may have cached it already
-    auto pin = composer->entry_for(ids, co, &hit);
+    auto pin = composer->entry_for(segment_ref(model, ids, sr.seam, seg->salt), co, &hit);
     if (!pin) {
       out.error = status_error(pin.status());
       return out;
