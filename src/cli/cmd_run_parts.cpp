@@ -11,10 +11,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "core/timer.h"
-#include "engine/compose.h"
-#include "engine/generate.h"
 #include "engine/prompt.h"
+#include "engine/runner.h"
 
 namespace hypic::cli {
 
@@ -46,24 +44,25 @@ double rel_dev(const float* a, const float* b, size_t n) { return RelDev().add(a
 // --debug-deviation: the request in `full` and in the chosen mode, both traced; per layer the
 // relative deviation of the suffix tokens' hidden states, and of each recurrent layer's
 // fixed-size state (all its LayerState::fixed tensors together) at the end of the prompt.
-Result<nlohmann::json> deviation_from_full(const Model& model, const Composer& composer,
-                                           const PromptParts& parts, const ComposeOptions& co,
+Result<nlohmann::json> deviation_from_full(const Runner& runner, const TokenizedRequest& req,
+                                           const ComposeOptions& co,
                                            std::vector<std::vector<float>>* trace) {
   if (co.mode == PicMode::kPrefix || co.mode == PicMode::kFull)
     return invalid_argument("--debug-deviation compares hypic or naive with full");
   std::vector<std::vector<float>> ref;
-  ComposeOptions fo = co;
-  fo.mode = PicMode::kFull;
-  fo.trace_suffix = &ref;
-  SeqState sf = model.new_state(parts.total_tokens() + 1), sm = sf.copy();
-  std::vector<float> lf, lm;
-  ComposeStats cs;
-  HYPIC_RETURN_IF_ERROR(composer.prefill(parts, fo, &sf, &lf, &cs));
-  ComposeOptions mo = co;
+  RunOptions fo;
+  fo.compose = co;
+  fo.compose.mode = PicMode::kFull;
+  fo.compose.trace_suffix = &ref;
+  HYPIC_ASSIGN_OR_RETURN(Prefilled f, runner.prefill(req, fo));
+  RunOptions mo;
+  mo.compose = co;
   trace->clear();
-  mo.trace_suffix = trace;
-  HYPIC_RETURN_IF_ERROR(composer.prefill(parts, mo, &sm, &lm, &cs));
-  const size_t H = size_t(model.config().hidden_size), n = parts.suffix.size() * H;
+  mo.compose.trace_suffix = trace;
+  HYPIC_ASSIGN_OR_RETURN(Prefilled m, runner.prefill(req, mo));
+  const SeqState &sf = f.state, &sm = m.state;
+  const std::vector<float> &lf = f.logits, &lm = m.logits;
+  const size_t H = size_t(runner.model().config().hidden_size), n = req.suffix.size() * H;
   nlohmann::json hidden = nlohmann::json::array(), state = nlohmann::json::array();
   for (size_t l = 0; l < ref.size() && l < trace->size(); ++l)
     hidden.push_back(rel_dev((*trace)[l].data() + (*trace)[l].size() - n,
@@ -112,37 +111,35 @@ int run_parts(const Args& a, const Model& model, const Tokenizer& tok, const Gen
   if (!opened) return report_error("run", opened.status());
   std::shared_ptr<SegmentStore> store = std::move(opened).value();
   auto prefix_cache = std::make_shared<PrefixCache>(size_t(*mem) << 20);
-  Composer composer(model, store, prefix_cache);
+  const Runner runner(model, store, prefix_cache);
+  RunOptions ro;
+  ro.compose = co;
   const ChatTemplate& chat = model_chat_template(model.config());
   std::mt19937 rng{static_cast<uint32_t>(*seed)};
   for (int64_t run = 0; run < *repeat; ++run) {
     if (run > 0 && a.flag("shuffle")) std::shuffle(docs.begin(), docs.end(), rng);
-    const PromptParts parts = chat_parts(chat, tok, a.str("system"), docs, a.str("query"));
+    const TokenizedRequest req =
+        make_request(model, chat_parts(chat, tok, a.str("system"), docs, a.str("query")), co.seam, co.salt);
     nlohmann::json deviation;
     std::vector<std::vector<float>> trace;
     if (a.flag("debug-deviation")) {
-      auto d = deviation_from_full(model, composer, parts, co, &trace);
+      auto d = deviation_from_full(runner, req, co, &trace);
       if (!d) return report_error("run", d.status());
       deviation = d.value();
     }
-    Timer t;
-    SeqState st = model.new_state(parts.total_tokens() + go.max_tokens + 1);
-    std::vector<float> logits;
-    ComposeStats cs;
-    if (Status s = composer.prefill(parts, co, &st, &logits, &cs); !s) return report_error("run", s);
-    GenerateResult r;
-    r.prompt_tokens = parts.total_tokens();
-    r.prefill_ms = t.ms();
-    if (Status s = decode(model, tok, st, std::move(logits), go, {}, t, &r); !s)
-      return report_error("run", s);
+    auto done = runner.generate(req, ro, tok, go);
+    if (!done) return report_error("run", done.status());
+    const GenerateResult& r = done->generation;
+    const RequestFigures& f = done->figures;
+    const ComposeStats& cs = f.compose;
     const auto ss = store->stats();
     nlohmann::json j = {
         {"run", run},
-        {"mode", pic_mode_name(co.mode)},
+        {"mode", pic_mode_name(f.mode)},
         {"seam", co.seam},
         {"text", r.text},
         {"finish_reason", r.finish_reason},
-        {"ttft_ms", r.ttft_ms},
+        {"ttft_ms", f.ttft_ms},
         {"build_ms", cs.build_ms},
         {"prefill_ms", cs.prefill_ms},
         {"segments_hit", cs.segments_hit},
@@ -151,7 +148,7 @@ int run_parts(const Args& a, const Model& model, const Tokenizer& tok, const Gen
         {"reused_tokens", cs.reused_tokens},
         {"recomputed_tokens", cs.recomputed_tokens},
         {"seam_tokens", cs.seam_tokens},
-        {"completion_tokens", r.tokens.size()},
+        {"completion_tokens", f.completion_tokens},
         {"store_bytes", ss.mem_bytes},
     };
     if (!deviation.is_null()) j["deviation"] = deviation;

@@ -29,7 +29,7 @@ namespace {
 
 // One missed segment to build (duplicates within a request share one job).
 struct Job {
-  int segment = 0;  // index in PromptParts::segments of its first occurrence
+  int segment = 0;  // index in TokenizedRequest::segments of its first occurrence
   const std::vector<int32_t>* tokens = nullptr;
   std::string key;
 };
@@ -98,6 +98,8 @@ struct Scatter::Call {
 
 struct ScatterCall::State {
   Scatter::Call c;
+  ScatterStats stats;  // when the caller keeps none
+  std::unique_ptr<TokenizedRequest> request;  // when the call keyed the caller's parts
   std::vector<SegmentStore::Pin> hits;
   Status early;  // an error found before anything started
   std::vector<std::thread> threads;
@@ -212,6 +214,14 @@ void Scatter::probe_workers(Call& c) {
   }
 }
 
+Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const TokenizedRequest& req,
+                                                                 const ComposeOptions& opt,
+                                                                 const std::atomic<bool>* cancel,
+                                                                 ScatterStats* stats,
+                                                                 const std::vector<std::string>* workers) {
+  return start(req, opt, cancel, stats, workers)->wait();
+}
+
 Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptParts& parts,
                                                                  const ComposeOptions& opt,
                                                                  const std::atomic<bool>* cancel,
@@ -223,9 +233,24 @@ Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptPar
 std::unique_ptr<ScatterCall> Scatter::start(const PromptParts& parts, const ComposeOptions& opt,
                                             const std::atomic<bool>* cancel, ScatterStats* stats,
                                             const std::vector<std::string>* workers) {
+  auto req = std::make_unique<TokenizedRequest>(make_request(model_, parts, opt.seam, opt.salt));
+  std::unique_ptr<ScatterCall> call = start(*req, opt, cancel, stats, workers);
+  call->st_->request = std::move(req);  // the pointee stays put: the jobs' tokens point into it
+  return call;
+}
+
+std::unique_ptr<BuildCall> Scatter::start(const TokenizedRequest& req, const ComposeOptions& opt,
+                                          const std::vector<std::string>* workers) {
+  return start(req, opt, nullptr, nullptr, workers);
+}
+
+std::unique_ptr<ScatterCall> Scatter::start(const TokenizedRequest& req, const ComposeOptions& opt,
+                                            const std::atomic<bool>* cancel, ScatterStats* stats,
+                                            const std::vector<std::string>* workers) {
   std::unique_ptr<ScatterCall> call(new ScatterCall);
   call->st_ = std::make_unique<ScatterCall::State>();
   ScatterCall::State& S = *call->st_;
+  if (!stats) stats = &S.stats;
   *stats = ScatterStats{};
   Call& c = S.c;
   c.stats = stats;
@@ -237,6 +262,8 @@ std::unique_ptr<ScatterCall> Scatter::start(const PromptParts& parts, const Comp
     S.early = invalid_argument("seam width must be >= 0");
     return call;
   }
+  HYPIC_CHECK(req.seam == opt.seam && req.salt == opt.salt,
+              "the request's segments were keyed under another seam or salt than it runs with");
   if (opt.mode != PicMode::kHypic && opt.mode != PicMode::kNaive) return call;
 
   for (const std::string& a : workers ? *workers : opt_.workers) c.remotes.push_back(remote(a));
@@ -246,19 +273,17 @@ std::unique_ptr<ScatterCall> Scatter::start(const PromptParts& parts, const Comp
   // Lane threads are new threads: give them the caller's OpenMP setting unless told otherwise.
   c.lane_threads = opt_.local_lane_threads > 0 ? opt_.local_lane_threads : num_threads();
   std::set<std::string> seen;
-  for (size_t i = 0; i < parts.segments.size(); ++i) {
-    const std::vector<int32_t>& seg = parts.segments[i];
-    if (int64_t(seg.size()) < model_.min_segment_tokens(opt.seam)) continue;
-    std::string key =
-        segment_key(model_.fingerprint(), model_.compute_type(), opt.seam, opt.salt, seg);
-    if (!seen.insert(key).second) continue;
+  for (size_t i = 0; i < req.segments.size(); ++i) {
+    const SegmentRef& seg = req.segments[i];
+    if (seg.key.empty()) continue;  // no body: the composition recomputes it
+    if (!seen.insert(seg.key).second) continue;
     stats->segments += 1;
-    if (SegmentStore::Pin p = store_->lookup(key)) {
+    if (SegmentStore::Pin p = store_->lookup(seg.key)) {
       stats->hits += 1;
       S.hits.push_back(std::move(p));
       continue;
     }
-    c.jobs.push_back({int(i), &seg, std::move(key)});
+    c.jobs.push_back({int(i), &seg.tokens, seg.key});
   }
   if (c.jobs.empty()) return call;
   for (const Job& j : c.jobs) {
@@ -362,6 +387,11 @@ Result<std::vector<SegmentStore::Pin>> ScatterCall::wait() {
     out.push_back(std::move(c.pins[j]));
   }
   return out;
+}
+
+BuildFigures ScatterCall::figures() const {
+  const ScatterStats& s = *st_->c.stats;
+  return {s.built_remote, s.built_local, s.rescheduled, s.corrupt};
 }
 
 bool Scatter::place_layer(Call& c, int j, int layer, SegmentEntry&& part, double seconds,

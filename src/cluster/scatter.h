@@ -6,6 +6,7 @@
 // its arriving() entries go to Composer::prefill (ComposeOptions::arriving), which composes
 // layer l as soon as every segment's layer l is in, so composition overlaps the builds and
 // the transfers instead of waiting for the last entry; prefill_segments() is start + wait.
+// Scatter is the engine's SegmentBuilder (engine/segment_builder.h): the Runner drives it.
 //
 // Faults: a worker that is unreachable, errs, misses its deadline, breaks the stream
 // protocol or disconnects has its unfinished segments rescheduled onto the local lanes; a
@@ -38,6 +39,8 @@
 #include "cache/segment_store.h"
 #include "cluster/balance.h"
 #include "engine/compose.h"
+#include "engine/segment_builder.h"
+#include "engine/tokenized_request.h"
 #include "model/model.h"
 
 namespace hypic::cluster {
@@ -78,19 +81,21 @@ struct ScatterStats {
 
 class Scatter;
 
-// One call in flight (Scatter::start). `parts`, `opt`, `stats` and `cancel` passed to start()
-// must outlive it. Destroying it without wait() cancels the call and joins its threads.
-class ScatterCall {
+// One call in flight (Scatter::start). The request, `opt`, `stats` and `cancel` passed to
+// start() must outlive it. Destroying it without wait() cancels the call and joins its threads.
+class ScatterCall final : public BuildCall {
  public:
-  ~ScatterCall();
+  ~ScatterCall() override;
   ScatterCall(const ScatterCall&) = delete;
   ScatterCall& operator=(const ScatterCall&) = delete;
 
   // The missed segments' entries by key, filling layer by layer: ComposeOptions::arriving.
   // The pointers stay valid until this object is destroyed.
-  const ArrivingEntries& arriving() const { return arriving_; }
+  const ArrivingEntries& arriving() const override { return arriving_; }
   // Joins every lane and returns what prefill_segments() returns. Call at most once.
-  Result<std::vector<SegmentStore::Pin>> wait();
+  Result<std::vector<SegmentStore::Pin>> wait() override;
+  // After wait(): the call's ScatterStats in brief.
+  BuildFigures figures() const override;
 
  private:
   friend class Scatter;
@@ -101,26 +106,39 @@ class ScatterCall {
   bool waited_ = false;
 };
 
-class Scatter {
+class Scatter final : public SegmentBuilder {
  public:
   Scatter(const Model& model, std::shared_ptr<SegmentStore> store, ScatterOptions opt);
-  ~Scatter();
+  ~Scatter() override;
   Scatter(const Scatter&) = delete;
   Scatter& operator=(const Scatter&) = delete;
 
-  // Makes sure every segment of `parts` that Composer::prefill would compose under `opt`
-  // (hypic / naive mode, at least model.min_segment_tokens(seam) tokens) is in the store,
-  // and returns their Pins (hold them across the prefill so nothing is evicted in between).
+  // Makes sure every keyed segment of `req` (those Composer::prefill composes under `opt`,
+  // hypic / naive mode; keyed under opt.seam and opt.salt) is in the store, and returns their
+  // Pins (hold them across the prefill so nothing is evicted in between).
   // `cancel` (may be null): once it reads true the in-flight RPCs are cancelled, local lanes
-  // stop after their current build and the call returns kCancelled. `workers` (may be null:
-  // ScatterOptions::workers) names this call's scatter workers — a router passes the live
-  // ones per request, so workers join and leave without restarting the combine instance.
+  // stop after their current build and the call returns kCancelled. `stats` (may be null: kept
+  // in the call). `workers` (may be null: ScatterOptions::workers) names this call's scatter
+  // workers — a router passes the live ones per request, so workers join and leave without
+  // restarting the combine instance.
   Result<std::vector<SegmentStore::Pin>> prefill_segments(
-      const PromptParts& parts, const ComposeOptions& opt, const std::atomic<bool>* cancel,
+      const TokenizedRequest& req, const ComposeOptions& opt, const std::atomic<bool>* cancel,
       ScatterStats* stats, const std::vector<std::string>* workers = nullptr);
   // The same call, started in the background: compose from the returned call's arriving()
   // while it runs, then wait() for its result. Errors found before anything starts (no
   // store, bad seam) come back from wait().
+  std::unique_ptr<ScatterCall> start(const TokenizedRequest& req, const ComposeOptions& opt,
+                                     const std::atomic<bool>* cancel, ScatterStats* stats,
+                                     const std::vector<std::string>* workers = nullptr);
+  // SegmentBuilder: start() without a cancel flag (destroying the call cancels it), its
+  // figures kept in the call.
+  std::unique_ptr<BuildCall> start(const TokenizedRequest& req, const ComposeOptions& opt,
+                                   const std::vector<std::string>* workers) override;
+  // Both for parts not yet keyed: make_request(model, parts, opt.seam, opt.salt) first (the
+  // call keeps it).
+  Result<std::vector<SegmentStore::Pin>> prefill_segments(
+      const PromptParts& parts, const ComposeOptions& opt, const std::atomic<bool>* cancel,
+      ScatterStats* stats, const std::vector<std::string>* workers = nullptr);
   std::unique_ptr<ScatterCall> start(const PromptParts& parts, const ComposeOptions& opt,
                                      const std::atomic<bool>* cancel, ScatterStats* stats,
                                      const std::vector<std::string>* workers = nullptr);

@@ -23,6 +23,7 @@
 #include "cache/prefix_cache.h"
 #include "cache/segment_store.h"
 #include "core/status.h"
+#include "engine/tokenized_request.h"
 #include "model/model.h"
 
 namespace hypic {
@@ -31,17 +32,9 @@ enum class PicMode { kFull, kPrefix, kHypic, kNaive };
 const char* pic_mode_name(PicMode m);
 bool parse_pic_mode(const std::string& s, PicMode* m);
 
-// Token ids of each part, each tokenised on its own.
-struct PromptParts {
-  std::vector<int32_t> prefix;
-  std::vector<std::vector<int32_t>> segments;
-  std::vector<int32_t> suffix;
-  int64_t total_tokens() const;
-  std::vector<int32_t> concatenated() const;
-};
-
-// A missed segment's entry still arriving layer by layer (segment parallelism,
-// cluster::ScatterCall): its slots fill in decoder-layer order and `gate` tells when each is in.
+// A missed segment's entry still arriving layer by layer (segment parallelism: a
+// SegmentBuilder, engine/segment_builder.h): its slots fill in decoder-layer order and
+// `gate` tells when each is in.
 struct ArrivingEntry {
   const SegmentEntry* entry = nullptr;
   const EntryGate* gate = nullptr;
@@ -82,17 +75,22 @@ class Composer {
            std::shared_ptr<PrefixCache> prefix_cache);
 
   // Prefills the prompt into `state` (fresh from model.new_state()) and returns the logits of
-  // its last token: [V].
+  // its last token: [V]. The segments' keys are the request's (made under opt.seam and
+  // opt.salt: a request keyed otherwise is a programmer error).
+  Status prefill(const TokenizedRequest& req, const ComposeOptions& opt, SeqState* state,
+                 std::vector<float>* logits, ComposeStats* stats) const;
+  // The same for parts not yet keyed: make_request(model, parts, opt.seam, opt.salt) first.
   Status prefill(const PromptParts& parts, const ComposeOptions& opt, SeqState* state,
                  std::vector<float>* logits, ComposeStats* stats) const;
 
-  // The cached entry for a segment under `opt` (built and inserted on a miss). For
-  // pre-registration (/v1/segments) and tests. `hit` tells whether it was cached.
-  Result<SegmentStore::Pin> entry_for(const std::vector<int32_t>& segment,
-                                      const ComposeOptions& opt, bool* hit) const;
+  // The cached entry for a segment (keyed under opt.seam and opt.salt; built and inserted
+  // on a miss). `hit` tells whether it was cached. A segment without a body (empty key) is
+  // an error: it has no entry.
+  Result<SegmentStore::Pin> entry_for(const SegmentRef& segment, const ComposeOptions& opt,
+                                      bool* hit) const;
 
  private:
-  Status prefill_prefix_mode(const PromptParts& parts, const ComposeOptions& opt, SeqState* st,
+  Status prefill_prefix_mode(const TokenizedRequest& req, const ComposeOptions& opt, SeqState* st,
                              std::vector<float>* logits, ComposeStats* stats) const;
   const Model& model_;
   std::shared_ptr<SegmentStore> store_;

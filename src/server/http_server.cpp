@@ -7,15 +7,14 @@
 #include <ctime>
 #include <functional>
 #include <mutex>
-#include <thread>
 
-#include "engine/compose.h"
-#include "engine/generate.h"
 #include "engine/prompt.h"
+#include "engine/runner.h"
 #include "model/safetensors.h"
 #include "server/combine_service.h"
 #include "server/http_front.h"
 #include "server/http_util.h"
+#include "server/jobs.h"
 #include "server/metrics.h"
 #include "server/respond.h"
 #include "server/segment_registry.h"
@@ -25,23 +24,6 @@ namespace hypic::server {
 using nlohmann::json;
 
 namespace {
-
-json segment_json(const RegisteredSegment& s) {
-  return json{{"id", s.id},
-              {"object", "segment"},
-              {"tokens", s.tokens.size()},
-              {"cached", s.pin != nullptr},
-              {"bytes", s.bytes},
-              {"seam", s.seam},
-              {"created", s.created},
-              {"expires_at", s.expires_at ? json(*s.expires_at) : json(nullptr)}};
-}
-
-ApiError drain_cut_error() {
-  return make_error(503, "the server is shutting down: this reply was cut at the drain deadline (--drain-timeout); "
-                         "a stream's finish_reason is \"abort\"; retry the request",
-                    "server_error", "shutting_down");
-}
 
 // Copies the fields of a completion's usage that the request log line shows at top level.
 void log_usage(json& log, const json& usage) {
@@ -63,8 +45,9 @@ struct HttpServer::Impl {
   ServerMetrics metrics;
   std::unique_ptr<SegmentRegistry> registry;
   std::shared_ptr<SegmentStore> store;
-  std::unique_ptr<Composer> composer;
   std::unique_ptr<cluster::Scatter> scatter;  // set when segment parallelism is configured
+  std::unique_ptr<Runner> runner;
+  std::unique_ptr<Jobs> jobs;  // what the scheduler's prefill threads run
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<CombineServer> combine;  // after the scheduler: its calls use it
   std::unique_ptr<HttpFront> http;
@@ -75,9 +58,6 @@ struct HttpServer::Impl {
   Impl(const Model& m, const Tokenizer& t, ServerOptions o)
       : model(m), tok(t), chat(model_chat_template(m.config())), opt(std::move(o)) {}
 
-  std::variant<Outcome, Scheduler::Decoding> run_job(const Scheduler::Job& job);
-  Outcome finish_generation(GenerateResult&& g, const Status& st, const ComposeStats& cs, PicMode mode);
-  Outcome run_registration(const Scheduler::Job& job);
   // Parses, validates and tokenises a completion body (the HTTP handler's and the Combine
   // service's common path), then submits it to the scheduler.
   std::optional<ApiError> prepare(std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts);
@@ -88,176 +68,12 @@ struct HttpServer::Impl {
   void handle_segment_list(const HttpRequest& req, Reply reply);
   void handle_metrics(Reply reply);
   std::optional<ApiError> query_salt(const HttpRequest& req, std::string* salt) const;
-  std::optional<ApiError> capacity_error(SegmentRegistry::Admit a, size_t bytes) const;
   void sweep_registry(Clock::time_point now);
   void setup_routes();
   void log_line(const json& j) {
     if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
   }
 };
-
-std::variant<Outcome, Scheduler::Decoding> HttpServer::Impl::run_job(const Scheduler::Job& job) {
-  Outcome out;
-  if (opt.debug_delay_ms > 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(opt.debug_delay_ms));
-  const ApiRequest& r = job.request;
-  if (r.registration) return run_registration(job);
-  if (r.client_gone && r.client_gone()) {  // left while queued
-    out.error = cancelled_error();
-    return out;
-  }
-  ComposeOptions co;
-  co.mode = r.mode;
-  co.seam = r.seam;
-  co.salt = r.cache_salt;
-  // A client that leaves, or the drain deadline, stops the prefill at its next layer.
-  co.cancelled = [gone = r.client_gone, this] { return (gone && gone()) || scheduler->cutting(); };
-  SeqState st = model.new_state(job.parts.total_tokens() + r.max_tokens + 1);
-  std::vector<float> logits;
-  ComposeStats cs;
-  // Segment parallelism: cold segments built by the scatter lanes while the composition
-  // runs, layer by layer as their entries arrive; the pins keep them in the store after.
-  std::vector<SegmentStore::Pin> scattered;
-  json scatter_info;  // usage.hypic.scatter when segment parallelism ran
-  const bool parallel = !r.scatter_workers.empty() || !opt.scatter.workers.empty() || opt.scatter.local_lanes > 1;
-  cluster::ScatterStats ss;
-  std::unique_ptr<cluster::ScatterCall> call;
-  if (scatter && parallel && (r.mode == PicMode::kHypic || r.mode == PicMode::kNaive)) {
-    call = scatter->start(job.parts, co, nullptr, &ss,
-                          r.scatter_workers.empty() ? nullptr : &r.scatter_workers);
-    co.arriving = &call->arriving();
-  }
-  if (Status s = composer->prefill(job.parts, co, &st, &logits, &cs); !s) {
-    call.reset();  // cancels what is still building
-    out.error = s.code() != StatusCode::kCancelled ? status_error(s)
-                : scheduler->cutting()            ? drain_cut_error()
-                                                  : cancelled_error();
-    return out;
-  }
-  if (call) {
-    auto pins = call->wait();
-    if (!pins) {
-      out.error = status_error(pins.status());
-      return out;
-    }
-    scattered = std::move(pins).value();
-    scatter_info = {{"built_remote", ss.built_remote}, {"built_local", ss.built_local},
-                    {"rescheduled", ss.rescheduled}, {"corrupt", ss.corrupt}};
-  }
-  metrics.record_compose(cs);
-  // Decoding continues on the scheduler's decode thread, batched with the other requests.
-  Scheduler::Decoding d;
-  d.state = std::move(st);
-  d.logits = std::move(logits);
-  d.options = generate_options(r);
-  d.start = job.arrival;
-  auto itl = std::make_shared<InterTokenTimer>(&metrics.inter_token);
-  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone](const std::string& t) {
-    itl->tick();
-    if (opt.debug_piece_delay_ms > 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(opt.debug_piece_delay_ms));
-    if (gone && gone()) {  // non-streaming client gone
-      ticket->cancel();
-      return false;
-    }
-    return ticket->push_text(t);
-  };
-  d.finish = [this, cs, mode = r.mode, scatter_info](GenerateResult&& g, const Status& st) {
-    Outcome o = finish_generation(std::move(g), st, cs, mode);
-    if (!o.error && !scatter_info.is_null()) o.result["usage"]["hypic"]["scatter"] = scatter_info;
-    return o;
-  };
-  return d;
-}
-
-Outcome HttpServer::Impl::finish_generation(GenerateResult&& g, const Status& d, const ComposeStats& cs,
-                                            PicMode mode) {
-  Outcome out;
-  metrics.record_generation(int64_t(g.tokens.size()), g.tokens.empty() ? -1.0 : g.ttft_ms);
-  // Cut at the drain deadline: what it produced (a stream ends with it), then the error.
-  const bool cut = d.code() == StatusCode::kUnavailable;
-  if (!d && !cut) {
-    out.error = d.code() == StatusCode::kCancelled
-                    ? cancelled_error()
-                    : make_error(500, d.message(), "server_error", "internal_error");
-    return out;
-  }
-  if (cut) out.error = drain_cut_error();
-  const int64_t completion = int64_t(g.tokens.size());
-  out.result = json{
-      {"text", g.text},
-      {"finish_reason", g.finish_reason},
-      {"usage",
-       {{"prompt_tokens", cs.prompt_tokens},
-        {"completion_tokens", completion},
-        {"total_tokens", cs.prompt_tokens + completion},
-        {"prompt_tokens_details", {{"cached_tokens", cs.reused_tokens}}},
-        {"hypic",
-         {{"mode", pic_mode_name(mode)},
-          {"segments_hit", cs.segments_hit},
-          {"segments_missed", cs.segments_missed},
-          {"reused_tokens", cs.reused_tokens},
-          {"recomputed_tokens", cs.recomputed_tokens},
-          {"seam_tokens", cs.seam_tokens},
-          {"ttft_ms", g.ttft_ms}}}}}};
-  return out;
-}
-
-// Builds (or finds) the entry of parts.segments[0] and registers it, pinned.
-Outcome HttpServer::Impl::run_registration(const Scheduler::Job& job) {
-  Outcome out;
-  const SegmentRequest& sr = *job.request.registration;
-  const std::vector<int32_t>& ids = job.parts.segments.front();
-  auto seg = std::make_shared<RegisteredSegment>();
-  seg->id = SegmentRegistry::new_id();
-  seg->salt = job.request.cache_salt;
-  seg->seam = sr.seam;
-  seg->tokens = ids;
-  // Too short to have a body: registered all the same, recomputed wherever it is used.
-  if (int64_t(ids.size()) >= model.min_segment_tokens(sr.seam)) {
-    ComposeOptions co;
-    co.seam = sr.seam;
-    co.salt = seg->salt;
-    bool hit = false;  // an inline use may have cached it already
-    auto pin = composer->entry_for(ids, co, &hit);
-    if (!pin) {
-      out.error = status_error(pin.status());
-      return out;
-    }
-    seg->pin = std::move(pin).value();
-    seg->bytes = seg->pin->bytes();
-  }
-  seg->created = int64_t(std::time(nullptr));
-  const auto now = Clock::now();
-  if (sr.ttl_seconds) {
-    seg->expires_at = seg->created + *sr.ttl_seconds;
-    seg->deadline = now + std::chrono::seconds(*sr.ttl_seconds);
-  }
-  if (auto e = capacity_error(registry->add(seg, now), seg->bytes)) {
-    out.error = *e;
-    return out;
-  }
-  out.result = segment_json(*seg);
-  return out;
-}
-
-std::optional<ApiError> HttpServer::Impl::capacity_error(SegmentRegistry::Admit a,
-                                                         size_t bytes) const {
-  const auto& o = registry->options();
-  switch (a) {
-    case SegmentRegistry::Admit::kOk: return std::nullopt;
-    case SegmentRegistry::Admit::kTooMany:
-      return make_error(507, "too many registered segments (at most " + std::to_string(o.max_segments) +
-                                 "); DELETE /v1/segments/{id} ones you no longer need, or register with a 'ttl'",
-                        "invalid_request_error", "segment_capacity_exceeded");
-    case SegmentRegistry::Admit::kTooManyBytes:
-      return make_error(507, "registering this segment (" + std::to_string(bytes) + " bytes of cache) would pin more than the " +
-                                 std::to_string(o.max_bytes) + " bytes allowed for registered segments; DELETE /v1/segments/{id} "
-                                 "ones you no longer need, or register with a 'ttl'",
-                        "invalid_request_error", "segment_capacity_exceeded");
-  }
-  return std::nullopt;
-}
 
 void HttpServer::Impl::sweep_registry(Clock::time_point now) {
   for (const std::string& id : registry->sweep(now))
@@ -362,7 +178,7 @@ void HttpServer::Impl::handle_register(const HttpRequest& req, Reply reply) {
                                  "text", "context_length_exceeded"));
   const auto now = Clock::now();
   sweep_registry(now);
-  if (auto e = capacity_error(registry->would_admit(0, now), 0)) return fail(log, *e);  // before building
+  if (auto e = capacity_error(*registry, registry->would_admit(0, now), 0)) return fail(log, *e);  // before building
   ApiRequest r;
   r.cache_salt = sr.cache_salt;
   r.seam = sr.seam;
@@ -483,13 +299,22 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   ro.max_segments = std::max(0, impl->opt.max_registered_segments);
   impl->registry = std::make_unique<SegmentRegistry>(ro);
   impl->store = std::shared_ptr<SegmentStore>(std::move(store).value());
-  impl->composer = std::make_unique<Composer>(
-      model, impl->store, std::make_shared<PrefixCache>(impl->opt.cache_mem_bytes));
-  if (!impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1 || impl->opt.grpc_port >= 0)
+  const bool parallel = !impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1;
+  if (parallel || impl->opt.grpc_port >= 0)  // a router may send workers with each request
     impl->scatter = std::make_unique<cluster::Scatter>(model, impl->store, impl->opt.scatter);
+  impl->runner = std::make_unique<Runner>(model, impl->store,
+                                          std::make_shared<PrefixCache>(impl->opt.cache_mem_bytes),
+                                          impl->scatter.get());
   Impl* p = impl.get();
+  Jobs::Options jo;
+  jo.parallel = parallel;
+  jo.debug_delay_ms = impl->opt.debug_delay_ms;
+  jo.debug_piece_delay_ms = impl->opt.debug_piece_delay_ms;
+  impl->jobs = std::make_unique<Jobs>(*impl->runner, *impl->registry, impl->metrics, jo,
+                                      [p] { return p->scheduler->cutting(); });
   impl->scheduler = std::make_unique<Scheduler>(
-      impl->opt.scheduler, [p](const Scheduler::Job& j) { return p->run_job(j); }, &model, &tok);
+      impl->opt.scheduler, [jobs = impl->jobs.get()](const Scheduler::Job& j) { return jobs->run(j); },
+      &model, &tok);
   impl->setup_routes();
   if (impl->opt.grpc_port >= 0) {
     CombineHooks h;

@@ -1,8 +1,9 @@
 // The OpenAI-compatible HTTP server (on HttpFront, server/http_front.h): routes, authentication, request
-// limits, SSE streaming. Queueing and the jobs' locking are in Scheduler; the registry of
-// segments, the metrics and the connection queue keep their own small locks (see their
-// headers). The handlers parse, validate, tokenise, submit and answer through their Reply;
-// none of them waits (a completion answers when its ticket fills).
+// limits, SSE streaming. Queueing and the jobs' locking are in Scheduler, what a job runs
+// (the engine's Runner, registrations) in Jobs (server/jobs.h); the registry of segments,
+// the metrics and the connection queue keep their own small locks (see their headers). The
+// handlers parse, validate, tokenise, submit and answer through their Reply; none of them
+// waits (a completion answers when its ticket fills).
 //
 //   GET    /health                 {"status":"ok"} (no API key needed)
 //   GET    /metrics                Prometheus text format

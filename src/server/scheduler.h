@@ -39,11 +39,11 @@
 
 namespace hypic::server {
 
-// What a finished request produced: a response body (usage etc., built by the runner) or an
+// What a finished request produced: a response body (usage etc., built by its job) or an
 // error. Opaque to the scheduler.
 struct Outcome {
   std::optional<ApiError> error;
-  nlohmann::json result;  // runner-defined summary (text, finish_reason, usage)
+  nlohmann::json result;  // the job's summary (text, finish_reason, usage: server/jobs.h)
 };
 
 // Channel between one worker and one HTTP handler. Thread-safe.

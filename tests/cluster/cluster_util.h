@@ -53,6 +53,11 @@ inline ComposeOptions dist_opts(int seam = 4, const std::string& salt = "") {
   return o;
 }
 
+// `p` keyed under o's seam and salt.
+inline TokenizedRequest keyed(const PromptParts& p, const ComposeOptions& o) {
+  return make_request(dist_model(), p, o.seam, o.salt);
+}
+
 // Composer::prefill over `store`; the logits of the last token.
 inline std::vector<float> compose_logits(const std::shared_ptr<SegmentStore>& store,
                                          const PromptParts& p, const ComposeOptions& o,
@@ -62,7 +67,7 @@ inline std::vector<float> compose_logits(const std::shared_ptr<SegmentStore>& st
   SeqState st = m.new_state(p.total_tokens() + 1);
   std::vector<float> logits;
   ComposeStats s;
-  Status status = c.prefill(p, o, &st, &logits, &s);
+  Status status = c.prefill(keyed(p, o), o, &st, &logits, &s);
   EXPECT_TRUE(status.is_ok()) << status.to_string();
   if (stats) *stats = s;
   return logits;

@@ -124,14 +124,14 @@ TEST_F(MultiProcess, TwoWorkersColdAndWarmMatchASingleInstance) {
   so.local_lanes = 0;  // only the workers build
   Scatter s(test::dist_model(), store, so);
   ScatterStats cold, warm;
-  ASSERT_TRUE(s.prefill_segments(p, o, nullptr, &cold).is_ok());
+  ASSERT_TRUE(s.prefill_segments(test::keyed(p, o), o, nullptr, &cold).is_ok());
   EXPECT_EQ(cold.built_remote, 6);
   EXPECT_EQ(cold.worker_failures, 0);
   EXPECT_NE(std::count(cold.lane_of.begin(), cold.lane_of.end(), 0), 0) << "both workers used";
   EXPECT_NE(std::count(cold.lane_of.begin(), cold.lane_of.end(), 1), 0);
   const auto ref = test::reference_logits(p, o);
   EXPECT_EQ(test::compose_logits(store, p, o), ref);
-  ASSERT_TRUE(s.prefill_segments(p, o, nullptr, &warm).is_ok());
+  ASSERT_TRUE(s.prefill_segments(test::keyed(p, o), o, nullptr, &warm).is_ok());
   EXPECT_EQ(warm.hits, 6);
   EXPECT_EQ(test::compose_logits(store, p, o), ref);
   EXPECT_EQ(a.terminate(), 0);  // SIGTERM: graceful stop
@@ -154,7 +154,7 @@ TEST_F(MultiProcess, KilledWorkerMidStreamStillCompletesCorrectly) {
   auto store = dist_store();
   Scatter s(test::dist_model(), store, so);
   ScatterStats st;
-  ASSERT_TRUE(s.prefill_segments(p, dist_opts(), nullptr, &st).is_ok());
+  ASSERT_TRUE(s.prefill_segments(test::keyed(p, dist_opts()), dist_opts(), nullptr, &st).is_ok());
   EXPECT_TRUE(killed.load());
   EXPECT_EQ(st.worker_failures, 1);
   EXPECT_EQ(st.rescheduled, 2);
@@ -175,7 +175,7 @@ TEST_F(MultiProcess, CorruptEntriesFromAWorkerAreRecomputed) {
   auto store = dist_store();
   Scatter s(test::dist_model(), store, so);
   ScatterStats st;
-  ASSERT_TRUE(s.prefill_segments(p, dist_opts(), nullptr, &st).is_ok());
+  ASSERT_TRUE(s.prefill_segments(test::keyed(p, dist_opts()), dist_opts(), nullptr, &st).is_ok());
   EXPECT_EQ(st.corrupt, 2);
   EXPECT_EQ(st.built_remote, 2);
   EXPECT_EQ(st.built_local, 2);

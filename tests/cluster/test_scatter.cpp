@@ -44,7 +44,7 @@ class ScatterTest : public ::testing::Test {
     auto store = dist_store();
     Scatter s(dist_model(), store, so);
     ScatterStats st;
-    auto pins = s.prefill_segments(p, o, nullptr, &st);
+    auto pins = s.prefill_segments(test::keyed(p, o), o, nullptr, &st);
     EXPECT_TRUE(pins.is_ok()) << pins.status().to_string();
     ComposeStats cs;
     const auto got = test::compose_logits(store, p, o, &cs);
@@ -55,7 +55,8 @@ class ScatterTest : public ::testing::Test {
     auto store2 = dist_store();
     Scatter s2(dist_model(), store2, so);
     ScatterStats st2;
-    std::unique_ptr<ScatterCall> call = s2.start(p, o, nullptr, &st2);
+    const TokenizedRequest req = test::keyed(p, o);
+    std::unique_ptr<ScatterCall> call = s2.start(req, o, nullptr, &st2);
     ComposeOptions ao = o;
     ao.arriving = &call->arriving();
     EXPECT_EQ(call->arriving().size(), size_t(st.segments));
@@ -90,8 +91,8 @@ TEST_F(ScatterTest, EveryPolicyMatchesASingleInstanceColdAndWarm) {
   so.workers = {w->address()};
   Scatter s(dist_model(), store, so);
   ScatterStats cold, warm;
-  ASSERT_TRUE(s.prefill_segments(p, dist_opts(), nullptr, &cold).is_ok());
-  ASSERT_TRUE(s.prefill_segments(p, dist_opts(), nullptr, &warm).is_ok());
+  ASSERT_TRUE(s.prefill_segments(test::keyed(p, dist_opts()), dist_opts(), nullptr, &cold).is_ok());
+  ASSERT_TRUE(s.prefill_segments(test::keyed(p, dist_opts()), dist_opts(), nullptr, &warm).is_ok());
   EXPECT_EQ(warm.hits, 5);
   EXPECT_EQ(warm.built_remote + warm.built_local, 0);
   EXPECT_EQ(test::compose_logits(store, p, dist_opts()), test::reference_logits(p, dist_opts()));
@@ -182,7 +183,7 @@ TEST_F(ScatterTest, CancellationEndsTheCallPromptly) {
   });
   Timer t;
   ScatterStats st;
-  auto r = s.prefill_segments(dist_parts({50, 60}), dist_opts(), &cancel, &st);
+  auto r = s.prefill_segments(test::keyed(dist_parts({50, 60}), dist_opts()), dist_opts(), &cancel, &st);
   canceller.join();
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
@@ -220,7 +221,7 @@ TEST_F(ScatterTest, CostModelLearnsFromBuilds) {
   const CostModel prior = s.cost_model();
   EXPECT_GT(prior.b, 0);
   ScatterStats st;
-  ASSERT_TRUE(s.prefill_segments(dist_parts({40, 80, 160}), dist_opts(), nullptr, &st).is_ok());
+  ASSERT_TRUE(s.prefill_segments(test::keyed(dist_parts({40, 80, 160}), dist_opts()), dist_opts(), nullptr, &st).is_ok());
   const CostModel fit = s.cost_model();
   EXPECT_TRUE(fit.a != prior.a || fit.b != prior.b || fit.c != prior.c);
   EXPECT_GT(fit.seconds(160), 0);

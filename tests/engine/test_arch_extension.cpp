@@ -287,7 +287,7 @@ std::vector<float> prefill(const Model& m, const Composer& c, const PromptParts&
   ComposeOptions o;
   o.mode = mode;
   o.seam = seam;
-  const Status status = c.prefill(p, o, &st, &logits, &s);
+  const Status status = c.prefill(make_request(m, p, o.seam, o.salt), o, &st, &logits, &s);
   EXPECT_TRUE(status.is_ok()) << status.to_string();
   if (stats) *stats = s;
   return logits;

@@ -57,7 +57,7 @@ std::vector<float> run(const Model& m, const Composer& c, const PromptParts& p, 
   o.mode = mode;
   o.seam = seam;
   o.salt = salt;
-  Status status = c.prefill(p, o, &st, &logits, &s);
+  Status status = c.prefill(make_request(m, p, o.seam, o.salt), o, &st, &logits, &s);
   EXPECT_TRUE(status.is_ok()) << status.to_string();
   EXPECT_EQ(st.pos, p.total_tokens());
   if (stats) *stats = s;
@@ -236,7 +236,7 @@ TEST(Compose, CancelledPrefillStopsAndStoresNothingPartial) {
     SeqState st = m.new_state(p.total_tokens() + 1);
     std::vector<float> logits;
     ComposeStats s;
-    const Status status = c.prefill(p, o, &st, &logits, &s);
+    const Status status = c.prefill(make_request(m, p, o.seam, o.salt), o, &st, &logits, &s);
     EXPECT_EQ(status.code(), StatusCode::kCancelled) << "k " << k << ": " << status.to_string();
     EXPECT_EQ(checks, k);  // stopped at the check that said so
     const int complete = k <= layers ? 0 : k <= 2 * layers ? 1 : 2;  // entries finished before the stop
@@ -256,10 +256,10 @@ TEST(Compose, SuffixTraceHasOneEntryPerLayer) {
   SeqState s1 = m.new_state(), s2 = m.new_state();
   std::vector<float> l1, l2;
   ComposeStats st;
-  ASSERT_TRUE(c.prefill(p, o, &s1, &l1, &st).is_ok());
+  ASSERT_TRUE(c.prefill(make_request(m, p, o.seam, o.salt), o, &s1, &l1, &st).is_ok());
   o.mode = PicMode::kHypic;
   o.trace_suffix = &th;
-  ASSERT_TRUE(c.prefill(p, o, &s2, &l2, &st).is_ok());
+  ASSERT_TRUE(c.prefill(make_request(m, p, o.seam, o.salt), o, &s2, &l2, &st).is_ok());
   ASSERT_EQ(tf.size(), size_t(m.config().num_hidden_layers));
   ASSERT_EQ(th.size(), tf.size());
   const size_t n = p.suffix.size() * size_t(m.config().hidden_size);
@@ -276,12 +276,14 @@ TEST(Compose, BadRequestsAreRejectedCleanly) {
   ComposeStats s;
   PromptParts no_suffix;
   no_suffix.segments = {doc(19, 50)};
-  EXPECT_FALSE(c.prefill(no_suffix, {}, &st, &logits, &s).is_ok());
+  const ComposeOptions none;
+  EXPECT_FALSE(c.prefill(make_request(m, no_suffix, none.seam, none.salt), none, &st, &logits, &s).is_ok());
   ComposeOptions bad;
   bad.seam = -1;
-  EXPECT_FALSE(c.prefill(parts({doc(20, 50)}), bad, &st, &logits, &s).is_ok());
+  EXPECT_FALSE(c.prefill(make_request(m, parts({doc(20, 50)}), bad.seam, bad.salt), bad, &st, &logits, &s).is_ok());
   PromptParts huge = parts({doc(21, 5000)});
-  EXPECT_EQ(c.prefill(huge, {}, &st, &logits, &s).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(c.prefill(make_request(m, huge, none.seam, none.salt), none, &st, &logits, &s).code(),
+            StatusCode::kOutOfRange);
   EXPECT_EQ(st.pos, 0);  // nothing was run
 }
 

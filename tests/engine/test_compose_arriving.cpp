@@ -101,7 +101,7 @@ Status prefill(const Model& m, const PromptParts& p, const ComposeOptions& o,
                std::vector<float>* logits, ComposeStats* cs, int64_t* pos = nullptr) {
   Composer c(m, store(), nullptr);
   SeqState st = m.new_state(p.total_tokens() + 1);
-  const Status s = c.prefill(p, o, &st, logits, cs);
+  const Status s = c.prefill(make_request(m, p, o.seam, o.salt), o, &st, logits, cs);
   if (pos) *pos = st.pos;
   return s;
 }

@@ -1,0 +1,162 @@
+#include "server/jobs.h"
+
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <thread>
+
+#include "server/http_util.h"
+#include "server/usage.h"
+
+namespace hypic::server {
+
+using nlohmann::json;
+
+namespace {
+
+ApiError drain_cut_error() {
+  return make_error(503, "the server is shutting down: this reply was cut at the drain deadline (--drain-timeout); "
+                         "a stream's finish_reason is \"abort\"; retry the request",
+                    "server_error", "shutting_down");
+}
+
+}  // namespace
+
+json segment_json(const RegisteredSegment& s) {
+  return json{{"id", s.id},
+              {"object", "segment"},
+              {"tokens", s.tokens.size()},
+              {"cached", s.pin != nullptr},
+              {"bytes", s.bytes},
+              {"seam", s.seam},
+              {"created", s.created},
+              {"expires_at", s.expires_at ? json(*s.expires_at) : json(nullptr)}};
+}
+
+std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentRegistry::Admit a,
+                                       size_t bytes) {
+  const auto& o = registry.options();
+  switch (a) {
+    case SegmentRegistry::Admit::kOk: return std::nullopt;
+    case SegmentRegistry::Admit::kTooMany:
+      return make_error(507, "too many registered segments (at most " + std::to_string(o.max_segments) +
+                                 "); DELETE /v1/segments/{id} ones you no longer need, or register with a 'ttl'",
+                        "invalid_request_error", "segment_capacity_exceeded");
+    case SegmentRegistry::Admit::kTooManyBytes:
+      return make_error(507, "registering this segment (" + std::to_string(bytes) + " bytes of cache) would pin more than the " +
+                                 std::to_string(o.max_bytes) + " bytes allowed for registered segments; DELETE /v1/segments/{id} "
+                                 "ones you no longer need, or register with a 'ttl'",
+                        "invalid_request_error", "segment_capacity_exceeded");
+  }
+  return std::nullopt;
+}
+
+Jobs::Jobs(const Runner& runner, SegmentRegistry& registry, ServerMetrics& metrics, Options opt,
+           std::function<bool()> cutting)
+    : runner_(runner), registry_(registry), metrics_(metrics), opt_(opt), cutting_(std::move(cutting)) {}
+
+std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) const {
+  Outcome out;
+  if (opt_.debug_delay_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_delay_ms));
+  const ApiRequest& r = job.request;
+  if (r.registration) return run_registration(job);
+  if (r.client_gone && r.client_gone()) {  // left while queued
+    out.error = cancelled_error();
+    return out;
+  }
+  RunOptions ro;
+  ro.compose.mode = r.mode;
+  ro.compose.seam = r.seam;
+  ro.compose.salt = r.cache_salt;
+  // A client that leaves, or the drain deadline, stops the prefill at its next layer.
+  ro.compose.cancelled = [gone = r.client_gone, this] { return (gone && gone()) || cutting_(); };
+  ro.decode_tokens = r.max_tokens;
+  ro.parallel = opt_.parallel || !r.scatter_workers.empty();
+  ro.workers = r.scatter_workers.empty() ? nullptr : &r.scatter_workers;
+  const TokenizedRequest req = make_request(runner_.model(), job.parts, r.seam, r.cache_salt);
+  Result<Prefilled> p = runner_.prefill(req, ro);
+  if (!p) {
+    const Status& s = p.status();
+    out.error = s.code() != StatusCode::kCancelled ? status_error(s)
+                : cutting_()                       ? drain_cut_error()
+                                                   : cancelled_error();
+    return out;
+  }
+  metrics_.record_compose(p->figures.compose);
+  // Decoding continues on the scheduler's decode thread, batched with the other requests.
+  Scheduler::Decoding d;
+  d.state = std::move(p->state);
+  d.logits = std::move(p->logits);
+  d.options = generate_options(r);
+  d.start = job.arrival;
+  auto itl = std::make_shared<InterTokenTimer>(&metrics_.inter_token);
+  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone](const std::string& t) {
+    itl->tick();
+    if (opt_.debug_piece_delay_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_piece_delay_ms));
+    if (gone && gone()) {  // non-streaming client gone
+      ticket->cancel();
+      return false;
+    }
+    return ticket->push_text(t);
+  };
+  d.finish = [this, f = std::move(p->figures)](GenerateResult&& g, const Status& st) {
+    return finish_generation(std::move(g), st, f);
+  };
+  return d;
+}
+
+Outcome Jobs::finish_generation(GenerateResult&& g, const Status& d, RequestFigures f) const {
+  Outcome out;
+  metrics_.record_generation(int64_t(g.tokens.size()), g.tokens.empty() ? -1.0 : g.ttft_ms);
+  // Cut at the drain deadline: what it produced (a stream ends with it), then the error.
+  const bool cut = d.code() == StatusCode::kUnavailable;
+  if (!d && !cut) {
+    out.error = d.code() == StatusCode::kCancelled
+                    ? cancelled_error()
+                    : make_error(500, d.message(), "server_error", "internal_error");
+    return out;
+  }
+  if (cut) out.error = drain_cut_error();
+  f.ttft_ms = g.ttft_ms;
+  f.completion_tokens = int64_t(g.tokens.size());
+  out.result = json{{"text", g.text}, {"finish_reason", g.finish_reason}, {"usage", usage_json(f)}};
+  return out;
+}
+
+Outcome Jobs::run_registration(const Scheduler::Job& job) const {
+  Outcome out;
+  const SegmentRequest& sr = *job.request.registration;
+  auto seg = std::make_shared<RegisteredSegment>();
+  seg->id = SegmentRegistry::new_id();
+  seg->salt = job.request.cache_salt;
+  seg->seam = sr.seam;
+  seg->tokens = job.parts.segments.front();
+  ComposeOptions co;
+  co.seam = sr.seam;
+  co.salt = seg->salt;
+  // An inline use may have cached it already. Too short to have a body: no entry, registered
+  // all the same (recomputed wherever it is used).
+  auto pin = runner_.entry_for(seg->tokens, co);
+  if (!pin) {
+    out.error = status_error(pin.status());
+    return out;
+  }
+  seg->pin = std::move(pin).value();
+  seg->bytes = seg->pin ? seg->pin->bytes() : 0;
+  seg->created = int64_t(std::time(nullptr));
+  const auto now = SegmentRegistry::Clock::now();
+  if (sr.ttl_seconds) {
+    seg->expires_at = seg->created + *sr.ttl_seconds;
+    seg->deadline = now + std::chrono::seconds(*sr.ttl_seconds);
+  }
+  if (auto e = capacity_error(registry_, registry_.add(seg, now), seg->bytes)) {
+    out.error = *e;
+    return out;
+  }
+  out.result = segment_json(*seg);
+  return out;
+}
+
+}  // namespace hypic::server

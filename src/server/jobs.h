@@ -1,0 +1,66 @@
+// What the scheduler's prefill threads run for `hypic serve` (Scheduler::Prefill): a
+// completion goes through the engine's Runner (missed segments built by its SegmentBuilder
+// when segment parallelism is on, composition, the wait for the builds) and hands its
+// prefilled sequence to the decode thread; a segment registration (/v1/segments) gets its
+// entry from the Runner and joins the SegmentRegistry, pinned. Engine results become OpenAI
+// errors and usage here; the HTTP handlers and the Combine service submit jobs and write
+// what comes back.
+//
+// Threading: run() is called from every prefill thread at once; what it shares (Runner,
+// registry, metrics) is internally synchronised. The Decoding's callbacks run on the
+// decode thread.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runner.h"
+#include "server/metrics.h"
+#include "server/request.h"
+#include "server/scheduler.h"
+#include "server/segment_registry.h"
+
+namespace hypic::server {
+
+class Jobs {
+ public:
+  struct Options {
+    // Segment parallelism is configured (scatter workers, or more than one local lane):
+    // hypic / naive completions build their missed segments through the runner's builder,
+    // as do those whose request names its own workers (a router's).
+    bool parallel = false;
+    int debug_delay_ms = 0;        // tests: each job sleeps this long before running
+    int debug_piece_delay_ms = 0;  // tests: and this long after each piece of text
+  };
+  // All must outlive the jobs. `cutting`: the scheduler's drain deadline has passed
+  // (Scheduler::cutting), prefills still running stop at their next layer.
+  Jobs(const Runner& runner, SegmentRegistry& registry, ServerMetrics& metrics, Options opt,
+       std::function<bool()> cutting);
+
+  std::variant<Outcome, Scheduler::Decoding> run(const Scheduler::Job& job) const;
+
+ private:
+  // Builds (or finds) the entry of parts.segments[0] and registers it, pinned.
+  Outcome run_registration(const Scheduler::Job& job) const;
+  // A finished generation's outcome: text, finish_reason and usage, or its error.
+  Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f) const;
+
+  const Runner& runner_;
+  SegmentRegistry& registry_;
+  ServerMetrics& metrics_;
+  const Options opt_;
+  const std::function<bool()> cutting_;
+};
+
+// A registration as /v1/segments shows it.
+nlohmann::json segment_json(const RegisteredSegment& s);
+// The 507 for a registration the registry would not admit (nullopt for kOk); `bytes`: the
+// registration's pinned bytes.
+std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentRegistry::Admit a,
+                                       size_t bytes);
+
+}  // namespace hypic::server
