@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""Fails when a source file includes a header of a layer it may not use.
+"""Fails when a source file includes a header of a layer it may not use, or when the router
+library links (directly or through another library) a library of the model.
 
 The layers of src/ (docs/ARCHITECTURE.md), lowest first; a layer may include its own
 headers and those of the layers listed for it, nothing else:
 
-  core -> kernels / tokenizer -> model -> cache -> engine -> cluster -> server -> router -> cli
-  (bench, the benchmarks and the evaluation: on cluster, beside server; only cli uses it)
+  core -> kernels / tokenizer / api -> model -> cache -> engine -> cluster -> server
+       -> router / bench -> cli
+  (api: the HTTP front and the OpenAI API, on core and tokenizer; the router uses api alone,
+  never the server or the model; bench, the benchmarks and the evaluation, only cli uses)
 
-The generated protobuf headers (hypic_*.pb.h) belong to cluster. The C++ tests follow the
-layer of their folder (tests/<layer>/), except tests/common, which any test may include.
+The generated protobuf headers (hypic_*.pb.h) form the pseudo-layer "proto" (the hypic_proto
+library, no folder). The C++ tests follow the layer of their folder (tests/<layer>/), except
+tests/common, which any test may include. Links are read from CMakeLists.txt
+(hypic_layer(NAME DIR DEPS...) and target_link_libraries(NAME ... DEPS...)).
 
 Usage: scripts/check_layers.py [repo root]   (exit 1 and one line per violation)
 """
@@ -16,28 +21,34 @@ import pathlib
 import re
 import sys
 
+BELOW_MODEL = {"core", "kernels", "tokenizer", "api", "proto"}
 ALLOWED = {
     "core": set(),
     "kernels": {"core"},
     "tokenizer": {"core"},
+    "api": {"core", "tokenizer", "proto"},
     "model": {"core", "kernels"},
     "cache": {"core", "kernels", "model"},
     "engine": {"core", "kernels", "tokenizer", "model", "cache"},
-    "cluster": {"core", "kernels", "tokenizer", "model", "cache", "engine"},
-    "server": {"core", "kernels", "tokenizer", "model", "cache", "engine", "cluster"},
-    "router": {"core", "tokenizer", "server", "cluster"},
-    "bench": {"core", "kernels", "tokenizer", "model", "cache", "engine", "cluster"},
-    "cli": {"core", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "server",
-            "router", "bench"},
+    "cluster": {"core", "kernels", "tokenizer", "model", "cache", "engine", "proto"},
+    "server": {"core", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
+               "proto"},
+    # The router holds no model: the HTTP front, the API and the generated stubs only.
+    "router": {"core", "tokenizer", "api", "proto"},
+    "bench": {"core", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "proto"},
+    "cli": {"core", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
+            "server", "router", "bench", "proto"},
 }
-# The router holds no model: it may use the server's HTTP and API parts, never the model
-# itself (model/, kernels/, cache/, engine/ headers).
+PSEUDO = {"proto"}  # layers without a folder
+# Libraries the router may not link: everything that holds or runs the model.
+MODEL_LIBS = {"hypic_kernels", "hypic_model", "hypic_cache", "hypic_engine", "hypic_cluster",
+              "hypic_server", "hypic_bench"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def layer_of_include(path: str):
     if re.fullmatch(r"hypic_\w+\.(grpc\.)?pb\.h", path):
-        return "cluster"
+        return "proto"
     head = path.split("/", 1)[0]
     return head if head in ALLOWED else None
 
@@ -56,6 +67,43 @@ def check_file(f: pathlib.Path, layer: str, extra=frozenset()):
     return bad
 
 
+def link_graph(cmake: pathlib.Path):
+    """NAME -> the libraries it links, from hypic_layer() and target_link_libraries()."""
+    text = re.sub(r"#[^\n]*", "", cmake.read_text(encoding="utf-8", errors="replace"))
+    graph = {}
+    for m in re.finditer(r"hypic_layer\(\s*(\w+)\s+\w+([^)]*)\)", text):
+        graph.setdefault(m.group(1), set()).update(m.group(2).split())
+    for m in re.finditer(r"target_link_libraries\(\s*(\w+)([^)]*)\)", text):
+        deps = [d for d in m.group(2).split() if d not in ("PUBLIC", "PRIVATE", "INTERFACE")]
+        graph.setdefault(m.group(1), set()).update(deps)
+    return graph
+
+
+def check_links(cmake: pathlib.Path):
+    if not cmake.exists():
+        return []
+    graph = link_graph(cmake)
+    if "hypic_router" not in graph:
+        return [f"{cmake}: no hypic_layer(hypic_router ...) found"]
+    # Breadth-first from the router, remembering how each library was reached.
+    via = {"hypic_router": None}
+    todo = ["hypic_router"]
+    while todo:
+        lib = todo.pop(0)
+        for dep in sorted(graph.get(lib, ())):
+            if dep not in via:
+                via[dep] = lib
+                todo.append(dep)
+    bad = []
+    for lib in sorted(MODEL_LIBS & set(via)):
+        path = [lib]
+        while via[path[-1]] is not None:
+            path.append(via[path[-1]])
+        bad.append(f"{cmake}: hypic_router links {lib} ({' -> '.join(reversed(path))}); the "
+                   "router may link only the api, tokenizer, core and proto libraries")
+    return bad
+
+
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
     src = root / "src"
@@ -70,13 +118,14 @@ def main() -> int:
         for f in sorted(d.rglob("*")):
             if f.suffix in (".h", ".cpp"):
                 bad += check_file(f, d.name)
-    for missing in sorted(set(ALLOWED) - seen):
+    for missing in sorted(set(ALLOWED) - seen - PSEUDO):
         bad.append(f"{src / missing}: layer folder missing")
     tests = root / "tests"
     for d in sorted(p for p in tests.iterdir() if p.is_dir() and p.name in ALLOWED):
         for f in sorted(d.rglob("*")):
             if f.suffix in (".h", ".cpp"):
                 bad += check_file(f, d.name, extra={"common"})
+    bad += check_links(root / "CMakeLists.txt")
     for line in bad:
         print(line)
     if bad:

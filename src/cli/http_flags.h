@@ -2,7 +2,7 @@
 #pragma once
 
 #include "cli/args.h"
-#include "server/http_front.h"
+#include "api/http_front.h"
 
 namespace hypic::cli {
 

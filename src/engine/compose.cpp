@@ -4,25 +4,6 @@
 
 namespace hypic {
 
-const char* pic_mode_name(PicMode m) {
-  switch (m) {
-    case PicMode::kFull: return "full";
-    case PicMode::kPrefix: return "prefix";
-    case PicMode::kHypic: return "hypic";
-    case PicMode::kNaive: return "naive";
-  }
-  return "?";
-}
-
-bool parse_pic_mode(const std::string& s, PicMode* m) {
-  for (PicMode x : {PicMode::kFull, PicMode::kPrefix, PicMode::kHypic, PicMode::kNaive})
-    if (s == pic_mode_name(x)) {
-      *m = x;
-      return true;
-    }
-  return false;
-}
-
 Composer::Composer(const Model& model, std::shared_ptr<SegmentStore> store,
                    std::shared_ptr<PrefixCache> prefix_cache)
     : model_(model), store_(std::move(store)), prefix_(std::move(prefix_cache)) {}

@@ -22,15 +22,12 @@
 
 #include "cache/prefix_cache.h"
 #include "cache/segment_store.h"
+#include "core/pic_mode.h"
 #include "core/status.h"
 #include "engine/tokenized_request.h"
 #include "model/model.h"
 
 namespace hypic {
-
-enum class PicMode { kFull, kPrefix, kHypic, kNaive };
-const char* pic_mode_name(PicMode m);
-bool parse_pic_mode(const std::string& s, PicMode* m);
 
 // A missed segment's entry still arriving layer by layer (segment parallelism: a
 // SegmentBuilder, engine/segment_builder.h): its slots fill in decoder-layer order and

@@ -19,7 +19,7 @@
 //   GET  /v1/cluster          members, health, load, in-flight
 // /v1/segments is per instance (ids are an instance's): the router answers 400 and says so.
 //
-// Threading: the HTTP front (server/http_front.h: one I/O thread, handler threads) runs the
+// Threading: the HTTP front (api/http_front.h: one I/O thread, handler threads) runs the
 // handlers; one thread per forwarded request
 // reads its gRPC stream into a server::Ticket (the handler writes the response from it); a
 // prober thread; a reaper thread cancels forwards whose client left. State: Cluster (own
@@ -32,8 +32,8 @@
 
 #include "core/status.h"
 #include "router/cluster.h"
-#include "server/http_front.h"
-#include "server/request.h"
+#include "api/http_front.h"
+#include "api/request.h"
 
 namespace hypic::router {
 

@@ -20,10 +20,10 @@
 #include "core/timer.h"
 #include "core/address.h"
 #include "hypic_cluster.grpc.pb.h"
-#include "server/combine_service.h"
-#include "server/http_front.h"
-#include "server/http_util.h"
-#include "server/respond.h"
+#include "api/outcome_pb.h"
+#include "api/http_front.h"
+#include "api/http_util.h"
+#include "api/respond.h"
 
 namespace hypic::router {
 

@@ -4,9 +4,8 @@
 // hooks), so a forwarded request answers exactly as a direct one; the generated text, then
 // one Final or Error, stream back as GenerateEvents. A cancelled call (the client left the
 // router) cancels the request's ticket, which frees its slot.
-//
-// Also the conversions between the response's JSON pieces (usage, error) and their protobuf
-// messages, which the router uses to rebuild the same HTTP response.
+// (The conversions of the response's pieces to protobuf are in api/outcome_pb.h: the router
+// uses them too.)
 //
 // Threading: handlers run on gRPC's thread pool, one blocking call per forwarded request;
 // all shared state is behind the hooks (the scheduler's own locking).
@@ -24,8 +23,9 @@
 #include "core/status.h"
 #include "core/timer.h"
 #include "hypic_cluster.pb.h"
-#include "server/request.h"
-#include "server/scheduler.h"
+#include "api/request.h"
+#include "api/ticket.h"
+#include "engine/tokenized_request.h"
 
 namespace grpc {
 class Server;
@@ -64,11 +64,5 @@ class CombineServer {
   int port_ = 0;
   std::once_flag shutdown_once_;
 };
-
-// usage JSON (as HttpServer builds it) <-> pb::Usage, and ApiError <-> pb::ApiError.
-cluster::pb::Usage usage_to_pb(const nlohmann::json& usage);
-nlohmann::json usage_from_pb(const cluster::pb::Usage& u);
-cluster::pb::ApiError error_to_pb(const ApiError& e);
-ApiError error_from_pb(const cluster::pb::ApiError& e);
 
 }  // namespace hypic::server

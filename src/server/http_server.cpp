@@ -12,11 +12,11 @@
 #include "engine/runner.h"
 #include "model/safetensors.h"
 #include "server/combine_service.h"
-#include "server/http_front.h"
-#include "server/http_util.h"
+#include "api/http_front.h"
+#include "api/http_util.h"
 #include "server/jobs.h"
 #include "server/metrics.h"
-#include "server/respond.h"
+#include "api/respond.h"
 #include "server/segment_registry.h"
 
 namespace hypic::server {

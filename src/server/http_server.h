@@ -1,4 +1,4 @@
-// The OpenAI-compatible HTTP server (on HttpFront, server/http_front.h): routes, authentication, request
+// The OpenAI-compatible HTTP server (on HttpFront, api/http_front.h): routes, authentication, request
 // limits, SSE streaming. Queueing and the jobs' locking are in Scheduler, what a job runs
 // (the engine's Runner, registrations) in Jobs (server/jobs.h); the registry of segments,
 // the metrics and the connection queue keep their own small locks (see their headers). The
@@ -28,8 +28,8 @@
 #include "core/status.h"
 #include "cluster/scatter.h"
 #include "model/model.h"
-#include "server/http_front.h"
-#include "server/request.h"
+#include "api/http_front.h"
+#include "server/engine_request.h"
 #include "server/scheduler.h"
 #include "tokenizer/tokenizer.h"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <thread>
 
-#include "server/http_util.h"
+#include "api/http_util.h"
 #include "server/usage.h"
 
 namespace hypic::server {

@@ -20,7 +20,7 @@
 
 #include "engine/runner.h"
 #include "server/metrics.h"
-#include "server/request.h"
+#include "server/engine_request.h"
 #include "server/scheduler.h"
 #include "server/segment_registry.h"
 

@@ -11,8 +11,8 @@
 //              the next step as soon as their prefill ends, leave when they finish, and every
 //              step advances all of them with one Model::decode_batch. Prefill runs on its
 //              own threads, so a long prompt slows the streams but never stops them.
-// Each job has a Ticket: text pieces and then the outcome go into it; the HTTP thread blocks
-// on next(). Ticket::cancel() (client gone) makes the next push fail; the decode thread also
+// Each job has a Ticket (api/ticket.h): text pieces and then the outcome go into it; the HTTP
+// thread drains it. Ticket::cancel() (client gone) makes the next push fail; the decode thread also
 // drops cancelled sequences before each step, freeing their state.
 #pragma once
 
@@ -32,49 +32,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/request.h"
+#include "api/ticket.h"
 #include "core/timer.h"
 #include "engine/generate.h"
+#include "engine/tokenized_request.h"
 #include "model/model.h"
-#include "server/request.h"
 
 namespace hypic::server {
-
-// What a finished request produced: a response body (usage etc., built by its job) or an
-// error. Opaque to the scheduler.
-struct Outcome {
-  std::optional<ApiError> error;
-  nlohmann::json result;  // the job's summary (text, finish_reason, usage: server/jobs.h)
-};
-
-// Channel between one worker and one HTTP handler. Thread-safe.
-class Ticket {
- public:
-  // Worker side. push_text returns false once the job is cancelled.
-  bool push_text(std::string text);
-  void finish(Outcome o);
-  bool cancelled() const;
-
-  // HTTP side. Blocks until a piece or the outcome is available. Returns true with a text
-  // piece in *text, or false with the outcome in *out (once; then the ticket is done).
-  bool next(std::string* text, Outcome* out);
-  // Waits for the outcome, concatenating all text pieces into *text.
-  Outcome wait(std::string* text);
-  // next() without blocking: kPending when nothing is ready, and then `wake` is called once
-  // (by the thread that pushes, finishes or cancels, outside the lock) when something is.
-  enum class Next { kText, kOutcome, kPending };
-  Next poll(std::string* text, Outcome* out, std::function<void()> wake);
-  void cancel();
-
- private:
-  // Takes the waiting poll's wake (call it after unlocking).
-  std::function<void()> take_wake();
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> pieces_;
-  std::optional<Outcome> outcome_;
-  std::function<void()> wake_;  // guarded by mu_
-  bool cancelled_ = false;
-};
 
 class Scheduler {
  public:

@@ -1,4 +1,4 @@
-// Request parsing and validation (src/server/request.h) on arbitrary bodies.
+// Request parsing and validation (src/api/request.h, server/engine_request.h) on arbitrary bodies.
 //
 // Input: byte 0 selects the endpoint (even: /v1/chat/completions, odd: /v1/completions); the
 // rest is the HTTP body. The body goes through parse_request for that endpoint and through
@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "fuzz_common.h"
-#include "server/request.h"
+#include "server/engine_request.h"
 #include "tokenizer/chat_template.h"
 
 namespace {

@@ -8,8 +8,18 @@ import unittest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "check_layers.py"
-LAYERS = ["core", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "server",
+LAYERS = ["core", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster", "server",
           "router", "bench", "cli"]
+# A CMakeLists.txt whose router links the api library alone.
+CMAKE_OK = """
+hypic_layer(hypic_core core Threads::Threads)
+hypic_layer(hypic_model model hypic_core)
+hypic_layer(hypic_engine engine hypic_model)
+hypic_layer(hypic_api api hypic_core hypic_proto Boost::headers)  # no model
+hypic_layer(hypic_server server hypic_api hypic_engine)
+hypic_layer(hypic_router router hypic_api hypic_proto)
+target_link_libraries(hypic PRIVATE hypic_router hypic_server)
+"""
 
 
 def run(tree: dict):
@@ -31,7 +41,7 @@ class CheckLayers(unittest.TestCase):
     def test_downward_includes_pass(self):
         rc, out = run({
             "src/model/model.h": '#include "core/status.h"\n#include "kernels/gemm.h"\n',
-            "src/router/router.cpp": '#include "server/http_front.h"\n#include "hypic_cluster.pb.h"\n',
+            "src/router/router.cpp": '#include "api/http_front.h"\n#include "hypic_cluster.pb.h"\n',
             "src/cli/main.cpp": '#include "router/router.h"\n#include <vector>\n',
             "src/cli/cmd_eval.cpp": '#include "bench/eval.h"\n',
             "src/bench/eval.cpp": '#include "cluster/scatter.h"\n#include "engine/compose.h"\n',
@@ -61,10 +71,35 @@ class CheckLayers(unittest.TestCase):
         self.assertIn("eval.cpp:2: bench/ includes cli/args.h", out)
         self.assertIn("scatter.cpp:1: bench/ includes server/http_front.h", out)
 
-    def test_generated_proto_is_cluster(self):
+    def test_generated_proto_is_its_own_layer(self):
         rc, out = run({"src/engine/x.cpp": '#include "hypic_cluster.grpc.pb.h"\n'})
         self.assertEqual(rc, 1)
         self.assertIn("engine/ includes hypic_cluster.grpc.pb.h", out)
+
+    def test_api_holds_no_engine(self):
+        rc, out = run({"src/api/request.h": '#include "core/pic_mode.h"\n#include "engine/compose.h"\n',
+                       "src/router/r.cpp": '#include "api/request.h"\n#include "server/jobs.h"\n'})
+        self.assertEqual(rc, 1)
+        self.assertIn("request.h:2: api/ includes engine/compose.h", out)
+        self.assertIn("r.cpp:2: router/ includes server/jobs.h", out)
+
+    def test_router_linking_the_api_alone_passes(self):
+        rc, out = run({"CMakeLists.txt": CMAKE_OK})
+        self.assertEqual(rc, 0, out)
+
+    def test_router_linking_the_model_fails(self):
+        rc, out = run({"CMakeLists.txt": CMAKE_OK.replace(
+            "hypic_layer(hypic_router router hypic_api hypic_proto)",
+            "hypic_layer(hypic_router router hypic_server)")})
+        self.assertEqual(rc, 1)
+        self.assertIn("hypic_router links hypic_engine (hypic_router -> hypic_server -> "
+                      "hypic_engine)", out)
+        self.assertIn("hypic_router links hypic_model", out)
+
+    def test_a_later_link_counts_too(self):
+        rc, out = run({"CMakeLists.txt": CMAKE_OK + "target_link_libraries(hypic_api PUBLIC hypic_model)\n"})
+        self.assertEqual(rc, 1)
+        self.assertIn("hypic_router links hypic_model (hypic_router -> hypic_api -> hypic_model)", out)
 
     def test_tests_follow_their_folder(self):
         rc, out = run({"tests/kernels/t.cpp": '#include "model/model.h"\n'})

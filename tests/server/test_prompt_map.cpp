@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/prompt.h"
-#include "server/request.h"
+#include "server/engine_request.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 

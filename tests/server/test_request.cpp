@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "server/request.h"
+#include "server/engine_request.h"
 
 namespace hypic::server {
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`hypic serve` under hostile HTTP input, over raw loopback sockets (Python stdlib only).
 
-What a misbehaving or malicious client can do to the HTTP front (src/server/http_front.h),
+What a misbehaving or malicious client can do to the HTTP front (src/api/http_front.h),
 and what it must get back: the API key on every route, method and body framing; pipelined
 requests answered in order; slow and idle clients timed out without holding up others; the
 per-address connection cap; oversized and malformed framing; hostile JSON bodies and
@@ -621,7 +621,7 @@ class Bodies(HostileCase):
 
     def test_unsupported_parameters_are_rejected(self):
         """NOTE: fails on binaries built before the unsupported-parameter check in
-        src/server/request.cpp (then only logprobs and n are rejected)."""
+        src/api/request.cpp (then only logprobs and n are rejected)."""
         for field, value in self.UNSUPPORTED:
             with self.subTest(field=field, value=value):
                 r = self._post(chat_body(**{field: value}))

@@ -1,4 +1,4 @@
-#include "server/http_front.h"
+#include "api/http_front.h"
 
 #include <sys/resource.h>
 
@@ -6,8 +6,8 @@
 #include <chrono>
 #include <future>
 
-#include "server/http_front_impl.h"
-#include "server/http_util.h"
+#include "api/http_front_impl.h"
+#include "api/http_util.h"
 
 namespace hypic::server {
 

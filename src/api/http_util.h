@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "server/request.h"
+#include "api/request.h"
 
 namespace hypic::server {
 

@@ -1,5 +1,6 @@
 // OpenAI-compatible request parsing and validation (/v1/chat/completions, /v1/completions,
-// POST /v1/segments) and the mapping of a validated request onto the engine's prompt layout.
+// POST /v1/segments). Nothing here knows the engine (server/engine_request.h maps a
+// validated request onto its prompt layout), so the router parses requests without a model.
 //
 // Every violation is an ApiError: the OpenAI error object (message, type, param, code) plus
 // the HTTP status to answer with. Parsing never throws and never aborts, whatever the bytes.
@@ -15,12 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/compose.h"
-#include "engine/generate.h"
+#include "core/pic_mode.h"
 
 namespace hypic {
 class ChatTemplate;
-class Tokenizer;
 }
 
 namespace hypic::server {
@@ -125,24 +124,8 @@ std::optional<ApiError> parse_segment_request(std::string_view body, const Reque
 // cache_salt: one message for all of them, so that it never reveals another tenant's ids.
 ApiError segment_not_found(const std::string& id, std::string param = "");
 
-// Sampling / stop options for the engine from a validated request.
-GenerateOptions generate_options(const ApiRequest& r);
-
-// Chat messages -> prompt parts, each message a turn of `chat`. System messages form the
-// prefix turn; in the last user message, parts marked as segments become independent
-// segments, text before the first one joins the prefix and text after the last one the
-// suffix. Earlier turns are prefix. Text between two segments is not allowed (no place for
-// it in the layout): 400.
-// Completions prompt -> all of it in the suffix (plain prompt ids, no template).
-// `max_prompt_tokens` (the context minus max_tokens) is checked after tokenisation.
-// A registered-segment reference takes its tokens from `resolve` (its error, e.g.
-// segment_not_found, is returned with the part's param filled in); without a resolver a
-// reference is answered segment_not_found.
-using SegmentResolver =
-    std::function<std::optional<ApiError>(const std::string& id, std::vector<int32_t>* tokens)>;
-std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& chat,
-                                     const ApiRequest& r, int64_t max_prompt_tokens,
-                                     PromptParts* out, const SegmentResolver& resolve = {});
+// The role as chat templates name it (a "developer" message is kSystem).
+std::string_view role_name(Role r);
 
 // The prompt text of a request: a chat rendered by `chat` with its generation prompt
 // (segments in place; a registered segment's text is not kept, so a reference contributes

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/http_front.h"
-#include "server/scheduler.h"
+#include "api/http_front.h"
+#include "api/ticket.h"
 
 namespace hypic::server {
 

@@ -1,6 +1,6 @@
-#include "server/http_util.h"
+#include "api/http_util.h"
 
-#include "server/http_front.h"
+#include "api/http_front.h"
 
 namespace hypic::server {
 

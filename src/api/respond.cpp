@@ -1,9 +1,9 @@
-#include "server/respond.h"
+#include "api/respond.h"
 
 #include <atomic>
 #include <mutex>
 
-#include "server/http_util.h"
+#include "api/http_util.h"
 
 namespace hypic::server {
 

@@ -15,7 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "server/http_front.h"
+#include "api/http_front.h"
 
 namespace hypic::server {
 

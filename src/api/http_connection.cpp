@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <optional>
 
-#include "server/http_front_impl.h"
-#include "server/http_util.h"
+#include "api/http_front_impl.h"
+#include "api/http_util.h"
 
 namespace hypic::server {
 

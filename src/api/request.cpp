@@ -1,11 +1,10 @@
-#include "server/request.h"
+#include "api/request.h"
 
 #include <algorithm>
 #include <cmath>
 #include <span>
 
 #include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 
 namespace hypic::server {
 
@@ -405,16 +404,6 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
   return std::nullopt;
 }
 
-// The role as chat templates name it (a "developer" message is kSystem).
-std::string_view role_name(Role r) {
-  switch (r) {
-    case Role::kSystem: return "system";
-    case Role::kUser: return "user";
-    case Role::kAssistant: return "assistant";
-  }
-  return "user";
-}
-
 }  // namespace
 
 std::optional<ApiError> parse_request(std::string_view body, Endpoint ep,
@@ -486,16 +475,15 @@ ApiError segment_not_found(const std::string& id, std::string param) {
   return e;
 }
 
-GenerateOptions generate_options(const ApiRequest& r) {
-  GenerateOptions g;
-  g.max_tokens = r.max_tokens;
-  g.stop = r.stop;
-  g.sampling.temperature = float(r.temperature);
-  g.sampling.top_p = float(r.top_p);
-  g.sampling.top_k = r.top_k;
-  g.sampling.seed = r.seed.value_or(0);
-  return g;
+std::string_view role_name(Role r) {
+  switch (r) {
+    case Role::kSystem: return "system";
+    case Role::kUser: return "user";
+    case Role::kAssistant: return "assistant";
+  }
+  return "user";
 }
+
 
 std::string prompt_text(const ChatTemplate& chat, const ApiRequest& r) {
   if (r.endpoint == Endpoint::kCompletions) return r.prompt;
@@ -507,70 +495,6 @@ std::string prompt_text(const ChatTemplate& chat, const ApiRequest& r) {
     for (const auto& p : m.parts) c.content += p.text;
   }
   return chat.render(msgs, /*add_generation_prompt=*/true);
-}
-
-std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& chat,
-                                     const ApiRequest& r, int64_t max_prompt_tokens,
-                                     PromptParts* out, const SegmentResolver& resolve) {
-  *out = PromptParts{};
-  if (r.endpoint == Endpoint::kCompletions) {
-    // Completions prompts are raw text: special-token text in them is parsed, as vLLM does.
-    out->suffix = tok.encode(r.prompt, /*parse_special=*/true);
-    if (out->suffix.empty()) return bad_request("'prompt' tokenises to nothing", "prompt", "invalid_value");
-  } else {
-    // Template markers are special tokens; message text never is (no injection of a
-    // marker through content).
-    auto special = [&](const std::string& s, std::vector<int32_t>* ids) {
-      tok.encode_append(s, *ids, /*parse_special=*/true);
-    };
-    auto plain = [&](const std::string& s, std::vector<int32_t>* ids) {
-      tok.encode_append(s, *ids, /*parse_special=*/false);
-    };
-    std::vector<int32_t>* cur = &out->prefix;
-    for (size_t i = 0; i < r.messages.size(); ++i) {
-      const Message& m = r.messages[i];
-      special(chat.turn_open(role_name(m.role)), cur);
-      const bool last = i + 1 == r.messages.size();
-      // Consecutive plain parts are tokenised as one text, so that splitting a string into
-      // parts does not change its tokens.
-      std::string run;
-      for (size_t j = 0; j < m.parts.size(); ++j) {
-        const ContentPart& p = m.parts[j];
-        if (last && p.segment) {
-          plain(run, cur);
-          run.clear();
-          if (p.segment_id.empty()) {
-            out->segments.push_back(tok.encode(p.text, /*parse_special=*/false));
-          } else {
-            const std::string param = "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "].segment_id";
-            std::vector<int32_t> ids;
-            std::optional<ApiError> e = resolve ? resolve(p.segment_id, &ids) : segment_not_found(p.segment_id);
-            if (!e && ids.empty()) e = segment_not_found(p.segment_id);
-            if (e) {
-              if (e->param.empty()) e->param = param;
-              return e;
-            }
-            out->segments.push_back(std::move(ids));
-          }
-          cur = &out->suffix;
-        } else {
-          run += p.text;
-        }
-      }
-      if (last && out->segments.empty()) cur = &out->suffix;  // no segments: the last turn is the suffix
-      plain(run, cur);
-      special(chat.turn_close(role_name(m.role)), cur);
-    }
-    special(chat.generation_prompt(), cur);
-  }
-  const int64_t n = out->total_tokens();
-  if (n > max_prompt_tokens) {
-    ApiError e = bad_request("the prompt has " + std::to_string(n) + " tokens; with max_tokens the request needs more than the model's context allows (at most " +
-                                 std::to_string(max_prompt_tokens) + " prompt tokens); shorten the prompt or lower max_tokens",
-                             r.endpoint == Endpoint::kChat ? "messages" : "prompt", "context_length_exceeded");
-    return e;
-  }
-  return std::nullopt;
 }
 
 }  // namespace hypic::server

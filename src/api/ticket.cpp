@@ -1,0 +1,86 @@
+#include "api/ticket.h"
+
+namespace hypic::server {
+
+std::function<void()> Ticket::take_wake() {
+  std::function<void()> w;
+  w.swap(wake_);
+  return w;
+}
+
+bool Ticket::push_text(std::string text) {
+  std::function<void()> wake;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (cancelled_) return false;
+    pieces_.push_back(std::move(text));
+    cv_.notify_all();
+    wake = take_wake();
+  }
+  if (wake) wake();
+  return true;
+}
+
+void Ticket::finish(Outcome o) {
+  std::function<void()> wake;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!outcome_) outcome_ = std::move(o);
+    cv_.notify_all();
+    wake = take_wake();
+  }
+  if (wake) wake();
+}
+
+bool Ticket::cancelled() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return cancelled_;
+}
+
+bool Ticket::next(std::string* text, Outcome* out) {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return !pieces_.empty() || outcome_.has_value(); });
+  if (!pieces_.empty()) {
+    *text = std::move(pieces_.front());
+    pieces_.pop_front();
+    return true;
+  }
+  *out = *outcome_;
+  return false;
+}
+
+Outcome Ticket::wait(std::string* text) {
+  std::string piece;
+  Outcome out;
+  while (next(&piece, &out)) *text += piece;
+  return out;
+}
+
+Ticket::Next Ticket::poll(std::string* text, Outcome* out, std::function<void()> wake) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!pieces_.empty()) {
+    *text = std::move(pieces_.front());
+    pieces_.pop_front();
+    return Next::kText;
+  }
+  if (outcome_) {
+    *out = *outcome_;
+    return Next::kOutcome;
+  }
+  wake_ = std::move(wake);
+  return Next::kPending;
+}
+
+void Ticket::cancel() {
+  std::function<void()> wake;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    cancelled_ = true;
+    pieces_.clear();
+    cv_.notify_all();
+    wake = take_wake();
+  }
+  if (wake) wake();
+}
+
+}  // namespace hypic::server
