@@ -81,6 +81,7 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
   pass.rule = plan.rule;
   pass.trace = plan.trace_last_piece;
   if (plan.cancelled) pass.cancelled = &plan.cancelled;
+  HYPIC_RETURN_IF_ERROR(check_state(st).with_context("forward"));
   int64_t row = 0, pos = st.pos;
   for (const ForwardPiece& p : plan.pieces) {
     if (p.entry) {

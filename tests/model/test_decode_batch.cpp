@@ -219,6 +219,12 @@ TEST_P(DecodeBatchTest, ErrorsModifyNothing) {
       break;
     }
   expect_error({&a, &ragged}, {1, 2}, StatusCode::kInvalidArgument, "another model", &l);
+  // forward() checks the state the same way.
+  for (SeqState* s : {&foreign, &reshaped, &ragged}) {
+    const Status f = model_->forward(*s, {1, 2}, LogitsFor::kLast, &l);
+    EXPECT_EQ(f.code(), StatusCode::kInvalidArgument) << f.to_string();
+    EXPECT_NE(f.message().find("another model"), std::string::npos) << f.message();
+  }
   for (int32_t bad : {int32_t(V_), -1, 1 << 30})
     expect_error({&a, &b}, {1, bad}, StatusCode::kOutOfRange, std::to_string(bad), &l);
   expect_error({&a, &full, &b}, {1, 2, 3}, StatusCode::kOutOfRange, std::to_string(ctx), &l);
