@@ -9,6 +9,7 @@
 #include "engine/eval_task.h"
 #include "engine/generate.h"
 #include "engine/prompt.h"
+#include "engine/runner.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -48,41 +49,60 @@ double nll(const float* logits, int64_t V, int32_t target) {
   return std::log(z) + mx - double(logits[target]);
 }
 
-// Composes the prompt, then (with `reply`) scores the reference reply teacher-forced from a
-// copy of the composed state, then decodes greedily.
-Result<Run> run_one(const Model& model, const Tokenizer& tok, const Composer& composer,
-                    const PromptParts& parts, const ComposeOptions& co, int max_tokens,
-                    const std::vector<int32_t>* reply = nullptr) {
+double reused_fraction(const ComposeStats& cs) {
+  return cs.prompt_tokens > 0 ? double(cs.reused_tokens) / double(cs.prompt_tokens) : 0;
+}
+
+// The record as generated: prefilled through the runner, the reference reply scored
+// teacher-forced from a copy of the prefilled state, then the greedy answer. TTFT = keying,
+// the prefill and the first decode step; the scoring pass is not part of it.
+Result<Run> run_cold(const Runner& runner, const Tokenizer& tok, const PromptParts& parts,
+                     const RunOptions& ro, int max_tokens, const std::vector<int32_t>& reply) {
+  const Model& model = runner.model();
   GenerateOptions go;
   go.max_tokens = max_tokens;
-  Timer t;
-  SeqState st = model.new_state(parts.total_tokens() + max_tokens + 1);
-  std::vector<float> logits;
-  ComposeStats cs;
-  HYPIC_RETURN_IF_ERROR(composer.prefill(parts, co, &st, &logits, &cs));
+  RunOptions o = ro;
+  o.decode_tokens = max_tokens;
+  const Timer t;
+  const TokenizedRequest req = make_request(model, parts, ro.compose.seam, ro.compose.salt);
+  HYPIC_ASSIGN_OR_RETURN(Prefilled p, runner.prefill(req, o));
   const double prefill_ms = t.ms();
   double reply_nll = 0;
-  if (reply && !reply->empty()) {
+  if (!reply.empty()) {
     const int64_t V = model.config().vocab_size;
-    reply_nll = nll(logits.data(), V, (*reply)[0]);
-    if (reply->size() > 1) {
-      SeqState fork = st.copy();
+    reply_nll = nll(p.logits.data(), V, reply[0]);
+    if (reply.size() > 1) {
+      SeqState fork = p.state.copy();
       std::vector<float> all;
-      const std::vector<int32_t> in(reply->begin(), reply->end() - 1);
+      const std::vector<int32_t> in(reply.begin(), reply.end() - 1);
       HYPIC_RETURN_IF_ERROR(model.forward(fork, in, LogitsFor::kAll, &all));
-      for (size_t i = 1; i < reply->size(); ++i) reply_nll += nll(all.data() + (i - 1) * V, V, (*reply)[i]);
+      for (size_t i = 1; i < reply.size(); ++i) reply_nll += nll(all.data() + (i - 1) * V, V, reply[i]);
     }
-    reply_nll /= double(reply->size());
+    reply_nll /= double(reply.size());
   }
-  // TTFT = the composition + the first decode step; the scoring pass is not part of it.
   const Timer t_decode;
   GenerateResult g;
-  HYPIC_RETURN_IF_ERROR(decode(model, tok, st, std::move(logits), go, {}, t_decode, &g));
+  HYPIC_RETURN_IF_ERROR(decode(model, tok, p.state, std::move(p.logits), go, {}, t_decode, &g));
   Run r;
   r.text = g.text;
   r.ttft_ms = prefill_ms + g.ttft_ms;
   r.reply_nll = reply_nll;
-  r.reused_fraction = cs.prompt_tokens > 0 ? double(cs.reused_tokens) / double(cs.prompt_tokens) : 0;
+  r.reused_fraction = reused_fraction(p.figures.compose);
+  return r;
+}
+
+// Timed only: the runner's generate() of one token. TTFT = keying + the runner's TTFT.
+Result<Run> run_warm(const Runner& runner, const Tokenizer& tok, const PromptParts& parts,
+                     const RunOptions& ro) {
+  GenerateOptions go;
+  go.max_tokens = 1;
+  const Timer t;
+  const TokenizedRequest req = make_request(runner.model(), parts, ro.compose.seam, ro.compose.salt);
+  const double key_ms = t.ms();
+  HYPIC_ASSIGN_OR_RETURN(Completion c, runner.generate(req, ro, tok, go));
+  Run r;
+  r.ttft_ms = key_ms + c.figures.ttft_ms;
+  r.reused_fraction = reused_fraction(c.figures.compose);
   return r;
 }
 
@@ -148,18 +168,18 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
     so.mem_budget_bytes = size_t(o.cache_mem_mib) << 20;
     auto store = SegmentStore::open(so);
     if (!store) return store.status();
-    Composer composer(m, std::shared_ptr<SegmentStore>(std::move(store).value()),
-                      std::make_shared<PrefixCache>(size_t(o.cache_mem_mib) << 20));
-    ComposeOptions co;
-    co.mode = c.mode;
-    co.seam = std::max(c.seam, 0);
+    const Runner runner(m, std::shared_ptr<SegmentStore>(std::move(store).value()),
+                        std::make_shared<PrefixCache>(size_t(o.cache_mem_mib) << 20));
+    RunOptions ro;
+    ro.compose.mode = c.mode;
+    ro.compose.seam = std::max(c.seam, 0);
     auto& scores = table[config_name(c)];
     Timer tc;
     for (size_t i = 0; i < records.size(); ++i) {
       const EvalRecord& r = records[i];
-      auto rc = run_one(m, tok.value(), composer, cold[i], co, o.max_tokens, &replies[i]);
+      auto rc = run_cold(runner, tok.value(), cold[i], ro, o.max_tokens, replies[i]);
       if (!rc) return rc.status().with_context("record " + r.id);
-      auto rw = run_one(m, tok.value(), composer, warm[i], co, 1);
+      auto rw = run_warm(runner, tok.value(), warm[i], ro);
       if (!rw) return rw.status().with_context("record " + r.id);
       TaskScore& s = scores[r.task];
       ++s.n;

@@ -1,5 +1,6 @@
 // hypic eval: accuracy and TTFT of every PIC mode on multi-document reading tasks (the
-// held-out set of tools/tiny/gen_data.py, engine/eval_task.h), through the C++ engine.
+// held-out set of tools/tiny/gen_data.py, engine/eval_task.h), through the engine's request
+// runner (engine/runner.h).
 //
 // Per (mode, seam) a fresh segment store and prefix cache; per record two runs:
 //   cold   the record as generated: scored (greedy answer vs gold), TTFT with empty caches

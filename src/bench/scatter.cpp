@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "engine/runner.h"
 #include "engine/sampler.h"
 
 namespace hypic::bench {
@@ -29,7 +30,7 @@ double median(std::vector<double> v) {
 struct Setup {
   const ScatterBenchOptions* o = nullptr;
   const Model* model = nullptr;
-  PromptParts parts;
+  TokenizedRequest req;                     // keyed once: every run sends this request
   ComposeOptions co;                        // hypic mode at the seam
   const WorkerProcesses* procs = nullptr;
   std::vector<cluster::CostSample> builds;  // the calibration's, for Scatter's cost model
@@ -52,8 +53,27 @@ json sim_json(const cluster::SimResult& r) {
           {"lane_done_s", r.lane_done_s}, {"lane_build_s", r.lane_build_s}};
 }
 
-// The single instance (no workers), fresh store each run; `compose` gets the composition
-// forwards' times.
+// The Runner's builder in a measured run: the Scatter, the call's ScatterStats (plan,
+// failures) kept by the run instead of the call.
+class StatsKeepingBuilder final : public SegmentBuilder {
+ public:
+  StatsKeepingBuilder(cluster::Scatter& scatter, cluster::ScatterStats* stats)
+      : scatter_(scatter), stats_(stats) {}
+  std::unique_ptr<BuildCall> start(const TokenizedRequest& req, const ComposeOptions& opt,
+                                   const std::vector<std::string>* workers) override {
+    return scatter_.start(req, opt, nullptr, stats_, workers);
+  }
+
+ private:
+  cluster::Scatter& scatter_;
+  cluster::ScatterStats* stats_;
+};
+
+// Lookups and the composition forward (its waits for arriving layers included).
+double compose_seconds(const ComposeStats& cs) { return (cs.build_ms + cs.prefill_ms) / 1e3; }
+
+// The single instance (no workers): Runner::prefill, fresh store each run; `compose` gets the
+// composition forwards' times.
 Result<json> single_instance(const Setup& s, PicMode mode, int nthreads, std::vector<double>* compose) {
   const Model& model = *s.model;
   const int64_t vocab = model.config().vocab_size;
@@ -61,17 +81,15 @@ Result<json> single_instance(const Setup& s, PicMode mode, int nthreads, std::ve
   std::vector<double> ttft, build, other;
   int tok = -1;
   for (int r = 0; r < s.o->repeat; ++r) {
-    auto store = store_for_run();
-    Composer composer(model, store, nullptr);
-    ComposeOptions o = s.co;
-    o.mode = mode;
-    SeqState st = model.new_state(s.parts.total_tokens() + 1);
-    std::vector<float> logits;
-    ComposeStats cs;
+    const Runner runner(model, store_for_run(), nullptr);
+    RunOptions ro;
+    ro.compose = s.co;
+    ro.compose.mode = mode;
     const CpuMeter cpu(s.procs->pids());
     const Timer t;
-    HYPIC_RETURN_IF_ERROR(composer.prefill(s.parts, o, &st, &logits, &cs));
-    tok = argmax(logits.data(), vocab);
+    HYPIC_ASSIGN_OR_RETURN(const Prefilled done, runner.prefill(s.req, ro));
+    tok = argmax(done.logits.data(), vocab);
+    const ComposeStats& cs = done.figures.compose;
     ttft.push_back(t.seconds());
     other.push_back(others(cpu, ttft.back()));
     build.push_back(cs.build_ms / 1e3);
@@ -101,8 +119,10 @@ struct Measured {
   std::vector<Run> runs;
 };
 
-// One run with the first w workers; with composition after the entries, its time is added
-// to `compose_after`.
+// One run with the first w workers, through the Runner with the Scatter as its builder:
+// overlapped, Runner::prefill builds beside the composition (as `hypic serve` does); after,
+// Scatter::prefill_segments, then Runner::prefill from the store (its composition time is
+// added to `compose_after`).
 Result<Run> scatter_run(const Setup& s, const Measured& m, std::vector<double>* compose_after) {
   const Model& model = *s.model;
   const int64_t vocab = model.config().vocab_size;
@@ -124,34 +144,27 @@ Result<Run> scatter_run(const Setup& s, const Measured& m, std::vector<double>* 
   cluster::Scatter scatter(model, store, so);
   for (const cluster::CostSample& c : s.builds) scatter.add_sample(c.tokens, c.seconds);
   cluster::ScatterStats ss;
+  StatsKeepingBuilder builder(scatter, &ss);
+  const Runner runner(model, store, nullptr, &builder);
+  RunOptions ro;
+  ro.compose = s.co;
+  ro.parallel = m.overlap;
   const CpuMeter cpu(s.procs->pids());
-  Composer composer(model, store, nullptr);
-  SeqState st = model.new_state(s.parts.total_tokens() + 1);
-  std::vector<float> logits;
-  ComposeStats cs;
-  t.reset();  // the Scatter is built once per server: not part of the request
+  t.reset();  // the Scatter and the Runner are built once per server: not part of the request
+  std::vector<SegmentStore::Pin> pins;  // after: the stored entries, held across the composition
+  if (!m.overlap) {
+    HYPIC_ASSIGN_OR_RETURN(pins, scatter.prefill_segments(s.req, s.co, nullptr, &ss));
+    run.build_s = t.seconds();
+  }
+  HYPIC_ASSIGN_OR_RETURN(const Prefilled done, runner.prefill(s.req, ro));
+  run.first_token = argmax(done.logits.data(), vocab);
+  run.ttft_s = t.seconds();
+  ComposeStats cs = done.figures.compose;
+  run.compose_s = compose_seconds(cs);
   if (m.overlap) {
-    std::unique_ptr<cluster::ScatterCall> call = scatter.start(s.parts, s.co, nullptr, &ss);
-    ComposeOptions ao = s.co;
-    ao.arriving = &call->arriving();
-    const Timer tc;
-    HYPIC_RETURN_IF_ERROR(composer.prefill(s.parts, ao, &st, &logits, &cs));
-    run.first_token = argmax(logits.data(), vocab);
-    run.ttft_s = t.seconds();
-    run.compose_s = tc.seconds();  // includes the waits for arriving layers
-    auto pins = call->wait();
-    if (!pins) return pins.status();
     run.build_s = *std::max_element(run.lane_done_s.begin(), run.lane_done_s.end());
     cs.segments_missed = 0;  // the arriving entries count as misses; none was built here
   } else {
-    auto pins = scatter.prefill_segments(s.parts, s.co, nullptr, &ss);
-    if (!pins) return pins.status();
-    run.build_s = t.seconds();
-    const Timer tc;
-    HYPIC_RETURN_IF_ERROR(composer.prefill(s.parts, s.co, &st, &logits, &cs));
-    run.first_token = argmax(logits.data(), vocab);
-    run.compose_s = tc.seconds();
-    run.ttft_s = t.seconds();
     compose_after->push_back(run.compose_s);
   }
   run.others_cores = others(cpu, run.ttft_s);
@@ -257,9 +270,11 @@ Result<json> bench_scatter(const ScatterBenchOptions& o) {
   const int64_t vocab = model.config().vocab_size;
   auto lengths = skewed_lengths(o.tokens - 48, o.segments, o.skew, model.min_segment_tokens(o.seam), o.seed);
   if (!lengths) return lengths.status();
-  s.parts.prefix = random_tokens(g, 32, vocab);
-  for (int64_t L : *lengths) s.parts.segments.push_back(random_tokens(g, L, vocab));
-  s.parts.suffix = random_tokens(g, 16, vocab);
+  PromptParts parts;
+  parts.prefix = random_tokens(g, 32, vocab);
+  for (int64_t L : *lengths) parts.segments.push_back(random_tokens(g, L, vocab));
+  parts.suffix = random_tokens(g, 16, vocab);
+  s.req = make_request(model, std::move(parts), o.seam, "");
   s.co.mode = PicMode::kHypic;
   s.co.seam = o.seam;
 
@@ -275,7 +290,7 @@ Result<json> bench_scatter(const ScatterBenchOptions& o) {
   HYPIC_LOG_INFO("bench scatter: calibrating on %s (every segment on one worker)",
                  procs.addresses()[0].c_str());
   const CpuMeter cal_cpu(procs.pids());
-  auto cal = calibrate(model, procs.addresses()[0], s.parts, o.seam, s.max_message);
+  auto cal = calibrate(model, procs.addresses()[0], s.req, s.max_message);
   if (!cal) return cal.status();
   const double cal_others = others(cal_cpu, cal->wall_s);
   s.builds = cal->builds;
@@ -344,7 +359,7 @@ Result<json> bench_scatter(const ScatterBenchOptions& o) {
   const int layers = model.config().num_hidden_layers;
   P.layers = std::count(o.composes.begin(), o.composes.end(), true) ? layers : 1;
 
-  out["request"] = {{"tokens", s.parts.total_tokens()}, {"segments", o.segments}, {"skew", o.skew},
+  out["request"] = {{"tokens", s.req.total_tokens()}, {"segments", o.segments}, {"skew", o.skew},
                     {"lengths", *lengths}, {"seam", o.seam}, {"dtype", o.dtype_label},
                     {"lane_threads", o.lane_threads}, {"combine_threads", s.combine_threads},
                     {"repeat", o.repeat}};

@@ -2,13 +2,14 @@
 // measured with real `hypic worker` processes on this machine, and projected for more
 // workers by the simulator (cluster/simulator.h) calibrated in the same run.
 //
-// Per run a fresh store. Composition after: TTFT = Scatter::prefill_segments (workers build,
-// stream, the combine ingests) + Composer::prefill (composition forward) + the first token.
-// Overlapped composition (what `hypic serve` does): Scatter::start, then Composer::prefill
-// from the arriving entries, composing layer l as soon as every segment's layer l is in;
-// TTFT is its end, and `tail_s` = TTFT − when the last entry was complete. The
-// single-instance baselines (0 in `workers`) are Composer::prefill cold in hypic mode (at
-// the lane's thread count and at the combine's) and in full mode.
+// The request is keyed once (make_request) and every run sends it. Per run a fresh store.
+// Composition after: TTFT = Scatter::prefill_segments (workers build, stream, the combine
+// ingests) + Runner::prefill from the stored entries (composition forward) + the first token.
+// Overlapped composition (what `hypic serve` does): Runner::prefill with the Scatter as its
+// builder, composing from the arriving entries layer l as soon as every segment's layer l is
+// in; TTFT is its end (the builds joined), and `tail_s` = TTFT − when the last entry was
+// complete. The single-instance baselines (0 in `workers`) are Runner::prefill cold in hypic
+// mode (at the lane's thread count and at the combine's) and in full mode.
 #pragma once
 
 #include <cstdint>

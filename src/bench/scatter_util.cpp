@@ -23,6 +23,7 @@
 
 #include "core/log.h"
 #include "core/timer.h"
+#include "cache/segment_store.h"
 #include "cluster/wire.h"
 #include "hypic_cluster.grpc.pb.h"
 #include "model/safetensors.h"
@@ -167,7 +168,13 @@ double CpuMeter::busy_s() const { return machine_busy() - busy0_; }
 double CpuMeter::ours_s() const { return ours_now() - ours0_; }
 
 Result<Calibration> calibrate(const Model& model, const std::string& address,
-                              const PromptParts& parts, int seam, size_t max_message_bytes) {
+                              const TokenizedRequest& req, size_t max_message_bytes) {
+  const size_t n = req.segments.size();
+  for (size_t i = 0; i < n; ++i)
+    if (req.segments[i].key.empty())
+      return invalid_argument("calibration: segment " + std::to_string(i) + " of " +
+                              std::to_string(req.segments[i].tokens.size()) +
+                              " tokens has no body under seam " + std::to_string(req.seam));
   Calibration c;
   const Timer wall;
   grpc::ChannelArguments args;
@@ -188,15 +195,15 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
   std::sort(rtt.begin(), rtt.end());
   c.rpc_latency_s = rtt[rtt.size() / 2];
 
-  const size_t n = parts.segments.size();
-  cluster::pb::PrefillRequest req;
-  req.set_model_fingerprint(model.fingerprint());
-  req.set_dtype(safetensors_dtype_name(model.compute_type()));
-  req.set_seam(seam);
+  cluster::pb::PrefillRequest pr;
+  pr.set_model_fingerprint(model.fingerprint());
+  pr.set_dtype(safetensors_dtype_name(model.compute_type()));
+  pr.set_seam(req.seam);
+  pr.set_salt(req.salt);
   for (size_t i = 0; i < n; ++i) {
-    cluster::pb::Segment* s = req.add_segments();
+    cluster::pb::Segment* s = pr.add_segments();
     s->set_index(uint32_t(i));
-    s->mutable_tokens()->Add(parts.segments[i].begin(), parts.segments[i].end());
+    s->mutable_tokens()->Add(req.segments[i].tokens.begin(), req.segments[i].tokens.end());
   }
   // Each entry arrives as one part per decoder layer; a part is consecutive chunks.
   const int layers = model.config().num_hidden_layers;
@@ -206,7 +213,7 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
   {
     grpc::ClientContext ctx;
     const Timer t;
-    auto reader = stub->Prefill(&ctx, req);
+    auto reader = stub->Prefill(&ctx, pr);
     cluster::pb::EntryChunk ch;
     double first = 0, first_payload = 0;
     while (reader->Read(&ch)) {
@@ -223,7 +230,7 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
         last[i] = now;
         build[i] = ch.build_seconds();
         HYPIC_LOG_INFO("bench scatter: calibration: segment %zu (%zu tokens) built in %.2f s, %.1f MB",
-                       i, parts.segments[i].size(), build[i], entry_bytes[i] / 1e6);
+                       i, req.segments[i].tokens.size(), build[i], entry_bytes[i] / 1e6);
       }
     }
     const grpc::Status st = reader->Finish();
@@ -231,7 +238,7 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
   }
   for (size_t i = 0; i < n; ++i) {
     if (last[i] < 0) return internal_error("calibration: segment " + std::to_string(i) + " never arrived");
-    c.builds.push_back({int64_t(parts.segments[i].size()), build[i]});
+    c.builds.push_back({int64_t(req.segments[i].tokens.size()), build[i]});
     c.entry_bytes.push_back(entry_bytes[i]);
   }
   c.bandwidth_Bps = moving > 0 ? moved / moving : 0;  // 0: every part fit in one message
@@ -244,20 +251,20 @@ Result<Calibration> calibrate(const Model& model, const std::string& address,
   double total = 0, t_in = 0, t_out = 0;
   for (size_t i = 0; i < n; ++i) {
     const Timer ti;
-    const std::string key = segment_key(model.fingerprint(), model.compute_type(), seam, "", parts.segments[i]);
-    SegmentEntry e = model.empty_entry(parts.segments[i], seam, key);
+    const SegmentRef& seg = req.segments[i];
+    SegmentEntry e = model.empty_entry(seg.tokens, req.seam, seg.key);
     for (int l = 0; l < layers; ++l) {
       Result<SegmentEntry> part = deserialize_entry(parts_of[i][size_t(l)]);
       if (!part) return part.status();
       HYPIC_RETURN_IF_ERROR(model.set_entry_layer(&e, l, std::move(*part)));
       std::string().swap(parts_of[i][size_t(l)]);
     }
-    SegmentStore::Pin pin = (*store)->insert(key, std::move(e), build[i]);
+    SegmentStore::Pin pin = (*store)->insert(seg.key, std::move(e), build[i]);
     t_in += ti.seconds();
     const Timer to;
     for (int l = 0; l < layers; ++l) {
       SegmentEntry part = model.entry_layer(*pin, l);
-      part.key = key;
+      part.key = seg.key;
       Result<std::string> again = serialize_entry(part);
       if (!again) return again.status();
     }

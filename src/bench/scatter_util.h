@@ -11,7 +11,7 @@
 
 #include "core/status.h"
 #include "cluster/balance.h"
-#include "engine/compose.h"
+#include "engine/tokenized_request.h"
 
 namespace hypic::bench {
 
@@ -66,10 +66,11 @@ struct Calibration {
   double wall_s = 0;
 };
 
-// One Prefill of every segment of `parts` on the worker at `address` (alone, so each build
-// has the worker's threads to itself), timed chunk by chunk; entries are verified and
-// ingested here after the stream ends, so reading is not slowed by ingesting.
+// One Prefill of every segment of `req` (each long enough to have a body under its seam) on
+// the worker at `address` (alone, so each build has the worker's threads to itself), timed
+// chunk by chunk; entries are verified and ingested under the request's keys here after the
+// stream ends, so reading is not slowed by ingesting.
 Result<Calibration> calibrate(const Model& model, const std::string& address,
-                              const PromptParts& parts, int seam, size_t max_message_bytes);
+                              const TokenizedRequest& req, size_t max_message_bytes);
 
 }  // namespace hypic::bench

@@ -8,6 +8,7 @@
 #include "bench/forward.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "engine/runner.h"
 #include "engine/sampler.h"
 
 namespace hypic::bench {
@@ -70,10 +71,10 @@ Result<nlohmann::json> bench_ttft(const TtftBenchOptions& o) {
     if (!opened) return opened.status();
     std::shared_ptr<SegmentStore> store = std::move(opened).value();
     auto prefix_cache = std::make_shared<PrefixCache>(size_t(o.cache_mem_mib) << 20);
-    Composer composer(model, store, prefix_cache);
-    ComposeOptions co;
-    co.mode = mode;
-    co.seam = o.seam;
+    const Runner runner(model, store, prefix_cache);
+    RunOptions ro;
+    ro.compose.mode = mode;
+    ro.compose.seam = o.seam;
     std::vector<double> ttft;
     int64_t hits = 0, misses = 0, recomputed = 0, prompt = 0;
     for (size_t r = 0; r < trace.requests.size(); ++r) {
@@ -82,12 +83,11 @@ Result<nlohmann::json> bench_ttft(const TtftBenchOptions& o) {
       for (int d : trace.requests[r]) p.segments.push_back(trace.docs[size_t(d)]);
       p.suffix = trace.query;
       Timer t;
-      SeqState st = model.new_state(p.total_tokens() + 1);
-      std::vector<float> logits;
-      ComposeStats cs;
-      HYPIC_RETURN_IF_ERROR(composer.prefill(p, co, &st, &logits, &cs));
-      argmax(logits.data(), model.config().vocab_size);  // the first token
+      const TokenizedRequest req = make_request(model, std::move(p), o.seam, "");
+      HYPIC_ASSIGN_OR_RETURN(const Prefilled done, runner.prefill(req, ro));
+      argmax(done.logits.data(), model.config().vocab_size);  // the first token
       const double ms = t.ms();
+      const ComposeStats& cs = done.figures.compose;
       const bool measured = int64_t(r) >= o.warmup;
       HYPIC_LOG_INFO("bench ttft: %s request %zu/%zu%s: %.1f ms, %d hit / %d missed, %lld recomputed",
                      pic_mode_name(mode), r + 1, trace.requests.size(), measured ? "" : " (warm-up)",

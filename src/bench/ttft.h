@@ -2,7 +2,7 @@
 // A pool of documents (random token ids) with Zipf popularity; each request draws
 // per_request distinct documents in random order, after a shared 32-token system prefix and
 // before a 16-token query. Per mode: fresh caches, `warmup` requests, then `requests`
-// measured ones.
+// measured ones. A request's TTFT: its keys (make_request), Runner::prefill, the first token.
 #pragma once
 
 #include <cstdint>

@@ -99,7 +99,6 @@ struct Scatter::Call {
 struct ScatterCall::State {
   Scatter::Call c;
   ScatterStats stats;  // when the caller keeps none
-  std::unique_ptr<TokenizedRequest> request;  // when the call keyed the caller's parts
   std::vector<SegmentStore::Pin> hits;
   Status early;  // an error found before anything started
   std::vector<std::thread> threads;
@@ -220,23 +219,6 @@ Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const Tokenized
                                                                  ScatterStats* stats,
                                                                  const std::vector<std::string>* workers) {
   return start(req, opt, cancel, stats, workers)->wait();
-}
-
-Result<std::vector<SegmentStore::Pin>> Scatter::prefill_segments(const PromptParts& parts,
-                                                                 const ComposeOptions& opt,
-                                                                 const std::atomic<bool>* cancel,
-                                                                 ScatterStats* stats,
-                                                                 const std::vector<std::string>* workers) {
-  return start(parts, opt, cancel, stats, workers)->wait();
-}
-
-std::unique_ptr<ScatterCall> Scatter::start(const PromptParts& parts, const ComposeOptions& opt,
-                                            const std::atomic<bool>* cancel, ScatterStats* stats,
-                                            const std::vector<std::string>* workers) {
-  auto req = std::make_unique<TokenizedRequest>(make_request(model_, parts, opt.seam, opt.salt));
-  std::unique_ptr<ScatterCall> call = start(*req, opt, cancel, stats, workers);
-  call->st_->request = std::move(req);  // the pointee stays put: the jobs' tokens point into it
-  return call;
 }
 
 std::unique_ptr<BuildCall> Scatter::start(const TokenizedRequest& req, const ComposeOptions& opt,

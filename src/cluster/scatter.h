@@ -134,14 +134,6 @@ class Scatter final : public SegmentBuilder {
   // figures kept in the call.
   std::unique_ptr<BuildCall> start(const TokenizedRequest& req, const ComposeOptions& opt,
                                    const std::vector<std::string>* workers) override;
-  // Both for parts not yet keyed: make_request(model, parts, opt.seam, opt.salt) first (the
-  // call keeps it).
-  Result<std::vector<SegmentStore::Pin>> prefill_segments(
-      const PromptParts& parts, const ComposeOptions& opt, const std::atomic<bool>* cancel,
-      ScatterStats* stats, const std::vector<std::string>* workers = nullptr);
-  std::unique_ptr<ScatterCall> start(const PromptParts& parts, const ComposeOptions& opt,
-                                     const std::atomic<bool>* cancel, ScatterStats* stats,
-                                     const std::vector<std::string>* workers = nullptr);
 
   // The cost model now in use (fitted from builds seen so far; a FLOP-based prior before).
   CostModel cost_model() const;

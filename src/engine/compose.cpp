@@ -28,11 +28,6 @@ Result<SegmentStore::Pin> Composer::entry_for(const SegmentRef& segment, const C
   return store_->insert(segment.key, std::move(e), t.seconds());
 }
 
-Status Composer::prefill(const PromptParts& parts, const ComposeOptions& opt, SeqState* st,
-                         std::vector<float>* logits, ComposeStats* stats) const {
-  return prefill(make_request(model_, parts, opt.seam, opt.salt), opt, st, logits, stats);
-}
-
 Status Composer::prefill(const TokenizedRequest& req, const ComposeOptions& opt, SeqState* st,
                          std::vector<float>* logits, ComposeStats* stats) const {
   *stats = ComposeStats{};

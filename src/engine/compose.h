@@ -76,9 +76,6 @@ class Composer {
   // opt.salt: a request keyed otherwise is a programmer error).
   Status prefill(const TokenizedRequest& req, const ComposeOptions& opt, SeqState* state,
                  std::vector<float>* logits, ComposeStats* stats) const;
-  // The same for parts not yet keyed: make_request(model, parts, opt.seam, opt.salt) first.
-  Status prefill(const PromptParts& parts, const ComposeOptions& opt, SeqState* state,
-                 std::vector<float>* logits, ComposeStats* stats) const;
 
   // The cached entry for a segment (keyed under opt.seam and opt.salt; built and inserted
   // on a miss). `hit` tells whether it was cached. A segment without a body (empty key) is

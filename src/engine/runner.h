@@ -1,9 +1,10 @@
 // The request runner: one engine object between a tokenised request and its first token.
 // It has the request's missed segments built beside the composition (a SegmentBuilder, when
 // it has one and the request asks), composes, waits for the builds, and returns the
-// prefilled sequence with the request's figures. `hypic run` and the server's jobs
-// (`hypic serve`, its Combine service) run requests through it; the server's decode thread
-// continues from the prefilled sequence, `generate()` decodes it here.
+// prefilled sequence with the request's figures. `hypic run`, the server's jobs (`hypic
+// serve`, its Combine service), `hypic eval` and the TTFT and scatter benches run requests
+// through it; the server's decode thread continues from the prefilled sequence, `generate()`
+// decodes it here.
 //
 // Threading: one Runner serves any number of requests at once (the Model is immutable, the
 // store, the prefix cache and the builder are internally synchronised).
