@@ -10,35 +10,15 @@
 
 #include "common/testutil.h"
 #include "engine/compose.h"
+#include "engine/engine_util.h"
 
 namespace hypic {
 namespace {
 
-std::string model_dir(const std::string& name) {
-  return std::string(HYPIC_SOURCE_DIR) + "/tests/models/" + name;
-}
-
-const Model& model(const std::string& name = "qwen3_5_dense") {
-  static std::map<std::string, std::unique_ptr<Model>> cache;
-  auto& m = cache[name];
-  if (!m) m = std::move(Model::load(model_dir(name), {DType::kF32, false})).value();
-  return *m;
-}
-
-std::shared_ptr<SegmentStore> store(size_t mib = 256, const std::string& dir = "") {
-  SegmentStore::Options o;
-  o.mem_budget_bytes = mib << 20;
-  o.disk_dir = dir;
-  return std::shared_ptr<SegmentStore>(std::move(SegmentStore::open(o)).value());
-}
-
-// Random token ids standing in for documents (the tiny models' vocabulary is 512).
-std::vector<int32_t> doc(uint32_t seed, int n) {
-  std::mt19937 g(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = int32_t(g() % 500);
-  return t;
-}
+using test::doc;
+using test::model;
+using test::model_dir;
+using test::store;
 
 PromptParts parts(std::vector<std::vector<int32_t>> segs, bool with_prefix = true) {
   PromptParts p;

@@ -5,38 +5,22 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "engine/compose.h"
+#include "engine/engine_util.h"
 
 namespace hypic {
 namespace {
 
-const Model& model() {
-  static std::unique_ptr<Model> m =
-      std::move(Model::load(std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense",
-                            {DType::kF32, false}))
-          .value();
-  return *m;
-}
-
-std::vector<int32_t> doc(uint32_t seed, int n) {
-  std::mt19937 g(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = int32_t(g() % 500);
-  return t;
-}
-
-std::shared_ptr<SegmentStore> store() {
-  SegmentStore::Options o;
-  o.mem_budget_bytes = size_t(256) << 20;
-  return std::shared_ptr<SegmentStore>(std::move(SegmentStore::open(o)).value());
-}
+using test::doc;
+using test::model;
+using test::store;
 
 ComposeOptions opts() {
   ComposeOptions o;

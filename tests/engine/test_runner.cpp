@@ -11,18 +11,15 @@
 #include <random>
 #include <set>
 
+#include "engine/engine_util.h"
 #include "engine/runner.h"
 
 namespace hypic {
 namespace {
 
-const Model& model() {
-  static std::unique_ptr<Model> m =
-      std::move(Model::load(std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense",
-                            {DType::kF32, false}))
-          .value();
-  return *m;
-}
+using test::doc;
+using test::model;
+using test::store;
 
 const Tokenizer& tokenizer() {
   static const Tokenizer t =
@@ -31,20 +28,7 @@ const Tokenizer& tokenizer() {
   return t;
 }
 
-std::shared_ptr<SegmentStore> store() {
-  SegmentStore::Options o;
-  o.mem_budget_bytes = size_t(256) << 20;
-  return std::shared_ptr<SegmentStore>(std::move(SegmentStore::open(o)).value());
-}
-
 std::shared_ptr<PrefixCache> prefix_cache() { return std::make_shared<PrefixCache>(64 << 20); }
-
-std::vector<int32_t> doc(uint32_t seed, int n) {
-  std::mt19937 g(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = int32_t(g() % 500);
-  return t;
-}
 
 // Three documents and one too short for a body under seam 4 (the tiny model's history is 3).
 PromptParts parts() {
