@@ -241,6 +241,11 @@ Status load_mlp(const WeightReader& rd, int64_t H, int64_t I, const std::string&
 Status load_moe(const WeightReader& rd, const ModelConfig& c, const std::string& p, MoeWeights& w) {
   const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
   HYPIC_ASSIGN_OR_RETURN(w.router, rd.vec(p + "gate.weight", {E, H}));
+  // Qwen's router: softmax over the experts, top-k, optional renormalisation.
+  w.routing.scoring = RouterScoring::kSoftmax;
+  w.routing.top_k = int(c.num_experts_per_tok);
+  w.routing.norm_topk_prob = c.norm_topk_prob;
+  HYPIC_RETURN_IF_ERROR(w.routing.validate(E));
   w.experts.resize(size_t(E));
   if (rd.has(p + "experts.gate_up_proj")) {
     // Packed: gate_up_proj [E, 2I, H] (first I rows gate), down_proj [E, H, I].
@@ -304,7 +309,7 @@ Status load_qwen_channel_mixer(const WeightReader& rd, const ModelConfig& c, int
     case ChannelMixerKind::kMoe: {
       MoeWeights w;
       HYPIC_RETURN_IF_ERROR(load_moe(rd, c, p + "mlp.", w));
-      out->channel = make_moe(c, std::move(w));
+      out->channel = make_moe(std::move(w));
       return Status::ok();
     }
     case ChannelMixerKind::kSwiGlu: {

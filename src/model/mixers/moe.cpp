@@ -1,9 +1,8 @@
-// Sparse MoE block: softmax router (fp32), top-k, optional renormalisation, routed experts
+// Sparse MoE block: fp32 router logits routed per token by the MoeRouter, routed experts
 // grouped by expert so each runs one GEMM over its tokens, plus a sigmoid-gated shared expert.
 #include "model/mixers/moe.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "core/parallel.h"
 #include "core/profile.h"
@@ -17,8 +16,7 @@ namespace {
 
 class Moe final : public ChannelMixer {
  public:
-  Moe(const ModelConfig& c, MoeWeights w)
-      : w_(std::move(w)), k_(int(c.num_experts_per_tok)), norm_topk_(c.norm_topk_prob) {}
+  explicit Moe(MoeWeights w) : w_(std::move(w)), k_(w_.routing.top_k) {}
   ChannelMixerKind kind() const override { return ChannelMixerKind::kMoe; }
   void forward(const float* x, int64_t L, float* h) const override;
   double flops(int64_t L) const override {
@@ -31,7 +29,6 @@ class Moe final : public ChannelMixer {
  private:
   MoeWeights w_;
   int k_;
-  bool norm_topk_;
 };
 
 void Moe::forward(const float* x, int64_t L, float* h) const {
@@ -39,7 +36,7 @@ void Moe::forward(const float* x, int64_t L, float* h) const {
   const MoeWeights& w = w_;
   const int64_t H = w.router.dim(1), E = w.router.dim(0);
   const int k = k_;
-  // Routing: probs [L, E] -> top-k experts and weights per token.
+  // Routing: logits [L, E] (overwritten with the scores) -> top-k experts and weights per token.
   Workspace& ws = Workspace::local();
   Tensor probs_t = ws.f32(slot::kMoeProbs, {L, E});
   float* probs = probs_t.f32();
@@ -47,19 +44,7 @@ void Moe::forward(const float* x, int64_t L, float* h) const {
   std::vector<int> top(static_cast<size_t>(L * k));
   std::vector<float> topw(static_cast<size_t>(L * k));
   parallel_for(L, [&](int64_t t) {
-    float* p = probs + t * E;
-    kernels::softmax(p, E);
-    std::vector<int> idx(static_cast<size_t>(E));
-    std::iota(idx.begin(), idx.end(), 0);
-    // Highest probability first; ties to the lower index (torch.topk's order on CPU).
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                      [&](int a, int b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
-    float sum = 0;
-    for (int j = 0; j < k; ++j) sum += p[idx[size_t(j)]];
-    for (int j = 0; j < k; ++j) {
-      top[size_t(t * k + j)] = idx[size_t(j)];
-      topw[size_t(t * k + j)] = norm_topk_ ? p[idx[size_t(j)]] / sum : p[idx[size_t(j)]];
-    }
+    route_token(w.routing, probs + t * E, E, top.data() + t * k, topw.data() + t * k);
   });
   // Group (token, weight) by expert.
   std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<size_t>(E));
@@ -120,8 +105,10 @@ void Moe::forward(const float* x, int64_t L, float* h) const {
 
 }  // namespace
 
-std::unique_ptr<ChannelMixer> make_moe(const ModelConfig& c, MoeWeights w) {
-  return std::make_unique<Moe>(c, std::move(w));
+std::unique_ptr<ChannelMixer> make_moe(MoeWeights w) {
+  const Status st = w.routing.validate(w.router.dim(0));
+  HYPIC_CHECK(st.is_ok(), st.message());
+  return std::make_unique<Moe>(std::move(w));
 }
 
 }  // namespace hypic
