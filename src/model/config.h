@@ -43,7 +43,7 @@ class TokenMixerType {
 // not compile until every one handles it.
 enum class ChannelMixerKind {
   kSwiGlu,  // dense SwiGLU MLP
-  kMoe,     // sparse mixture of SwiGLU experts (softmax router, top-k, shared expert)
+  kMoe,     // sparse mixture of SwiGLU experts (router: model/mixers/moe_router.h)
 };
 const char* channel_mixer_name(ChannelMixerKind k);
 
