@@ -14,6 +14,9 @@
 #include "kernels/la_lightning.h"
 #include "kernels/la_mamba2.h"
 #include "kernels/transition.h"
+#include "kernels/rope.h"
+#include "model/mixers/gated_deltanet.h"
+#include "model/mixers/lightning.h"
 #include "model/model.h"
 
 namespace hypic::bench {
@@ -176,25 +179,50 @@ struct Result1 {
   Timings t;
 };
 
-Result1 run_family(Family f, const LaDims& d, int L, int P, int reps, uint32_t seed) {
+// The model's Lightning layer instead of the default inputs: its decay; with RoPE, keys and
+// queries rotated at their absolute positions 0…P+L−1 (`in`) and the segment's keys again at
+// canonical positions 0…L−1 (`canon`, what its cached entry is built from).
+struct LayerShape {
+  std::vector<float> decay;
+  int rot = 0;
+  float theta = 0;
+};
+
+Result1 run_family(Family f, const LaDims& d, int L, int P, int reps, uint32_t seed,
+                   const LayerShape* layer = nullptr) {
   auto la = kernels::make_linear_attention(f, d);
-  const FamilyInputs in = make_inputs(f, d, P + L, seed);
+  FamilyInputs in = make_inputs(f, d, P + L, seed);
+  FamilyInputs canon;
+  const int rot = layer ? layer->rot : 0;
+  if (layer && !layer->decay.empty()) in.lld = layer->decay;
+  if (rot > 0) {
+    const kernels::Rope rope(rot, layer->theta);
+    canon = in;
+    const int64_t kw = int64_t(d.nk) * d.dk;
+    rope.apply(canon.k.data() + P * kw, L, d.nk, d.dk, 0);
+    rope.apply(in.k.data(), P + L, d.nk, d.dk, 0);
+    rope.apply(in.q.data(), P + L, d.nk, d.dk, 0);
+  }
   const size_t hs = size_t(d.dk) * d.dv, ns = size_t(d.nv) * hs;
   std::vector<float> Sp(ns, 0.0f), out(size_t(P + L) * d.nv * d.dv);
   if (P > 0) la->prefill(in.at(0, P, d), Sp.data(), out.data());
-  const LaInputs seg = in.at(P, L, d);
+  const LaInputs seg = rot > 0 ? canon.at(P, L, d) : in.at(P, L, d);  // what the entry sees
   std::vector<float> direct = Sp;
-  la->prefill(seg, direct.data(), out.data());
+  la->prefill(in.at(P, L, d), direct.data(), out.data());
   kernels::Transition T;
   std::vector<float> s0(ns);
   la->build_transition(seg, &T, s0.data());
-  std::vector<float> composed = Sp;
-  kernels::transition_compose(T, d.dv, s0.data(), composed.data());
+  std::vector<float> composed = Sp, unrotated = Sp, s0r = s0;
+  kernels::transition_compose(T, d.dv, s0.data(), unrotated.data());
+  if (rot > 0) kernels::rerotate_state(d.nv, d.dk, d.dv, rot, layer->theta, P, s0r.data());
+  kernels::transition_compose(T, d.dv, s0r.data(), composed.data());
 
   double cmax = 0, naive_num = 0, den_all = 0;
   std::vector<double> naive_head(size_t(d.nv)), naive_vs_prefix(size_t(d.nv)), comp_head(size_t(d.nv));
   std::vector<float> naive(ns);
-  for (size_t i = 0; i < ns; ++i) naive[i] = Sp[i] + s0[i];
+  for (size_t i = 0; i < ns; ++i) naive[i] = Sp[i] + s0r[i];
+  const double unrotated_err = std::sqrt(diff2(unrotated.data(), direct.data(), ns) /
+                                         norm2(direct.data(), ns));
   for (int h = 0; h < d.nv; ++h) {
     const size_t o = size_t(h) * hs;
     const double den = norm2(direct.data() + o, hs);
@@ -242,6 +270,10 @@ Result1 run_family(Family f, const LaDims& d, int L, int P, int reps, uint32_t s
   j["family"] = kernels::family_name(f);
   j["tokens"] = L;
   j["compose_max_rel_err"] = cmax;
+  if (rot > 0) {
+    j["rotary_dim"] = rot;
+    j["compose_no_rerotate_rel_err"] = unrotated_err;
+  }
   j["naive_add_rel_err"] = std::sqrt(naive_num / den_all);
   j["build_overhead_ratio"] = (r.t.build - r.t.prefill) / r.t.prefill;
   j["compose_us"] = r.t.compose * 1e6;
@@ -288,6 +320,19 @@ Result<ModelForward> measure_forward(const std::string& dir, int tokens, int rep
   for (int l = 0; l < int(c.layers.size()); ++l) r.linear_layers += !c.is_full(l);
   r.dims = {int(c.linear_num_key_heads), int(c.linear_num_value_heads), int(c.linear_key_head_dim),
             int(c.linear_value_head_dim)};
+  if (c.uses(lightning_type())) {
+    const ModelConfig::Lightning& l = c.lightning;
+    r.family = Family::kLightning;
+    r.dims = {int(l.heads), int(l.heads), int(l.head_dim), int(l.head_dim)};
+    int first = 0;
+    while (c.layer(first).token != &lightning_type()) ++first;
+    r.lightning_decay = lightning_layer_decay(c, first);
+    r.rotary_dim = int(l.rotary_dim);
+    r.rope_theta = float(c.rope_theta);
+  } else if (!c.uses(gated_deltanet_type())) {
+    return unsupported(dir + ": bench compose --model measures Gated DeltaNet or Lightning "
+                       "layers; this model has neither");
+  }
   std::mt19937 rng(1);
   auto best = best_forward_seconds(m, random_tokens(rng, tokens, c.vocab_size), reps);
   if (!best) return best.status();
@@ -304,9 +349,13 @@ nlohmann::json bench_compose_family(Family f, const ComposeBenchOptions& o, cons
     P = int(o.tokens + int64_t(rng() % uint32_t(3 * int64_t(o.tokens) + 1)));
   }
   LaDims d = dims_for(f, o.heads, o.dk, o.dv, o.heads_given);
-  const bool with_model = model && f == Family::kGatedDeltaNet;
-  if (with_model) d = model->dims;  // the model's own linear layer
-  Result1 r = run_family(f, d, o.tokens, P, o.reps, o.seed);
+  const bool with_model = model && f == model->family;
+  LayerShape layer;
+  if (with_model) {
+    d = model->dims;  // the model's own linear layer
+    layer = {model->lightning_decay, model->rotary_dim, model->rope_theta};
+  }
+  Result1 r = run_family(f, d, o.tokens, P, o.reps, o.seed, with_model ? &layer : nullptr);
   if (with_model) {
     // Per layer extra × linear layers / whole forward, for each way of getting (T, S).
     const double fwd = model->seconds;
@@ -316,7 +365,8 @@ nlohmann::json bench_compose_family(Family f, const ComposeBenchOptions& o, cons
     r.j["linear_layers"] = n_linear;
     r.j["build_overhead_vs_forward"] = n_linear * (r.t.build - r.t.prefill) / fwd;
     r.j["separate_build_vs_forward"] = n_linear * r.t.build / fwd;
-    r.j["fused_overhead_vs_forward"] = n_linear * (r.t.fused - r.t.prefill) / fwd;
+    if (r.t.fused < 1e30)  // families with a fused build (the delta rule)
+      r.j["fused_overhead_vs_forward"] = n_linear * (r.t.fused - r.t.prefill) / fwd;
     r.j["prefill_vs_forward"] = n_linear * r.t.prefill / fwd;
   }
   return r.j;

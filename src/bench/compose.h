@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,12 +39,20 @@ struct ModelForward {
   std::string dir;
   double seconds = 0;      // best of the repetitions
   int linear_layers = 0;
-  kernels::LaDims dims;    // the model's linear layer (Gated DeltaNet)
+  kernels::Family family = kernels::Family::kGatedDeltaNet;  // its linear layers' family
+  kernels::LaDims dims;    // the model's linear layer
+  // Lightning: the first linear layer's decay, and RoPE inside the layer (Ring-linear).
+  std::vector<float> lightning_decay;
+  int rotary_dim = 0;
+  float rope_theta = 0;
 };
 Result<ModelForward> measure_forward(const std::string& dir, int tokens, int reps);
 
-// One family's JSON object. With `model`, Gated DeltaNet runs at the model's linear-layer
-// shape and also reports its build costs relative to the whole forward (times its layers).
+// One family's JSON object. With `model`, the model's own family runs at its linear-layer
+// shape (decay, RoPE) and also reports its build costs relative to the whole forward (times
+// its layers). Where the layer applies RoPE to its keys (Ring-linear), the segment's entry is
+// built at canonical positions 0…L−1 and composed at P: compose_max_rel_err is with the
+// state re-rotated by P (SPEC §2), compose_no_rerotate_rel_err without.
 nlohmann::json bench_compose_family(kernels::Family f, const ComposeBenchOptions& o,
                                     const ModelForward* model);
 

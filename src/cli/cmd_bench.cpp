@@ -49,19 +49,28 @@ int bench_make_model(int argc, char** argv) {
          "Writes a random-weight checkpoint (bf16, HF format, sharded) with a real model's\n"
          "widths and only N layers. Shapes:" + shapes);
   a.opt("shape", "NAME", "model shape", "qwen3.5-35b-a3b")
-      .opt("layers", "N", "number of layers (pattern 3 linear : 1 full)", "4")
+      .opt("layers", "N", "number of layers (the model's linear : full pattern at this depth)", "4")
+      .opt("experts", "E", "routed experts per MoE layer instead of the model's (each at its "
+           "real width, top-k kept: a token's work is unchanged, the bytes shrink); 0 = the model's", "0")
       .opt("out", "DIR", "output directory")
       .opt("seed", "S", "random seed", "1");
   if (Status s = a.parse(argc, argv); !s) return report_error("bench make-model", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   auto layers = a.integer("layers");
+  auto experts = a.integer("experts");
   auto seed = a.integer("seed");
-  if (!layers || !seed || !a.has("out"))
-    return report_error("bench make-model", invalid_argument("need --out DIR and integer --layers/--seed"));
+  if (!layers || !seed || !experts || !a.has("out"))
+    return report_error("bench make-model",
+                        invalid_argument("need --out DIR and integer --layers/--experts/--seed"));
   Timer t;
-  Status s = write_synthetic_checkpoint(a.str("shape"), int(*layers), a.str("out"), uint64_t(*seed));
+  SyntheticOptions opt;
+  opt.layers = int(*layers);
+  opt.experts = int(*experts);
+  opt.seed = uint64_t(*seed);
+  Status s = write_synthetic_checkpoint(a.str("shape"), opt, a.str("out"));
   if (!s) return report_error("bench make-model", s);
-  nlohmann::json j = {{"shape", a.str("shape")}, {"layers", *layers}, {"out", a.str("out")},
+  nlohmann::json j = {{"shape", a.str("shape")}, {"layers", *layers}, {"experts", *experts},
+                      {"out", a.str("out")},
                       {"seconds", t.seconds()}};
   std::printf("%s\n", j.dump().c_str());
   return 0;

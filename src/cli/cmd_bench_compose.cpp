@@ -20,8 +20,10 @@ int bench_compose(int argc, char** argv) {
          "Segment transition operators: the composed end state T_C·S0 + S(C|0) against direct\n"
          "computation, naive addition S0 + S(C|0), and the cost of building (T_C, S(C|0))\n"
          "against a plain prefill.\nFamilies:" + fams +
-             ", or all.\nWith --model DIR (a Qwen3.5-shaped checkpoint) also the extra build time of all\n"
-             "its linear layers relative to one whole forward over the same tokens.");
+             ", or all.\nWith --model DIR (Gated DeltaNet or Lightning linear layers) the model's family\n"
+             "runs at its layer's shape (decay, RoPE inside the layer: then the entry is built at\n"
+             "canonical positions and re-rotated on composition) and also reports the extra build\n"
+             "time of all its linear layers relative to one whole forward over the same tokens.");
   a.opt("family", "F", "family name, or all", "all")
       .opt("tokens", "L", "segment length", "256")
       .opt("heads", "H", "heads (value heads; default 16, Gated DeltaNet 16 key / 32 value)", "16")
@@ -31,7 +33,7 @@ int bench_compose(int argc, char** argv) {
       .opt("reps", "R", "timed repetitions after one warm-up (best is reported)", "5")
       .opt("seed", "S", "input seed", "1")
       .opt("threads", "N", "threads (default: all)")
-      .opt("model", "DIR", "also measure a whole forward of this model (Gated DeltaNet layers)")
+      .opt("model", "DIR", "also measure a whole forward of this model (its linear layers' family)")
       .opt("forward-reps", "R", "timed forward repetitions with --model (best is reported)", "2")
       .opt("json", "", "print JSON (the default; kept for symmetry)");
   if (Status s = a.parse(argc, argv); !s) return report_error("bench compose", s);

@@ -47,6 +47,7 @@ Status Composer::prefill(const TokenizedRequest& req, const ComposeOptions& opt,
 
   ForwardPlan plan;
   plan.rule = opt.mode == PicMode::kNaive ? ComposeRule::kNaive : ComposeRule::kTransition;
+  plan.rerotate = opt.rerotate;
   plan.trace_last_piece = opt.trace_suffix;
   plan.cancelled = opt.cancelled;
   auto compute = [&](const int32_t* ids, int64_t n) {

@@ -50,6 +50,9 @@ struct ComposeOptions {
   // prefill with kCancelled; nothing partial is stored (entries and prefix checkpoints
   // already complete stay). A client that left, a server's drain deadline.
   std::function<bool()> cancelled;
+  // Diagnostic: false composes RoPE'd linear states without re-rotating them to their
+  // position (see ForwardPlan::rerotate). Not part of a segment's key: entries are the same.
+  bool rerotate = true;
   // Debugging: per-layer hidden states of the suffix (see ForwardPlan::trace_last_piece).
   std::vector<std::vector<float>>* trace_suffix = nullptr;
 };

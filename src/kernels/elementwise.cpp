@@ -84,6 +84,19 @@ void rmsnorm_gated(const float* x, const float* z, const float* w, float* y, int
   });
 }
 
+void group_rmsnorm_sigmoid(const float* x, const float* gate, const float* w, float* y,
+                           int64_t rows, int64_t n, int64_t groups, float eps) {
+  const int64_t g = n / groups;
+  parallel_for(rows * groups, [&](int64_t rg) {
+    const int64_t off = rg * g, c0 = (rg % groups) * g;
+    const float* xr = x + off;
+    const float* zr = gate + off;
+    float* yr = y + off;
+    const float inv = 1.0f / std::sqrt(dot(xr, xr, g) / float(g) + eps);
+    for (int64_t i = 0; i < g; ++i) yr[i] = (xr[i] * inv) * w[c0 + i] * sigmoid(zr[i]);
+  });
+}
+
 void l2norm(float* x, int64_t rows, int64_t n, float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     float* xr = x + r * n;

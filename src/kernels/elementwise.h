@@ -21,6 +21,11 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, 
 // Gated RMSNorm (Qwen3-Next GDN output): y = rmsnorm(x; w as is) * silu(z). x, z, y: [rows, n].
 void rmsnorm_gated(const float* x, const float* z, const float* w, float* y, int64_t rows,
                    int64_t n, float eps);
+// Group RMSNorm with a sigmoid gate (Ring-linear / MiniMax Lightning output): each row of n
+// splits into `groups` contiguous groups of n/groups, each normalised by its own RMS;
+// y = x̂·w ⊙ σ(gate). x, gate, y: [rows, n]; w: [n] (as is). y may alias x.
+void group_rmsnorm_sigmoid(const float* x, const float* gate, const float* w, float* y,
+                           int64_t rows, int64_t n, int64_t groups, float eps);
 // x / sqrt(sum(x²) + eps), per row.
 void l2norm(float* x, int64_t rows, int64_t n, float eps);
 void silu_inplace(float* x, int64_t n);

@@ -37,6 +37,15 @@ std::vector<float> lightning_log_decay(int num_heads, int layer, int num_layers,
   return g;
 }
 
+std::vector<float> minimax_log_decay(int num_heads, int layer, int num_layers) {
+  HYPIC_CHECK(num_heads >= 1 && num_layers >= 1);
+  const double base = 1.0 / std::exp2(8.0 / num_heads);
+  const double factor = 1.0 - double(layer) / (double(num_layers) - 1.0 + 1e-5) + 1e-5;
+  std::vector<float> g(static_cast<size_t>(num_heads));
+  for (int h = 0; h < num_heads; ++h) g[size_t(h)] = float(-std::pow(base, h + 1) * factor);
+  return g;
+}
+
 namespace {
 
 class LaLightning final : public DecayAttention {

@@ -21,4 +21,10 @@ std::vector<double> alibi_slopes(int num_heads);
 // fp32 resolution for any real depth.)
 std::vector<float> lightning_log_decay(int num_heads, int layer, int num_layers, int layer_offset);
 
+// −s_{l,h} as transformers' MiniMax computes it (MiniMaxLightningAttention.get_slope_rate):
+//     s_{l,h} = (2^{−8/H})^{h+1} · (1 − l/(N − 1 + 1e−5) + 1e−5),   H = num_heads, N = num_layers.
+// For H a power of two the base equals the ALiBi slopes; otherwise it differs from
+// alibi_slopes() (no interleaving of the 2P rule).
+std::vector<float> minimax_log_decay(int num_heads, int layer, int num_layers);
+
 }  // namespace hypic::kernels

@@ -40,6 +40,10 @@ class Architecture {
   // Checks that hold for this family only (after the generic validate()).
   virtual Status validate(const ModelConfig& c) const { return Status::ok(); }
 
+  // The token embedding's name under the weight prefix ("embed_tokens.weight"; Bailing:
+  // "word_embeddings.weight").
+  virtual const char* embedding_name() const { return "embed_tokens.weight"; }
+
   // Loads decoder layer `layer`'s weights under `prefix` ("model.layers.3."): norms, the
   // token mixer and channel mixer.
   virtual Status load_layer(const WeightReader& rd, const ModelConfig& c, int layer,

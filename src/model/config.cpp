@@ -203,9 +203,9 @@ ParamCounts count_params(const ModelConfig& c) {
     switch (l.channel) {
       case ChannelMixerKind::kMoe: {
         const int64_t expert = 3 * H * c.moe_intermediate_size;
-        int64_t shared = H * c.num_experts;  // router
-        if (c.shared_expert_intermediate_size > 0)
-          shared += 3 * H * c.shared_expert_intermediate_size + H;  // + shared_expert_gate
+        int64_t shared = H * c.num_experts + (c.router_bias ? c.num_experts : 0);  // router
+        if (c.shared_expert_intermediate_size > 0)  // + shared_expert_gate
+          shared += 3 * H * c.shared_expert_intermediate_size + (c.shared_expert_gated ? H : 0);
         add(c.num_experts * expert + shared, c.num_experts_per_tok * expert + shared);
         break;
       }
@@ -226,7 +226,8 @@ Result<std::string> detect_weight_prefix(const std::vector<std::string>& tensor_
   const std::unordered_set<std::string> names(tensor_names.begin(), tensor_names.end());
   for (const char* p : {"model.language_model.", "model.", "language_model.model."}) {
     const std::string prefix = p;
-    if (names.count(prefix + "embed_tokens.weight")) return prefix;
+    if (names.count(prefix + "embed_tokens.weight") || names.count(prefix + "word_embeddings.weight"))
+      return prefix;
     const std::string layer0 = prefix + "layers.0.";
     for (const std::string& n : tensor_names)
       if (n.compare(0, layer0.size(), layer0) == 0) return prefix;
@@ -234,7 +235,8 @@ Result<std::string> detect_weight_prefix(const std::vector<std::string>& tensor_
   std::string sample;
   for (size_t i = 0; i < tensor_names.size() && i < 3; ++i)
     sample += (i ? ", '" : "'") + tensor_names[i] + "'";
-  return not_found("cannot find the language model's tensors: no 'embed_tokens.weight' or "
+  return not_found("cannot find the language model's tensors: no 'embed_tokens.weight', "
+                   "'word_embeddings.weight' or "
                    "'layers.0.*' under 'model.language_model.' or 'model.' (" +
                    std::to_string(tensor_names.size()) + " tensors" +
                    (sample.empty() ? "" : ", e.g. " + sample) + ")");

@@ -68,6 +68,7 @@ struct ModelConfig {
   int64_t num_key_value_heads = 0;
   int64_t head_dim = 0;
   bool attention_bias = false;
+  bool attn_qk_norm = true;  // per-head RMSNorm of q and k before RoPE (Qwen, Ring; not MiniMax)
   // RoPE: partial NeoX rotation of the first rotary_dim() dims of each head.
   double rope_theta = 0;
   double partial_rotary_factor = 0;
@@ -76,6 +77,9 @@ struct ModelConfig {
   bool mrope_interleaved = false;
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 0;
+  // RMSNorm weights: y = x̂·(1 + w) (zero-centred: Qwen) or y = x̂·w (Ring, MiniMax). Applies
+  // to the layer norms, the final norm and attention's q/k norms.
+  bool zero_centred_norms = true;
 
   // Gated DeltaNet.
   int64_t linear_num_key_heads = 0;
@@ -84,6 +88,23 @@ struct ModelConfig {
   int64_t linear_value_head_dim = 0;
   int64_t linear_conv_kernel_dim = 0;
 
+  // Lightning attention (model/mixers/lightning.h; Ring-linear, MiniMax): multi-head, heads ×
+  // head_dim for q, k and v alike; the per-layer, per-head decay from `slopes`.
+  struct Lightning {
+    int64_t heads = 0, head_dim = 0;
+    bool silu_qkv = false;    // SiLU on the q|k|v projection (MiniMax; Ring's linear_silu)
+    bool qk_norm = false;     // per-head RMSNorm of q and k (Ring's use_qk_norm)
+    bool scale_q = false;     // q ×= head_dim^−½ (Ring; MiniMax does not scale)
+    int64_t rotary_dim = 0;   // NeoX RoPE on the first rotary_dim dims of q, k (0: none)
+    int64_t norm_groups = 1;  // output RMSNorm over heads·head_dim in this many groups
+    double norm_eps = 0;
+    enum class Slopes {
+      kAlibi,    // ALiBi slope rule, s = slope_h·(1 − (l − offset)/(N − 1) + 1e−5)  (Ring)
+      kMiniMax,  // (2^(−8/H))^(h+1)·(1 − l/(N − 1 + 1e−5) + 1e−5)  (transformers' MiniMax)
+    } slopes = Slopes::kAlibi;
+    int layer_offset = 0;  // kAlibi: l counted from this layer (ports differ; SPEC §2)
+  } lightning;
+
   // MLP. intermediate_size is the dense MLP width (0 for qwen3_5_moe, which has none).
   int64_t intermediate_size = 0;
   int64_t num_experts = 0;  // 0: every layer is dense
@@ -91,8 +112,21 @@ struct ModelConfig {
   int64_t moe_intermediate_size = 0;
   int64_t shared_expert_intermediate_size = 0;
   bool norm_topk_prob = false;        // renormalise top-k router weights (3.5-MoE: always)
+  bool shared_expert_gated = true;    // the shared expert is × sigmoid(shared_expert_gate·x)
+  // Router variant (model/mixers/moe_router.h): Qwen's softmax, or Bailing's sigmoid scores
+  // with a selection bias, group-limited choice and a scaling factor.
+  bool router_sigmoid = false;
+  bool router_bias = false;  // a per-expert selection bias tensor (e_score_correction_bias)
+  int64_t router_groups = 1, router_topk_groups = 1;
+  double routed_scaling_factor = 1.0;
   int64_t decoder_sparse_step = 1;    // Qwen3-Next only
   std::vector<int64_t> mlp_only_layers;  // Qwen3-Next only
+
+  // Residual joins (weights.h: Residual): MiniMax's "postnorm" (the residual is the normed
+  // input) and its α (residual) / β (mixer output) factors per kind of join; 1 elsewhere.
+  bool residual_from_norm = false;
+  double full_attn_alpha = 1, full_attn_beta = 1, linear_attn_alpha = 1, linear_attn_beta = 1;
+  double mlp_alpha = 1, mlp_beta = 1;
 
   bool tie_word_embeddings = false;
   std::vector<int64_t> eos_token_ids;

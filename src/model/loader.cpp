@@ -98,7 +98,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
   auto ctx = [&](const char* what) { return std::string("loading ") + what + " from " + dir; };
 
   {
-    auto e = ck.get(P + "embed_tokens.weight", {V, H});
+    auto e = ck.get(P + cfg.arch->embedding_name(), {V, H});
     if (!e.is_ok()) return e.status().with_context(ctx("embeddings"));
     w.embed = e.value();
   }

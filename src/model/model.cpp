@@ -15,6 +15,26 @@ namespace hypic {
 
 using kernels::linear;
 
+namespace {
+
+// h ← α·(r.from_norm ? x : h) + β·mixer(x) (weights.h: Residual), where `mixer(out)` adds
+// its output to out [R, H]. The plain pre-norm form accumulates into h directly.
+template <typename Mixer>
+Status add_residual(const Residual& r, const float* x, int64_t R, int64_t H, float* h,
+                    Mixer&& mixer) {
+  if (r.plain()) return mixer(h);
+  Tensor t = Workspace::local().f32(slot::kResidual, {R, H});
+  float* m = t.f32();
+  std::fill(m, m + R * H, 0.0f);
+  HYPIC_RETURN_IF_ERROR(mixer(m));
+  const float a = r.alpha, b = r.beta;
+  const float* base = r.from_norm ? x : h;
+  for (int64_t i = 0; i < R * H; ++i) h[i] = a * base[i] + b * m[i];
+  return Status::ok();
+}
+
+}  // namespace
+
 SeqState Model::new_state(int64_t capacity) const {
   SeqState s;
   s.layers.reserve(w_.layers.size());
@@ -79,6 +99,7 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
   const auto& c = cfg_;
   Pass pass;
   pass.rule = plan.rule;
+  pass.rerotate = plan.rerotate;
   pass.trace = plan.trace_last_piece;
   if (plan.cancelled) pass.cancelled = &plan.cancelled;
   HYPIC_RETURN_IF_ERROR(check_state(st).with_context("forward"));
@@ -139,18 +160,24 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
            static_cast<const char*>(w_.embed.raw()) + size_t(tokens[size_t(t)]) * H * esz,
            h.f32() + t * H, size_t(H));
   Tensor x = ws.f32(slot::kNormed, {R, H});
+  const bool zc = c.zero_centred_norms;
   for (int i = 0; i < c.num_hidden_layers; ++i) {
     if (pass.cancelled && (*pass.cancelled)())
       return Status(StatusCode::kCancelled, "the forward pass was cancelled (the client left, or the server is stopping)");
     const DecoderLayer& lw = w_.layers[size_t(i)];
     pass.layer = i;
-    kernels::rmsnorm(h.f32(), lw.input_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);
-    HYPIC_RETURN_IF_ERROR(lw.token->forward(x.f32(), R, h.f32(), pass));
+    kernels::rmsnorm(h.f32(), lw.input_norm.f32(), x.f32(), R, H, c.rms_norm_eps, zc);
+    HYPIC_RETURN_IF_ERROR(add_residual(lw.token_residual, x.f32(), R, H, h.f32(), [&](float* out) {
+      return lw.token->forward(x.f32(), R, out, pass);
+    }));
     if (pass.on_captured) pass.on_captured(i);
     // The last layer's MLP only feeds the logits: an entry build needs none.
     if (pass.capture && i + 1 == c.num_hidden_layers) break;
-    kernels::rmsnorm(h.f32(), lw.post_norm.f32(), x.f32(), R, H, c.rms_norm_eps, true);
-    lw.channel->forward(x.f32(), R, h.f32());
+    kernels::rmsnorm(h.f32(), lw.post_norm.f32(), x.f32(), R, H, c.rms_norm_eps, zc);
+    (void)add_residual(lw.channel_residual, x.f32(), R, H, h.f32(), [&](float* out) {
+      lw.channel->forward(x.f32(), R, out);
+      return Status::ok();
+    });
     if (pass.trace) {
       const int64_t r0 = pass.pieces.back().row0;
       pass.trace->emplace_back(h.f32() + r0 * H, h.f32() + R * H);
@@ -159,7 +186,7 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
   for (auto& [seq, end] : ends) seq->pos = end;
   if (which == LogitsFor::kNone) return Status::ok();
   const int64_t r0 = which == LogitsFor::kLast ? R - 1 : 0, n = R - r0;
-  kernels::rmsnorm(h.f32() + r0 * H, w_.final_norm.f32(), x.f32(), n, H, c.rms_norm_eps, true);
+  kernels::rmsnorm(h.f32() + r0 * H, w_.final_norm.f32(), x.f32(), n, H, c.rms_norm_eps, zc);
   logits->assign(size_t(n * c.vocab_size), 0.0f);
   linear(x.f32(), n, w_.lm_head, logits->data());
   return Status::ok();

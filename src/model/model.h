@@ -56,6 +56,10 @@ struct ForwardPlan {
   std::vector<int32_t> tokens;  // all computed tokens, concatenated in prompt order
   std::vector<ForwardPiece> pieces;
   ComposeRule rule = ComposeRule::kTransition;
+  // A cached linear state whose keys carry RoPE (Ring-linear's Lightning layers) was built at
+  // canonical positions; composing it at another offset re-rotates it (SPEC §2, "state
+  // re-rotation"). false skips that patch: a diagnostic, to measure what it is worth.
+  bool rerotate = true;
   // Debugging (--debug-deviation): when set, receives after every layer the hidden states
   // of the last computed piece, [rows, H] flattened, one vector per layer.
   std::vector<std::vector<float>>* trace_last_piece = nullptr;

@@ -25,6 +25,7 @@ struct Model::Pass {
   // share a sequence. Lets the layers run the per-sequence parts as one batch.
   bool batch = false;
   ComposeRule rule = ComposeRule::kTransition;
+  bool rerotate = true;  // see ForwardPlan::rerotate
   // build_entry: per layer, what the body rows [seam, R) leave behind is stored here.
   SegmentEntry* capture = nullptr;
   int seam = 0;

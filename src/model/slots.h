@@ -5,11 +5,12 @@
 namespace hypic::slot {
 
 enum : int {
-  kHidden, kNormed,                                        // residual stream, normed input
+  kHidden, kNormed, kResidual,  // residual stream, normed input, a mixer's scaled output
   kGdnMixed, kGdnConv, kGdnZ, kGdnBa, kGdnQ, kGdnK, kGdnV, kGdnG, kGdnBeta, kGdnOut,
   kAttnProj, kAttnQ, kAttnGate, kAttnK, kAttnV, kAttnOut,
   kMlpGateUp, kMlpAct,
   kMoeProbs, kMoeOut, kMoeX, kMoeY, kMoeExpertOut, kMoeShared, kMoeGate,
+  kLaProj, kLaGate, kLaQ, kLaK, kLaV, kLaOut,
 };
 
 }  // namespace hypic::slot

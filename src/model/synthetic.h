@@ -10,15 +10,27 @@
 
 namespace hypic {
 
-// Known shapes: "qwen3.5-35b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", and "qwen3.5-h1024"
-// (not a released model: the Qwen3.5 dense layout at hidden 1024, for small machines).
+// Known shapes: "qwen3.5-35b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-h1024" (not a
+// released model: the Qwen3.5 dense layout at hidden 1024, for small machines),
+// "ring-mini-linear-2.0", "ring-flash-linear-2.0", "minimax-m1".
 std::vector<std::string> synthetic_shapes();
+
+struct SyntheticOptions {
+  int layers = 4;
+  // > 0: this many routed experts instead of the model's (each at its real width; the
+  // routing's top-k is kept, so a token's work is unchanged and only the bytes shrink — for
+  // MiniMax-M1, whose 32 experts of 3 × 6144 × 9216 are 10.9 GB per layer in bf16).
+  int experts = 0;
+  uint64_t seed = 1;
+};
 
 // Writes <out_dir>/config.json, model-0000K-of-0000N.safetensors (one shard per layer plus
 // one for embeddings/head) and model.safetensors.index.json. Weights are bf16, uniform with
-// std 0.02 (norm weights near their neutral values); layers follow the model's pattern
-// (3 linear : 1 full). Logs progress per shard.
-Status write_synthetic_checkpoint(const std::string& shape, int layers, const std::string& out_dir,
-                                  uint64_t seed = 1);
+// std 0.02 (norm weights near their neutral values); layers follow the model's pattern at
+// this depth (Qwen: 3 linear : 1 full; Ring: its layer_group_size, capped at the depth;
+// MiniMax-M1: 7 Lightning : 1 softmax, the last layer softmax when the depth is below 8).
+// Logs progress per shard.
+Status write_synthetic_checkpoint(const std::string& shape, const SyntheticOptions& opt,
+                                  const std::string& out_dir);
 
 }  // namespace hypic

@@ -20,6 +20,7 @@
 #include "kernels/la_lightning.h"
 #include "kernels/linear_attn.h"
 #include "model/arch.h"
+#include "model/arch/loaders.h"
 #include "model/arch/qwen_common.h"
 #include "model/mixer.h"
 #include "model/pass.h"
@@ -176,7 +177,7 @@ class TestLightningArch final : public Architecture {
   }
   Status load_layer(const WeightReader& rd, const ModelConfig& c, int layer,
                     const std::string& p, DecoderLayer* out) const override {
-    HYPIC_RETURN_IF_ERROR(load_qwen_norms(rd, c, p, out));
+    HYPIC_RETURN_IF_ERROR(load_layer_norms(rd, c, p, out));
     if (c.layer(layer).token == &kLightningType) {
       const int64_t H = c.hidden_size, d = c.linear_value_head_dim;
       const int64_t vd = c.linear_num_value_heads * d;

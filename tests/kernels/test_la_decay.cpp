@@ -614,6 +614,26 @@ TEST(DecayFamilies, LightningDecaySchedule) {
   EXPECT_GT(lightning_log_decay(8, 8, 9, 0)[0], -1e-5);
 }
 
+TEST(DecayFamilies, MiniMaxDecaySchedule) {
+  // transformers' get_slope_rate: (1/2^(8/H))^(h+1) · (1 − l/(N − 1 + 1e−5) + 1e−5).
+  for (int H : {3, 6, 64})
+    for (auto [l, N] : {std::pair{0, 1}, {0, 6}, {4, 6}, {5, 6}}) {
+      const auto g = minimax_log_decay(H, l, N);
+      ASSERT_EQ(g.size(), size_t(H));
+      for (int h = 0; h < H; ++h) {
+        const double rate = std::pow(1.0 / std::pow(2.0, 8.0 / H), h + 1) *
+                            (1.0 - l / (N - 1 + 1e-5) + 1e-5);
+        EXPECT_FLOAT_EQ(g[size_t(h)], float(-rate)) << H << " " << l << " " << N << " " << h;
+      }
+    }
+  // H a power of two: the same slopes as ALiBi's (for the layer factor of l = 0).
+  const auto a = alibi_slopes(64);
+  const auto g = minimax_log_decay(64, 0, 2);
+  for (int h = 0; h < 64; ++h) EXPECT_NEAR(g[size_t(h)], -a[size_t(h)] * (1 + 1e-5), 1e-7);
+  // Not a power of two: no interleaving (ALiBi's 6-head slopes differ).
+  EXPECT_NE(minimax_log_decay(6, 0, 2)[4], float(-alibi_slopes(6)[4] * (1 + 1e-5)));
+}
+
 // mamba2_kernel_inputs + the kernel equal the Mamba2 SSD recurrence written from the raw
 // quantities: h ← e^{Δ A}·h + B (Δ x)ᵀ, y = hᵀ C (heads grouped over B and C).
 TEST(DecayFamilies, Mamba2InputsMatchSsdRecurrence) {

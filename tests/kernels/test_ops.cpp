@@ -124,6 +124,28 @@ TEST(Norms, RmsnormBothConventionsAndGated) {
   EXPECT_LT(rel_err(y, ref), fp32_tol(n));
 }
 
+TEST(Norms, GroupRmsnormWithSigmoidGate) {
+  const int R = 3, n = 96;
+  auto x = randn(size_t(R * n), 17), w = randn(size_t(n), 18, 0.3f), z = randn(size_t(R * n), 19);
+  for (int groups : {1, 2, 3, 8}) {
+    const int g = n / groups;
+    std::vector<float> y(x.size()), ref(x.size());
+    group_rmsnorm_sigmoid(x.data(), z.data(), w.data(), y.data(), R, n, groups, 1e-5f);
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < groups; ++k) {
+        const size_t o = size_t(r * n + k * g);
+        double ss = 0;
+        for (int i = 0; i < g; ++i) ss += double(x[o + size_t(i)]) * x[o + size_t(i)];
+        const double inv = 1.0 / std::sqrt(ss / g + 1e-5);
+        for (int i = 0; i < g; ++i) {
+          const double zz = z[o + size_t(i)];
+          ref[o + size_t(i)] = float(x[o + size_t(i)] * inv * w[size_t(k * g + i)] / (1 + std::exp(-zz)));
+        }
+      }
+    EXPECT_LT(rel_err(y, ref), fp32_tol(n)) << groups << " groups";
+  }
+}
+
 TEST(Rope, PartialNeoxMatchesFormula) {
   const int L = 10, nh = 3, hd = 32, rot = 8;
   const float theta = 10000.0f;

@@ -1,5 +1,7 @@
 #include "model/arch/qwen_common.h"
 
+#include "model/arch/loaders.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -230,56 +232,22 @@ Status load_attn(const WeightReader& rd, const ModelConfig& c, const std::string
   return Status::ok();
 }
 
-Status load_mlp(const WeightReader& rd, int64_t H, int64_t I, const std::string& p, MlpWeights& w) {
-  HYPIC_ASSIGN_OR_RETURN(Tensor g, rd.raw(p + "gate_proj.weight", {I, H}));
-  HYPIC_ASSIGN_OR_RETURN(Tensor u, rd.raw(p + "up_proj.weight", {I, H}));
-  w.gate_up = concat_rows({g, u}, rd.compute());
-  HYPIC_ASSIGN_OR_RETURN(w.down, rd.mat(p + "down_proj.weight", {H, I}));
-  return Status::ok();
-}
-
 Status load_moe(const WeightReader& rd, const ModelConfig& c, const std::string& p, MoeWeights& w) {
   const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
   HYPIC_ASSIGN_OR_RETURN(w.router, rd.vec(p + "gate.weight", {E, H}));
   // Qwen's router: softmax over the experts, top-k, optional renormalisation.
-  w.routing.scoring = RouterScoring::kSoftmax;
-  w.routing.top_k = int(c.num_experts_per_tok);
-  w.routing.norm_topk_prob = c.norm_topk_prob;
-  HYPIC_RETURN_IF_ERROR(w.routing.validate(E));
-  w.experts.resize(size_t(E));
-  if (rd.has(p + "experts.gate_up_proj")) {
-    // Packed: gate_up_proj [E, 2I, H] (first I rows gate), down_proj [E, H, I].
-    HYPIC_ASSIGN_OR_RETURN(Tensor gu, rd.raw(p + "experts.gate_up_proj", {E, 2 * I, H}));
-    HYPIC_ASSIGN_OR_RETURN(Tensor dn, rd.raw(p + "experts.down_proj", {E, H, I}));
-    Tensor gu_c = gu.dtype() == rd.compute() ? gu : gu.to(rd.compute());
-    Tensor dn_c = dn.dtype() == rd.compute() ? dn : dn.to(rd.compute());
-    for (int64_t e = 0; e < E; ++e) {
-      w.experts[size_t(e)].gate_up = gu_c.rows(e, e + 1).reshape({2 * I, H});
-      w.experts[size_t(e)].down = dn_c.rows(e, e + 1).reshape({H, I});
-    }
-  } else {
-    for (int64_t e = 0; e < E; ++e)
-      HYPIC_RETURN_IF_ERROR(load_mlp(rd, H, I, p + "experts." + std::to_string(e) + ".",
-                                     w.experts[size_t(e)]));
-  }
+  HYPIC_ASSIGN_OR_RETURN(w.routing, config_router(c));
+  HYPIC_RETURN_IF_ERROR(load_experts(rd, E, H, I, p + "experts.", {}, &w.experts));
   w.has_shared = c.shared_expert_intermediate_size > 0;
   if (w.has_shared) {
     HYPIC_RETURN_IF_ERROR(
-        load_mlp(rd, H, c.shared_expert_intermediate_size, p + "shared_expert.", w.shared));
+        load_swiglu(rd, H, c.shared_expert_intermediate_size, p + "shared_expert.", w.shared));
     HYPIC_ASSIGN_OR_RETURN(w.shared_gate, rd.vec(p + "shared_expert_gate.weight", {1, H}));
   }
   return Status::ok();
 }
 
 }  // namespace
-
-Status load_qwen_norms(const WeightReader& rd, const ModelConfig& c, const std::string& p,
-                       DecoderLayer* out) {
-  const int64_t H = c.hidden_size;
-  HYPIC_ASSIGN_OR_RETURN(out->input_norm, rd.vec(p + "input_layernorm.weight", {H}));
-  HYPIC_ASSIGN_OR_RETURN(out->post_norm, rd.vec(p + "post_attention_layernorm.weight", {H}));
-  return Status::ok();
-}
 
 Status load_qwen_token_mixer(const WeightReader& rd, const ModelConfig& c, int layer,
                              const std::string& p,  bool interleaved_gdn,
@@ -314,7 +282,7 @@ Status load_qwen_channel_mixer(const WeightReader& rd, const ModelConfig& c, int
     }
     case ChannelMixerKind::kSwiGlu: {
       MlpWeights w;
-      HYPIC_RETURN_IF_ERROR(load_mlp(rd, c.hidden_size, c.intermediate_size, p + "mlp.", w));
+      HYPIC_RETURN_IF_ERROR(load_swiglu(rd, c.hidden_size, c.intermediate_size, p + "mlp.", w));
       out->channel = make_swiglu(std::move(w));
       return Status::ok();
     }
@@ -325,7 +293,7 @@ Status load_qwen_channel_mixer(const WeightReader& rd, const ModelConfig& c, int
 Status load_qwen_layer(const WeightReader& rd, const ModelConfig& c, int layer,
                        const std::string& p,  bool interleaved_gdn,
                        DecoderLayer* out) {
-  HYPIC_RETURN_IF_ERROR(load_qwen_norms(rd, c, p, out));
+  HYPIC_RETURN_IF_ERROR(load_layer_norms(rd, c, p, out));
   HYPIC_RETURN_IF_ERROR(load_qwen_token_mixer(rd, c, layer, p, interleaved_gdn, out));
   return load_qwen_channel_mixer(rd, c, layer, p, out);
 }

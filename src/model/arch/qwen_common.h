@@ -45,10 +45,8 @@ Status parse_qwen_config(const nlohmann::json& root, const std::string& source,
 // Decoder layer `layer` under `p` ("model.layers.3."): norms, Gated DeltaNet (Qwen3-Next's
 // per-key-head-group interleaved in_proj_qkvz / in_proj_ba when `interleaved_gdn`, else
 // Qwen3.5's contiguous in_proj_qkv / z / b / a) or gated attention, dense MLP or MoE
-// (packed or per-expert experts). The three parts are also callable alone, for a family
-// that shares some of them.
-Status load_qwen_norms(const WeightReader& rd, const ModelConfig& c, const std::string& p,
-                       DecoderLayer* out);
+// (packed or per-expert experts). The mixers are also callable alone, for a family that
+// shares some of them (the norms: load_layer_norms, arch/loaders.h).
 Status load_qwen_token_mixer(const WeightReader& rd, const ModelConfig& c, int layer,
                              const std::string& p,  bool interleaved_gdn,
                              DecoderLayer* out);

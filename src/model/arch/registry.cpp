@@ -9,13 +9,17 @@ namespace hypic {
 const Architecture& qwen3_next_architecture();
 const Architecture& qwen3_5_architecture();
 const Architecture& qwen3_5_moe_architecture();
+const Architecture& bailing_moe_linear_architecture();
+const Architecture& minimax_architecture();
 
 namespace {
 
 struct Registry {
   std::mutex mu;
   std::vector<const Architecture*> archs{&qwen3_next_architecture(), &qwen3_5_architecture(),
-                                         &qwen3_5_moe_architecture()};
+                                         &qwen3_5_moe_architecture(),
+                                         &bailing_moe_linear_architecture(),
+                                         &minimax_architecture()};
 };
 
 Registry& registry() {

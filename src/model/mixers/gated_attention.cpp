@@ -1,5 +1,5 @@
-// Gated full attention over the pieces of a pass:
-//   h += o_proj(attn(rope(qnorm(q)), rope(knorm(k)), v) ⊙ σ(gate)).
+// Full attention over the pieces of a pass (gated_attention.h: gated or plain):
+//   h += o_proj(attn(rope(qnorm(q)), rope(knorm(k)), v) [⊙ σ(gate)]).
 // Cached bodies' keys/values are placed into the KV cache at their true positions (RoPE
 // applied there); computed rows attend causally to everything before them. Pieces run in
 // prompt order, so an arriving entry (EntryGate) holds up only the pieces after it.
@@ -27,12 +27,13 @@ enum : size_t { kK, kV };  // LayerState::rows
 
 class GatedAttention final : public TokenMixer {
  public:
-  GatedAttention(const ModelConfig& c, AttnWeights w)
-      : w_(std::move(w)), rope_(int(c.rotary_dim()), float(c.rope_theta)),
-        nh_(int(c.num_attention_heads)),
-        nkv_(int(c.num_key_value_heads)), hd_(int(c.head_dim)), eps_(c.rms_norm_eps) {}
+  GatedAttention(const ModelConfig& c, const TokenMixerType& type, AttnWeights w)
+      : type_(type), gated_(&type == &gated_attention_type()), w_(std::move(w)),
+        rope_(int(c.rotary_dim()), float(c.rope_theta)), nh_(int(c.num_attention_heads)),
+        nkv_(int(c.num_key_value_heads)), hd_(int(c.head_dim)), eps_(c.rms_norm_eps),
+        zero_centred_(c.zero_centred_norms) {}
 
-  const TokenMixerType& type() const override { return gated_attention_type(); }
+  const TokenMixerType& type() const override { return type_; }
   int64_t history_tokens() const override { return 0; }
 
   // rows: k, v [capacity, nkv, hd], k normed and rotated at the token's position.
@@ -52,7 +53,8 @@ class GatedAttention final : public TokenMixer {
     return f + 2.0 * 2.0 * keys * nh_ * hd_;
   }
 
-  // Entry layer: the body's k, v [Lb, nkv, hd] (k normed, not rotated); no transition.
+  // Entry layer: the body's k, v [Lb, nkv, hd] (k normed where the model norms it, not
+  // rotated); no transition.
   Status check_entry(const SegmentEntry& e, const SegmentEntry::Layer& l) const override {
     const Shape kv = {e.body_tokens(), nkv_, hd_};
     HYPIC_RETURN_IF_ERROR(check_entry_tensors(l, type(), {{"k", kv}, {"v", kv}}));
@@ -63,10 +65,13 @@ class GatedAttention final : public TokenMixer {
   Status forward(const float* x, int64_t R, float* h, Model::Pass& pass) const override;
 
  private:
+  const TokenMixerType& type_;
+  bool gated_;  // per head [query | gate] rows and the output × σ(gate)
   AttnWeights w_;
   kernels::Rope rope_;
   int nh_, nkv_, hd_;
   double eps_;
+  bool zero_centred_;
 };
 
 Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass& pass) const {
@@ -74,26 +79,30 @@ Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass&
   const AttnWeights& w = w_;
   const size_t li = size_t(pass.layer);
   const int nh = nh_, nkv = nkv_, hd = hd_;
-  const int64_t qw = int64_t(nh) * 2 * hd, kw = int64_t(nkv) * hd, width = qw + 2 * kw;
+  const int64_t qh = gated_ ? 2 * hd : hd;  // projection rows per query head
+  const int64_t qw = int64_t(nh) * qh, kw = int64_t(nkv) * hd, width = qw + 2 * kw;
   const kernels::Rope& rope = rope_;
   Workspace& ws = Workspace::local();
   Tensor proj = ws.f32(slot::kAttnProj, {R, width});
   kernels::linear(x, R, w.qkv, proj.f32());
   // q, gate: [R, nh, hd]; normed k and v: [R, nkv, hd].
-  Tensor q = ws.f32(slot::kAttnQ, {R, nh, hd}), gate = ws.f32(slot::kAttnGate, {R, nh, hd});
+  Tensor q = ws.f32(slot::kAttnQ, {R, nh, hd});
+  Tensor gate = gated_ ? ws.f32(slot::kAttnGate, {R, nh, hd}) : Tensor();
   Tensor kn = ws.f32(slot::kAttnK, {R, nkv, hd}), vn = ws.f32(slot::kAttnV, {R, nkv, hd});
   parallel_for(R, [&](int64_t t) {
     const float* row = proj.f32() + t * width;
     for (int hh = 0; hh < nh; ++hh) {
-      std::memcpy(q.f32() + (t * nh + hh) * hd, row + int64_t(hh) * 2 * hd, size_t(hd) * 4);
-      std::memcpy(gate.f32() + (t * nh + hh) * hd, row + int64_t(hh) * 2 * hd + hd,
-                  size_t(hd) * 4);
+      std::memcpy(q.f32() + (t * nh + hh) * hd, row + hh * qh, size_t(hd) * 4);
+      if (gated_)
+        std::memcpy(gate.f32() + (t * nh + hh) * hd, row + hh * qh + hd, size_t(hd) * 4);
     }
     std::memcpy(kn.f32() + t * kw, row + qw, size_t(kw) * 4);
     std::memcpy(vn.f32() + t * kw, row + qw + kw, size_t(kw) * 4);
   });
-  kernels::rmsnorm(q.f32(), w.q_norm.f32(), q.f32(), R * nh, hd, eps_, true);
-  kernels::rmsnorm(kn.f32(), w.k_norm.f32(), kn.f32(), R * nkv, hd, eps_, true);
+  if (!w.q_norm.empty()) {
+    kernels::rmsnorm(q.f32(), w.q_norm.f32(), q.f32(), R * nh, hd, eps_, zero_centred_);
+    kernels::rmsnorm(kn.f32(), w.k_norm.f32(), kn.f32(), R * nkv, hd, eps_, zero_centred_);
+  }
   if (pass.capture) {  // body keys (normed, not rotated) and values
     SegmentEntry::Layer& e = pass.capture->layers[li];
     const int64_t b0 = pass.seam, n = R - b0;
@@ -145,19 +154,23 @@ Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass&
     kernels::attention_decode({nh, nkv, hd}, int64_t(B), q.f32(), pos.data(), kb.data(),
                               vb.data(), scale, o.f32());
   }
-  float* op = o.f32();
-  const float* gp = gate.f32();
-  parallel_for(R, [&](int64_t t) {
-    for (int64_t i = t * nh * hd; i < (t + 1) * nh * hd; ++i) op[i] *= kernels::sigmoid(gp[i]);
-  });
+  if (gated_) {
+    float* op = o.f32();
+    const float* gp = gate.f32();
+    parallel_for(R, [&](int64_t t) {
+      for (int64_t i = t * nh * hd; i < (t + 1) * nh * hd; ++i) op[i] *= kernels::sigmoid(gp[i]);
+    });
+  }
   kernels::linear(o.f32(), R, w.o_proj, h, /*accumulate=*/true);
   return Status::ok();
 }
 
 }  // namespace
 
-std::unique_ptr<TokenMixer> make_gated_attention(const ModelConfig& c, AttnWeights w) {
-  return std::make_unique<GatedAttention>(c, std::move(w));
+std::unique_ptr<TokenMixer> make_attention(const ModelConfig& c, const TokenMixerType& type,
+                                           AttnWeights w) {
+  HYPIC_CHECK(&type == &gated_attention_type() || &type == &attention_type());
+  return std::make_unique<GatedAttention>(c, type, std::move(w));
 }
 
 namespace {
@@ -190,10 +203,12 @@ Status validate_rope(const ModelConfig& c) {
   return Status::ok();
 }
 
-class GatedAttentionType final : public TokenMixerType {
+// Gated (Qwen) or plain (Ring, MiniMax) attention: the same fields and checks.
+class AttentionType final : public TokenMixerType {
  public:
-  const char* name() const override { return "full attention"; }
-  const char* id() const override { return "gated_attention"; }
+  explicit AttentionType(bool gated) : gated_(gated) {}
+  const char* name() const override { return gated_ ? "full attention" : "attention"; }
+  const char* id() const override { return gated_ ? "gated_attention" : "attention"; }
   LayerKind state() const override { return LayerKind::kFull; }
 
   Status validate(const ModelConfig& c) const override {
@@ -219,24 +234,35 @@ class GatedAttentionType final : public TokenMixerType {
   int64_t params(const ModelConfig& c) const override {
     const int64_t H = c.hidden_size, qd = c.num_attention_heads * c.head_dim;
     const int64_t kvd = c.num_key_value_heads * c.head_dim;
-    return H * 2 * qd + 2 * H * kvd + qd * H + 2 * c.head_dim;  // q(+gate), k, v, o, q/k norm
+    const int64_t norms = gated_ || c.attn_qk_norm ? 2 * c.head_dim : 0;
+    return H * (gated_ ? 2 : 1) * qd + 2 * H * kvd + qd * H + norms;  // q(+gate), k, v, o, norms
   }
 
   std::string describe(const ModelConfig& c) const override {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "attention: %lld heads, %lld KV heads, head_dim %lld, RoPE on "
-                  "%lld dims (theta %.0f), max positions %lld",
+    std::snprintf(buf, sizeof buf, "%s: %lld heads, %lld KV heads, head_dim %lld, RoPE on "
+                  "%lld dims (theta %.0f)%s, max positions %lld",
+                  gated_ ? "attention (output gate)" : "attention",
                   (long long)c.num_attention_heads, (long long)c.num_key_value_heads,
                   (long long)c.head_dim, (long long)c.rotary_dim(), c.rope_theta,
+                  gated_ || c.attn_qk_norm ? ", q/k norm" : "",
                   (long long)c.max_position_embeddings);
     return buf;
   }
+
+ private:
+  bool gated_;
 };
 
 }  // namespace
 
 const TokenMixerType& gated_attention_type() {
-  static const GatedAttentionType t;
+  static const AttentionType t(true);
+  return t;
+}
+
+const TokenMixerType& attention_type() {
+  static const AttentionType t(false);
   return t;
 }
 

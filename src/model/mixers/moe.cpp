@@ -1,5 +1,6 @@
 // Sparse MoE block: fp32 router logits routed per token by the MoeRouter, routed experts
-// grouped by expert so each runs one GEMM over its tokens, plus a sigmoid-gated shared expert.
+// grouped by expert so each runs one GEMM over its tokens, plus an optional shared expert
+// (sigmoid-gated or not).
 #include "model/mixers/moe.h"
 
 #include <algorithm>
@@ -95,9 +96,11 @@ void Moe::forward(const float* x, int64_t L, float* h) const {
     std::fill(sh.f32(), sh.f32() + L * H, 0.0f);
     swiglu_forward(w.shared, x, L, sh.f32());
     std::vector<float> gate(static_cast<size_t>(L));
-    kernels::linear(x, L, w.shared_gate, gate.data());
-    for (int64_t t = 0; t < L; ++t)
-      kernels::axpy(kernels::sigmoid(gate[size_t(t)]), sh.f32() + t * H, out.f32() + t * H, H);
+    if (!w.shared_gate.empty()) kernels::linear(x, L, w.shared_gate, gate.data());
+    for (int64_t t = 0; t < L; ++t) {
+      const float g = w.shared_gate.empty() ? 1.0f : kernels::sigmoid(gate[size_t(t)]);
+      kernels::axpy(g, sh.f32() + t * H, out.f32() + t * H, H);
+    }
   }
   const float* o = out.f32();
   for (int64_t i = 0; i < L * H; ++i) h[i] += o[i];

@@ -1,9 +1,9 @@
 // Sparse MoE channel mixer: an fp32 router (logits [E] per token), the routing its
 // MoeRouter describes (moe_router.h: softmax or sigmoid scores, an optional selection bias,
 // optional group-limited choice, top-k, optional renormalisation and scaling), SwiGLU
-// experts, an optional sigmoid-gated shared expert. An architecture's router variant is a
-// MoeRouter it fills in load_layer; Qwen3-Next / Qwen3.5-MoE: softmax, top-k, their
-// norm_topk_prob.
+// experts, an optional shared expert (sigmoid-gated: Qwen; added as is: Bailing). An
+// architecture's router variant is a MoeRouter it fills in load_layer; Qwen3-Next /
+// Qwen3.5-MoE: softmax, top-k, their norm_topk_prob; Ring-linear: sigmoid, bias, groups.
 #pragma once
 
 #include <memory>
@@ -21,7 +21,7 @@ struct MoeWeights {
   std::vector<MlpWeights> experts;  // E
   bool has_shared = false;
   MlpWeights shared;
-  Tensor shared_gate;               // [1, H] F32
+  Tensor shared_gate;               // [1, H] F32; empty: the shared expert is not gated
 };
 
 // w.routing must have passed validate(E) (checked: a failure is a programmer error).
