@@ -467,9 +467,14 @@ def round_weights_to_bf16(model):
     return m
 
 
-def evaluate(model, prompt: list[int], specials: set[int]) -> dict:
-    """fp32 greedy + how robust it is to bf16 (HF model cast to bf16; fp32 model with bf16-rounded weights)."""
-    new, dec = greedy(model, prompt)
+def evaluate(model, prompt: list[int], specials: set[int], greedy_fn=None, prefill_fn=None) -> dict:
+    """fp32 greedy + how robust it is to bf16 (HF model cast to bf16; fp32 model with bf16-rounded weights).
+
+    greedy_fn(model, ids) -> (new ids, logits) and prefill_fn(model, ids) -> logits default to the HF runners
+    (greedy, prefill_logits); tools/make_golden_lightning.py passes its own for its plain-torch Ring model."""
+    greedy_fn = greedy_fn or greedy
+    prefill_fn = prefill_fn or prefill_logits
+    new, dec = greedy_fn(model, prompt)
     m = margins(dec)
     res = {"greedy": new, "decode_logits": dec, "margins": m, "min_margin": float(m.min()),
            "bf16_match": False, "wround_match": False, "robustness": 0.0}
@@ -479,13 +484,13 @@ def evaluate(model, prompt: list[int], specials: set[int]) -> dict:
         return res
     mb = copy.deepcopy(model).to(torch.bfloat16)
     mw = round_weights_to_bf16(model)
-    res["bf16_match"] = greedy(mb, prompt)[0] == new
-    res["wround_match"] = greedy(mw, prompt)[0] == new
+    res["bf16_match"] = greedy_fn(mb, prompt)[0] == new
+    res["wround_match"] = greedy_fn(mw, prompt)[0] == new
     # teacher-forced logits on prompt + greedy: how far bf16 moves the logits at each greedy step
     seq, T = prompt + new[:-1], len(prompt)
-    l32 = prefill_logits(model, seq)[T - 1:]
-    res["dev_bf16"] = (prefill_logits(mb, seq)[T - 1:] - l32).abs().max(-1).values
-    res["dev_wround"] = (prefill_logits(mw, seq)[T - 1:] - l32).abs().max(-1).values
+    l32 = prefill_fn(model, seq)[T - 1:]
+    res["dev_bf16"] = (prefill_fn(mb, seq)[T - 1:] - l32).abs().max(-1).values
+    res["dev_wround"] = (prefill_fn(mw, seq)[T - 1:] - l32).abs().max(-1).values
     res["robustness"] = float((m / res["dev_bf16"]).min())
     res["ok"] = res["bf16_match"] and res["wround_match"]
     return res
