@@ -245,7 +245,9 @@ TEST_P(DecodeBatchTest, ErrorsModifyNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, DecodeBatchTest,
-                         ::testing::Values("qwen3_next_moe", "qwen3_5_dense", "qwen3_5_moe"));
+                         ::testing::Values("qwen3_next_moe", "qwen3_5_dense", "qwen3_5_moe",
+                                           "ring_linear_moe", "ring_linear_odd", "minimax_moe",
+                                           "minimax_rotary"));
 
 }  // namespace
 }  // namespace hypic

@@ -1,5 +1,8 @@
-// Logits of the C++ engine against Hugging Face transformers on tiny random checkpoints in
-// the real format (tools/make_golden.py wrote them and the goldens, fp32, CPU).
+// Logits of the C++ engine against reference implementations on tiny random checkpoints in
+// the real format (fp32, CPU): Hugging Face transformers 5.23 for Qwen3-Next / Qwen3.5
+// (tools/make_golden.py) and MiniMax (tools/make_golden_lightning.py; minimax_rotary with
+// transformers' rotary embedding patched to the original partial rotation), and the plain
+// PyTorch reference tools/ring_reference.py for Ring-linear, which transformers lacks.
 //
 // Tolerance. Both sides compute in fp32 with different summation orders and different
 // (but equivalent) algorithms (chunked delta rule, streaming softmax). Each dot product of
@@ -119,7 +122,9 @@ TEST_P(GoldenTest, PrefillThenDecodeEqualsPrefill) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, GoldenTest,
-                         ::testing::Values("qwen3_next_moe", "qwen3_5_dense", "qwen3_5_moe"));
+                         ::testing::Values("qwen3_next_moe", "qwen3_5_dense", "qwen3_5_moe",
+                                           "ring_linear_moe", "ring_linear_odd", "minimax_moe",
+                                           "minimax_rotary"));
 
 }  // namespace
 }  // namespace hypic

@@ -389,7 +389,90 @@ TEST_P(Bf16CheckpointTest, Bf16CopyGivesTheSameGreedyTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, Bf16CheckpointTest,
-                         ::testing::Values("qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe"));
+                         ::testing::Values("qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe",
+                                           "ring_linear_moe", "minimax_moe"));
+
+// The Lightning families: each loads from its copy; a missing tensor, a wrong shape and a
+// config that no longer describes the weights are refused with the name at fault.
+TEST_F(LoadErrorsTest, LightningCopiesLoad) {
+  for (const char* name : {"ring_linear_moe", "ring_linear_odd", "minimax_moe", "minimax_rotary"}) {
+    auto m = Model::load(copy_model(name), {DType::kF32, false});
+    EXPECT_TRUE(m.is_ok()) << name << ": " << m.status().to_string();
+  }
+}
+
+// Every .safetensors file of `dir` rewritten by `f`.
+void rewrite_all(const std::string& dir, const std::function<void(TensorList&)>& f) {
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors" && e.path().filename().string().rfind("golden", 0) != 0) {
+      auto st = SafetensorsFile::open(e.path().string());
+      ASSERT_TRUE(st.is_ok());
+      TensorList ts;
+      for (const auto& n : st->names()) ts.emplace_back(n, st->tensor(n).value());
+      f(ts);
+      ASSERT_TRUE(write_safetensors(e.path().string(), ts, st->metadata()).is_ok());
+    }
+}
+
+TEST_F(LoadErrorsTest, RingTensorMissingOrMisshapen) {
+  const std::string name = "model.layers.1.attention.g_norm.weight";
+  std::string dir = copy_model("ring_linear_moe");
+  rewrite_all(dir, [&](TensorList& ts) {
+    std::erase_if(ts, [&](const auto& p) { return p.first == name; });
+  });
+  edit_json(fs::path(dir) / "model.safetensors.index.json",
+            [&](nlohmann::json& j) { j["weight_map"].erase(name); });
+  EXPECT_EQ(expect_load_error(dir, {name, "not in the checkpoint", "layer 1"}),
+            StatusCode::kNotFound);
+  const std::string bias = "model.layers.3.mlp.gate.expert_bias";
+  dir = copy_model("ring_linear_moe");
+  rewrite_all(dir, [&](TensorList& ts) {
+    for (auto& [n, t] : ts)
+      if (n == bias) t = t.rows(0, 4).clone();  // half the experts
+  });
+  expect_load_error(dir, {bias, "[4]", "[8]", "layer 3"});
+  const std::string qkv = "model.layers.2.attention.query_key_value.weight";  // attention
+  dir = copy_model("ring_linear_moe");
+  rewrite_all(dir, [&](TensorList& ts) {
+    for (auto& [n, t] : ts)
+      if (n == qkv) t = t.rows(0, t.dim(0) - 16).clone();
+  });
+  expect_load_error(dir, {qkv, "layer 2"});
+}
+
+TEST_F(LoadErrorsTest, RingConfigNoLongerDescribesTheWeights) {
+  std::string dir = copy_model("ring_linear_moe");
+  // Another group size moves the attention layers: a Lightning layer's tensors are not there.
+  edit_json(fs::path(dir) / "config.json", [](nlohmann::json& j) { j["layer_group_size"] = 2; });
+  expect_load_error(dir, {"layer 1", "query_key_value"});
+  dir = copy_model("ring_linear_moe");
+  edit_json(fs::path(dir) / "config.json", [](nlohmann::json& j) { j["first_k_dense_replace"] = 0; });
+  expect_load_error(dir, {"model.layers.0.mlp.gate.weight", "layer 0"});
+  dir = copy_model("ring_linear_moe");
+  edit_json(fs::path(dir) / "config.json", [](nlohmann::json& j) { j["group_norm_size"] = 5; });
+  expect_load_error(dir, {"groups must divide"});
+}
+
+TEST_F(LoadErrorsTest, MiniMaxTensorMissingOrMisshapenOrConfigWrong) {
+  const std::string w2 = "model.layers.0.block_sparse_moe.experts.3.w2.weight";
+  std::string dir = copy_model("minimax_rotary");
+  rewrite_all(dir, [&](TensorList& ts) {
+    std::erase_if(ts, [&](const auto& p) { return p.first == w2; });
+  });
+  EXPECT_EQ(expect_load_error(dir, {w2, "not in the checkpoint", "layer 0"}), StatusCode::kNotFound);
+  const std::string qkv = "model.layers.0.self_attn.qkv_proj.weight";
+  dir = copy_model("minimax_rotary");
+  rewrite_all(dir, [&](TensorList& ts) {
+    for (auto& [n, t] : ts)
+      if (n == qkv) t = t.rows(0, t.dim(0) - 3).clone();
+  });
+  expect_load_error(dir, {qkv, "layer 0"});
+  dir = copy_model("minimax_rotary");
+  edit_json(fs::path(dir) / "config.json", [](nlohmann::json& j) {
+    j["attn_type_list"] = nlohmann::json::array({0, 1});
+  });
+  expect_load_error(dir, {"attn_type_list lists 2 layers"});
+}
 
 }  // namespace
 }  // namespace hypic

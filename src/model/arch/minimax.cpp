@@ -3,8 +3,10 @@
 // minimax_text_01, the configuration their remote code and vLLM read).
 //   layers    layer_types (minimax) or attn_type_list (original: 0 Lightning, 1 softmax)
 //   Lightning SiLU(qkv_proj x) split per head as [q | k | v], no q scaling, no RoPE, decay
-//             (2^(−8/H))^(h+1)·(1 − l/(N−1+1e−5) + 1e−5), RMSNorm over all heads (eps 1e−6,
-//             MixtralRMSNorm's default), × σ(output_gate x), out_proj
+//             (2^(−8/H))^(h+1)·(1 − l/(N−1+1e−5) + 1e−5) (transformers) or the ALiBi slopes
+//             ·(1 − l/(N−1) + 1e−5) (the original code, vLLM; they differ when H is not a
+//             power of two), RMSNorm over all heads (eps 1e−6, MixtralRMSNorm's default and
+//             the original's; vLLM uses 1e−5), × σ(output_gate x), out_proj
 //   attention q/k/v/o_proj, NeoX RoPE (transformers rotates the whole head; a config with
 //             rotary_dim — the original format, MiniMax-M1 ships 64 of 128 — rotates that many
 //             dims, as the original code and vLLM do), no q/k norm, no gate
@@ -90,7 +92,10 @@ class MiniMax final : public Architecture {
     l.head_dim = c.head_dim;
     l.silu_qkv = true;  // act_fn = hidden_act (silu, checked)
     l.norm_eps = 1e-6;
-    l.slopes = ModelConfig::Lightning::Slopes::kMiniMax;
+    // transformers' slope rule; the original code's (and vLLM's) ALiBi rule. The two agree
+    // for a power-of-two head count up to the 1e−5 in the layer factor's denominator.
+    l.slopes = original ? ModelConfig::Lightning::Slopes::kAlibi
+                        : ModelConfig::Lightning::Slopes::kMiniMax;
 
     c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
     c.eos_token_ids = f.i64_list("eos_token_id", /*allow_scalar=*/true);
