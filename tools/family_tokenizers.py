@@ -206,6 +206,26 @@ MINIMAX_CHAT_TEMPLATE = (
 )
 
 
+# MiniMaxAI/MiniMax-Text-01 tokenizer_config.json "chat_template" (as served on a Hugging Face
+# mirror, refs/pr/39 at 7466de1 "Guide document for function calling (#32)"), verbatim. Not used
+# by build(); the "minimax-text-01" chat template of hypic follows it.
+MINIMAX_TEXT_01_CHAT_TEMPLATE = (
+    '{% for message in messages %}'
+    "{% if message['role'] == 'system' %}{{ '<beginning_of_sentence>system ai_setting=assistant\\n' + message['content'][0]['text'] + '<end_of_sentence>\\n'}}"
+    "{% elif message['role'] == 'user' %}{{ '<beginning_of_sentence>user name=user\\n' + message['content'][0]['text'] + '<end_of_sentence>\\n'}}"
+    "{% elif message['role'] == 'assistant' %}{{ '<beginning_of_sentence>ai name=assistant\\n' }}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{% generation %}{{ content['text'] }}{% endgeneration %}"
+    "{% endfor %}{{ '<end_of_sentence>\\n' }}"
+    '{% elif message[\'role\'] == \'function\' %}{{ \'<beginning_of_sentence>system function_response=functions\\n\' + \'{"name": "\' + message[\'name\'] + \'", "response": \' + message[\'content\'][0][\'text\'] + \'}\' + \'<end_of_sentence>\\n\'}}'
+    '{% endif %}{% endfor %}{% if tools %}'
+    "{% for function in tools %}{{ '<beginning_of_sentence>system function_setting=functions\\n' + function | tojson + '<end_of_sentence>\\n'}}"
+    '{% endfor %}{% endif %}'
+    "{% if add_generation_prompt %}{{ '<beginning_of_sentence>ai name=assistant\\n' }}"
+    '{% endif %}'
+)
+
+
 def _qwen_config(specials, ids):
     return {
         "add_bos_token": False,
