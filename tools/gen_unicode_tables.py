@@ -5,7 +5,9 @@ Run with the dev interpreter (needs the `tokenizers` package):
     /opt/hypic-dev/bin/python tools/gen_unicode_tables.py
 
 The tables are made to agree with Hugging Face `tokenizers`, the reference we must match:
-  * \\p{L}, \\p{N}, \\p{M} and \\s are read from the Oniguruma engine inside `tokenizers`
+  * \\p{L}, \\p{N}, \\p{M}, \\s and the two letter-case classes of the o200k split regex
+    ([\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}] and [\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]) are read from the
+    Oniguruma engine inside `tokenizers`
     (the regex engine that runs the Split pre-tokenizer), by running each class over every
     code point. Oniguruma's Unicode version is newer than Python's `unicodedata`, and this
     way a new letter is a letter for us exactly when it is one for HF.
@@ -28,7 +30,7 @@ MAX_CP = 0x110000
 ALL = [c for c in range(MAX_CP) if not 0xD800 <= c <= 0xDFFF]
 ALL_STR = "".join(map(chr, ALL))
 
-F_L, F_N, F_M, F_WS, F_WORD, F_NFC_UNSAFE = 1, 2, 4, 8, 16, 32
+F_L, F_N, F_M, F_WS, F_WORD, F_NFC_UNSAFE, F_UPPER, F_LOWER = 1, 2, 4, 8, 16, 32, 64, 128
 
 
 def onig_class(rx):
@@ -41,6 +43,8 @@ def onig_class(rx):
 def main():
     letters, numbers, marks = onig_class(r"\p{L}"), onig_class(r"\p{N}"), onig_class(r"\p{M}")
     spaces = onig_class(r"\s")
+    upper = onig_class(r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]")
+    lower = onig_class(r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]")
 
     nfc, nfd = normalizers.NFC(), normalizers.NFD()
 
@@ -98,6 +102,10 @@ def main():
         flags[c] |= F_WORD
     for c in unsafe:
         flags[c] |= F_NFC_UNSAFE
+    for c in upper:
+        flags[c] |= F_UPPER
+    for c in lower:
+        flags[c] |= F_LOWER
 
     runs = []
     prev = -1

@@ -13,10 +13,17 @@ Writes
                        normalizer); merges rewritten to the old "a b" string form.
   multilingual.txt     the test text (many scripts, NFD accents, emoji ZWJ, code, digits,
                        contractions, tabs, CRLF, whitespace runs, embedded special tokens).
+  bailing_tokenizer.json, minimax_tokenizer.json
+                       byte-level BPEs trained on the same corpus with the exact settings of the
+                       Bailing (Ling / Ring 2.0, Ring-linear) and MiniMax (M1 / Text-01)
+                       families, from tools/family_tokenizers.py (their own split regexes and
+                       special tokens).
   golden.json          HF's answers: ids per line and for the whole file, with and without
                        special-token parsing, decodes, per-token decodes, edge cases, invalid
-                       UTF-8, NFC and pre-tokenizer splits of random strings, and the ids
-                       under the Qwen3.5 regex and with ByteLevel(add_prefix_space=true).
+                       UTF-8, NFC and pre-tokenizer splits of random strings (every implemented
+                       regex), the ids under the Qwen3.5 regex and with
+                       ByteLevel(add_prefix_space=true), and per family tokenizer the ids and
+                       decodes of every line, of the whole file and of chat-formatted texts.
 """
 import json
 import os
@@ -27,6 +34,9 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalize
 from tokenizers import pre_tokenizers as pt
 from tokenizers import processors, trainers
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import family_tokenizers  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "data", "tokenizer")
 
@@ -35,6 +45,8 @@ QWEN2_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
 QWEN35_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|"
              r" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 GPT2_RE = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+BAILING_RE = family_tokenizers.BAILING_RE
+O200K_RE = family_tokenizers.O200K_RE
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
@@ -277,6 +289,82 @@ def pretok_cases(rng):
     return out
 
 
+# More letter cases and case-folding traps for the regexes that split by case (o200k) or fold
+# contractions: Lu Ll Lt Lm Lo and marks side by side, multi-character folds, '/' after newlines.
+CASE_POOL = ["A", "Z", "a", "z", "aB", "Ab", "HTML", "iPhone", "\u017f", "\u212a", "\ufb06",
+             "\u00df", "\u1e9e", "\u0130", "\u0131", "\u01c5", "\u01c8", "\u1fbc", "\u02b0",
+             "\u02bc", "\u3005", "\u30fc", "\uff76", "\u4e2d", "\u0345", "\u0301", "\u20e3",
+             "\u0e31", "\u03a9", "\u03c9", "\u216b", "\u2170", "\u0663", "\uff11", "12345",
+             "/", "//", "\n/", "\r\n", "'S", "'LL", "'Re", "'ve", "'M", "'D", "'T", "\u2019s",
+             "don't", "WE'LL", "x'\u017f", " ", "  ", "\t", "\n", ".", "-", "_", "\u00a0", "\u3000"]
+
+
+def pretok_cases_families(rng):
+    out = {}
+    for name, rx in (("bailing", BAILING_RE), ("o200k", O200K_RE)):
+        split = pt.Split(Regex(rx), "isolated")
+        cases = []
+        pieces = fuzz_strings(rng, 600, 24) + ["".join(rng.choice(CASE_POOL) for _ in range(rng.randint(1, 12)))
+                                                for _ in range(600)]
+        for s in pieces + [ln for ln in line_split(TEXT) if ln]:
+            cases.append({"text": s, "pieces": [p for p, _ in split.pre_tokenize_str(s)]})
+        out[name] = cases
+    return out
+
+
+# Chat-formatted texts per family: the family's markers as its chat template writes them, glued
+# to text, doubled, cut short, and with whitespace around them.
+FAMILY_CHAT = {
+    "bailing": [
+        "<role>SYSTEM</role>Be brief.\ndetailed thinking off<|role_end|><role>HUMAN</role>Wie geht's? "
+        "\u4e2d\u6587 2024<|role_end|><role>ASSISTANT</role>",
+        "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>Hi<|role_end|>"
+        "<role>ASSISTANT</role>Hello!<|role_end|><role>HUMAN</role>Doc one. Doc two. Why?<|role_end|>"
+        "<role>ASSISTANT</role>",
+        "<|startoftext|>text<|endoftext|> <role> </role> <|role_end|>\n<role>HUMAN</role",
+        "x<role>y</role>z<|role_end|><|role_end|><|endoftext|>",
+    ],
+    "minimax": [
+        "<begin_of_document><beginning_of_sentence>system ai_setting=assistant\nBe brief."
+        "<end_of_sentence>\n<beginning_of_sentence>user name=user\nWie geht's? \u4e2d\u6587 2024"
+        "<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n",
+        "<beginning_of_sentence>user name=user\nHi<end_of_sentence>\n<beginning_of_sentence>ai "
+        "name=assistant\nHello!<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n",
+        "<end_of_document> <begin_of_document>x<end_of_sentence><end_of_sentence> <beginning_of_sent",
+        "iPhone's HTMLParser don't WE'LL 12345 \r\n// x/y",
+    ],
+}
+
+
+def family_golden(name, tok, rng):
+    lines = line_split(TEXT)
+    recs = []
+    for ln in lines:
+        a, b = ids(tok, ln, True), ids(tok, ln, False)
+        recs.append({"ids": a, "ids_no_special": b,
+                     "decoded": tok.decode(a, skip_special_tokens=False),
+                     "decoded_skip_special": tok.decode(a, skip_special_tokens=True)})
+    whole = ids(tok, TEXT, True)
+    n = tok.get_vocab_size(with_added_tokens=True)
+    rand_ids = [[rng.randrange(n + 3) for _ in range(rng.randint(1, 10))] for _ in range(100)]
+    return {
+        "file": f"{name}_tokenizer.json",
+        "vocab_size": n,
+        "specials": family_tokenizers.special_tokens(name),
+        "lines": recs,
+        "whole": {"ids": whole, "ids_no_special": ids(tok, TEXT, False),
+                  "decoded": tok.decode(whole, skip_special_tokens=False),
+                  "decoded_skip_special": tok.decode(whole, skip_special_tokens=True)},
+        "chat": [{"text": t, "ids": ids(tok, t, True), "ids_no_special": ids(tok, t, False),
+                  "decoded": tok.decode(ids(tok, t, True), skip_special_tokens=False),
+                  "decoded_skip_special": tok.decode(ids(tok, t, True), skip_special_tokens=True)}
+                 for t in FAMILY_CHAT[name]],
+        "decode_random": [{"ids": r, "decoded": tok.decode(r, skip_special_tokens=False),
+                           "decoded_skip_special": tok.decode(r, skip_special_tokens=True)}
+                          for r in rand_ids],
+    }
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rng = random.Random(20240630)
@@ -363,16 +451,32 @@ def main():
     golden["nfc"] = {"cases": nfc, "singles_that_change": singles}
     golden["pretokenize"] = pretok_cases(rng)
 
+    # Family tokenizers (their own seeds, so the data above does not move when they change).
+    frng = random.Random(20251101)
+    golden["pretokenize"].update(pretok_cases_families(frng))
+    corpus = "\n".join(training_corpus())
+    family_json = {}
+    golden["families"] = {}
+    for name in ("bailing", "minimax"):
+        text, _ = family_tokenizers.build(name, corpus, 4000)
+        assert family_tokenizers.build(name, corpus, 4000)[0] == text, "training is not deterministic"
+        family_json[name] = text
+        golden["families"][name] = family_golden(name, Tokenizer.from_str(text), frng)
+
     with open(os.path.join(OUT, "tokenizer.json"), "w", encoding="utf-8") as f:
         f.write(json.dumps(json.loads(qwen_str), ensure_ascii=False, separators=(",", ":")))
     with open(os.path.join(OUT, "gpt2_tokenizer.json"), "w", encoding="utf-8") as f:
         f.write(gpt2_str)
+    for name, text in family_json.items():
+        with open(os.path.join(OUT, f"{name}_tokenizer.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")))
     with open(os.path.join(OUT, "multilingual.txt"), "w", encoding="utf-8", newline="") as f:
         f.write(TEXT)
     with open(os.path.join(OUT, "golden.json"), "w", encoding="utf-8") as f:
         json.dump(golden, f, ensure_ascii=False, separators=(",", ":"))
         f.write("\n")
-    for name in ("tokenizer.json", "gpt2_tokenizer.json", "multilingual.txt", "golden.json"):
+    for name in ("tokenizer.json", "gpt2_tokenizer.json", "bailing_tokenizer.json",
+                 "minimax_tokenizer.json", "multilingual.txt", "golden.json"):
         print(f"{name}: {os.path.getsize(os.path.join(OUT, name))} bytes", file=sys.stderr)
     print(f"qwen vocab {qwen.get_vocab_size()} (+added), gpt2 vocab {gpt2.get_vocab_size()}; "
           f"{len(lines)} lines, {len(whole)} ids for the whole text", file=sys.stderr)

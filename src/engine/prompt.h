@@ -1,11 +1,14 @@
 // Prompt layouts. A PIC request is a chat with the documents inside the user turn, each
 // document a separately tokenised segment; open / close / gen are the pieces of the
-// model's ChatTemplate (tokenizer/chat_template.h):
+// model's ChatTemplate (tokenizer/chat_template.h: message_open / message_close of the
+// message's position, generation_prompt):
 //   prefix   open(system) {system} close(system) open(user)
 //   segment  the document text, as given (tokenised on its own, so its tokens never depend
 //            on its neighbours)
 //   suffix   {query} close(user) gen
-// Without a system message the prefix is just open(user).
+// Without a system message the prefix is just open(user) (for the user turn as the first
+// message: with ChatML that is the user turn's opening alone; a template may put a default
+// system turn there).
 #pragma once
 
 #include <string>

@@ -36,7 +36,7 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
     std::vector<int32_t>* cur = &out->prefix;
     for (size_t i = 0; i < r.messages.size(); ++i) {
       const Message& m = r.messages[i];
-      special(chat.turn_open(role_name(m.role)), cur);
+      special(chat.message_open(i, role_name(m.role)), cur);
       const bool last = i + 1 == r.messages.size();
       // Consecutive plain parts are tokenised as one text, so that splitting a string into
       // parts does not change its tokens.
@@ -66,7 +66,7 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
       }
       if (last && out->segments.empty()) cur = &out->suffix;  // no segments: the last turn is the suffix
       plain(run, cur);
-      special(chat.turn_close(role_name(m.role)), cur);
+      special(chat.message_close(i, role_name(m.role)), cur);
     }
     special(chat.generation_prompt(), cur);
   }

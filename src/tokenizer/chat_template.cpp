@@ -2,13 +2,25 @@
 
 namespace hypic {
 
+std::string ChatTemplate::conversation_open(std::string_view) const { return {}; }
+
+std::string ChatTemplate::message_open(size_t index, std::string_view role) const {
+  if (index != 0) return turn_open(role);
+  return conversation_open(role) + first_turn_open(role);
+}
+
+std::string ChatTemplate::message_close(size_t index, std::string_view role) const {
+  return index == 0 ? first_turn_close(role) : turn_close(role);
+}
+
 std::string ChatTemplate::render(const std::vector<ChatMessage>& msgs,
                                  bool add_generation_prompt) const {
   std::string out;
-  for (const ChatMessage& m : msgs) {
-    out += turn_open(m.role);
-    out += m.content;
-    out += turn_close(m.role);
+  if (msgs.empty()) out += conversation_open("");
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    out += message_open(i, msgs[i].role);
+    out += msgs[i].content;
+    out += message_close(i, msgs[i].role);
   }
   if (add_generation_prompt) out += generation_prompt();
   return out;
@@ -16,7 +28,10 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& msgs,
 
 Result<const ChatTemplate*> chat_template_for(std::string_view name) {
   static const ChatMl chat_ml;
-  static const ChatTemplate* const known[] = {&chat_ml};
+  static const Bailing bailing;
+  static const MiniMax minimax(MiniMax::Variant::kM1);
+  static const MiniMax minimax_text_01(MiniMax::Variant::kText01);
+  static const ChatTemplate* const known[] = {&chat_ml, &bailing, &minimax, &minimax_text_01};
   std::string names;
   for (const ChatTemplate* t : known) {
     if (t->name() == name) return t;

@@ -1,20 +1,30 @@
 // Chat templates: how a model family writes a conversation as prompt text.
 //
-// A conversation is, per message, turn_open(role) + content + turn_close(role), and then
-// generation_prompt() when the model is to answer. render() is defined from these pieces,
-// so layouts that tokenise a conversation piecewise (PIC: documents as segments inside the
-// user turn; the server's content parts) reproduce its text exactly.
+// A conversation is conversation_open(first role), then per message
+// turn_open(role) + content + turn_close(role), and then generation_prompt() when the model is
+// to answer; the first message uses first_turn_open / first_turn_close, which default to
+// turn_open / turn_close. message_open / message_close give the text around message i of a
+// conversation. render() is defined from these pieces, so layouts that tokenise a conversation
+// piecewise (PIC: documents as segments inside the user turn; the server's content parts)
+// reproduce its text exactly.
+//
+// The conversation-level pieces exist for templates whose start is not a plain turn: Bailing
+// writes a default system turn when the conversation has none and closes a leading system turn
+// differently from a later one; MiniMax-M1 starts every conversation with <begin_of_document>.
+// ChatML uses none of them.
 //
 // Template text carries special-token markers: encode it with parse_special=true and the
 // content with parse_special=false, so that content can never inject a marker.
 //
 // Roles are the OpenAI / Hugging Face names ("system", "user", "assistant"); a template
-// maps them to its own spelling.
+// maps them to its own spelling. What the pieces cannot express (a Jinja template that moves,
+// merges or rewrites messages) is listed at each class.
 //
 // Adding a family: one implementation file (as chat_ml.cpp), its class below and its entry
 // in chat_template_for().
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +51,18 @@ class ChatTemplate {
   // Text after the last turn that makes the model answer as the assistant.
   virtual std::string generation_prompt() const = 0;
 
+  // Text before the first turn; `first_role` is the first message's role, "" when there is
+  // no message. Default: nothing.
+  virtual std::string conversation_open(std::string_view first_role) const;
+  // Text around the content of the first message. Default: turn_open / turn_close.
+  virtual std::string first_turn_open(std::string_view role) const { return turn_open(role); }
+  virtual std::string first_turn_close(std::string_view role) const { return turn_close(role); }
+
+  // Text before / after the content of message `index` (0-based) of role `role`; before the
+  // first message this includes conversation_open.
+  std::string message_open(size_t index, std::string_view role) const;
+  std::string message_close(size_t index, std::string_view role) const;
+
   // The whole conversation: the pieces above, concatenated.
   std::string render(const std::vector<ChatMessage>& msgs, bool add_generation_prompt) const;
 };
@@ -53,6 +75,52 @@ class ChatMl final : public ChatTemplate {
   std::string turn_open(std::string_view role) const override;
   std::string turn_close(std::string_view role) const override;
   std::string generation_prompt() const override;
+};
+
+// Ling 2.0 / Ring 2.0 / Ring-mini-linear-2.0 / Ring-flash-linear-2.0 ("bailing"), the
+// template of inclusionAI/Ring-V2 resource/tokenizer/config_sft/tokenizer_config.json:
+//   "<role>SYSTEM</role>" [{system} "\n"] "detailed thinking off<|role_end|>"   (always first)
+//   "<role>HUMAN</role>" {user} "<|role_end|>"
+//   "<role>ASSISTANT</role>" {assistant} "<|role_end|>"
+//   "<role>SYSTEM</role>" {system} "<|role_end|>"                                (not first)
+// generation prompt "<role>ASSISTANT</role>". Thinking is always "off": the template sets
+// thinking_option = 'off' itself. Not expressible here (the Jinja rewrites content): an
+// assistant message containing "</think>" loses its reasoning, or has it re-wrapped, in the
+// Jinja; here content is written as given. Roles other than the three are written as user.
+class Bailing final : public ChatTemplate {
+ public:
+  std::string_view name() const override { return "bailing"; }
+  std::string turn_open(std::string_view role) const override;
+  std::string turn_close(std::string_view role) const override;
+  std::string generation_prompt() const override;
+  std::string conversation_open(std::string_view first_role) const override;
+  std::string first_turn_close(std::string_view role) const override;
+};
+
+// MiniMax ("minimax": MiniMax-AI/MiniMax-M1 tokenizer_config.json; "minimax-text-01":
+// MiniMaxAI/MiniMax-Text-01's):
+//   M1 only: "<begin_of_document>" first
+//   "<beginning_of_sentence>system ai_setting=assistant\n" {system} "<end_of_sentence>\n"
+//   "<beginning_of_sentence>user name=user\n" {user} "<end_of_sentence>\n"
+//   "<beginning_of_sentence>ai name=assistant\n" {assistant} "<end_of_sentence>\n"
+// generation prompt "<beginning_of_sentence>ai name=assistant\n". Not expressible here: M1's
+// Jinja gathers the text of every system message into one system turn at the top and writes
+// none when that text is empty; here each system message is a turn where it stands (exact for
+// one non-empty leading system message, or none). Both Jinja templates read only the first
+// text part of a user or system message; here a message is its whole text. Roles other than
+// the three are written as user.
+class MiniMax final : public ChatTemplate {
+ public:
+  enum class Variant { kM1, kText01 };
+  explicit MiniMax(Variant v) : variant_(v) {}
+  std::string_view name() const override;
+  std::string turn_open(std::string_view role) const override;
+  std::string turn_close(std::string_view role) const override;
+  std::string generation_prompt() const override;
+  std::string conversation_open(std::string_view first_role) const override;
+
+ private:
+  Variant variant_;
 };
 
 // The template called `name`; it lives for the whole program. An unknown name is kNotFound,

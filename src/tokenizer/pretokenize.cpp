@@ -15,6 +15,10 @@ constexpr const char* kQwen35Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kGpt2Regex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kBailingRegex =
+    R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)";
+constexpr const char* kO200kRegex =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 struct Ch {
   uint32_t cp;
@@ -69,6 +73,23 @@ inline uint32_t fold(uint32_t cp) {
   return cp;
 }
 
+// End of (?i:'s|'t|'re|'ve|'m|'ll|'d) matched at i, or i when it does not match there.
+inline size_t contraction_end(std::string_view s, size_t i) {
+  const size_t n = s.size();
+  if (i + 1 >= n || s[i] != '\'') return i;
+  const size_t i1 = i + 1;
+  const Ch c1 = char_at(s, i1);
+  const size_t i2 = i1 + c1.len;
+  const uint32_t l1 = fold(c1.cp);
+  if (l1 == 's' || l1 == 't' || l1 == 'm' || l1 == 'd') return i2;
+  if ((l1 == 'r' || l1 == 'v' || l1 == 'l') && i2 < n) {
+    const Ch c2 = char_at(s, i2);
+    const uint32_t l2 = fold(c2.cp);
+    if ((l1 == 'l' && l2 == 'l') || (l1 != 'l' && l2 == 'e')) return i2 + c2.len;
+  }
+  return i;
+}
+
 // Piece starting with whitespace at i. with_crlf adds the `\s*[\r\n]+` alternative first;
 // then `\s+(?!\S)` (the run minus its last character when a non-space follows) and `\s+`.
 inline size_t whitespace_piece(std::string_view s, size_t i, bool with_crlf) {
@@ -97,16 +118,9 @@ size_t qwen_piece(std::string_view s, size_t i, uint8_t letter) {
   };
 
   // (?i:'s|'t|'re|'ve|'m|'ll|'d)
-  if (c0.cp == '\'' && i1 < n) {
-    const Ch c1 = char_at(s, i1);
-    const size_t i2 = i1 + c1.len;
-    const uint32_t l1 = fold(c1.cp);
-    if (l1 == 's' || l1 == 't' || l1 == 'm' || l1 == 'd') return i2;
-    if ((l1 == 'r' || l1 == 'v' || l1 == 'l') && i2 < n) {
-      const Ch c2 = char_at(s, i2);
-      const uint32_t l2 = fold(c2.cp);
-      if ((l1 == 'l' && l2 == 'l') || (l1 != 'l' && l2 == 'e')) return i2 + c2.len;
-    }
+  if (c0.cp == '\'') {
+    const size_t e = contraction_end(s, i);
+    if (e != i) return e;
   }
   // [^\r\n\p{L}\p{N}]?\p{L}+   (Qwen3.5: [\p{L}\p{M}]+; the optional class is unchanged)
   if (is_letter(c0.flags)) return scan(s, i1, is_letter);
@@ -123,6 +137,86 @@ size_t qwen_piece(std::string_view s, size_t i, uint8_t letter) {
     if (is_other(c1.flags)) return scan_crlf(s, scan(s, i1 + c1.len, is_other));
   }
   if (is_other(c0.flags)) return scan_crlf(s, scan(s, i1, is_other));
+  // \s*[\r\n]+|\s+(?!\S)|\s+
+  return whitespace_piece(s, i, true);
+}
+
+// The Bailing regex matches the same pieces as Qwen2's, alternative by alternative:
+//  * '(?i:[sdmt]|ll|ve|re) is (?i:'s|'t|'re|'ve|'m|'ll|'d) written another way (the
+//    apostrophe has no case variants; the seven endings start with distinct letters);
+//  * [^\r\n\p{L}\p{N}]?+\p{L}+: giving the optional character back could only help if \p{L}+
+//    then matched at that character, which the class excludes, so ?+ matches as ? does;
+//  * [^\s\p{L}\p{N}]++[\r\n]*: \r and \n are \s, so the run never has to give one back;
+//  * \s*[\r\n] and \s*[\r\n]+ both end at the last \r or \n of the whitespace run.
+// The golden tests check this against Oniguruma on random strings.
+size_t bailing_piece(std::string_view s, size_t i) { return qwen_piece(s, i, ud::kFlagLetter); }
+
+// o200k. Alternatives 1 and 2 are P? U* W+ C? and P? U+ W* C?, with P = [^\r\n\p{L}\p{N}],
+// U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], W = [\p{Ll}\p{Lm}\p{Lo}\p{M}], C the contractions.
+// U and W overlap (Lm, Lo, M) and P contains the marks, so backtracking matters; the order in
+// which Oniguruma tries things is: alternative 1 with P taken, then without it, then
+// alternative 2 likewise; C? is greedy and never fails.
+size_t o200k_piece(std::string_view s, size_t i) {
+  constexpr size_t kNone = std::string_view::npos;
+  const size_t n = s.size();
+  const Ch c0 = char_at(s, i);
+  const size_t i1 = i + c0.len;
+  auto is_up = [](uint8_t f) { return (f & ud::kFlagUpperish) != 0; };
+  auto is_low = [](uint8_t f) { return (f & ud::kFlagLowerish) != 0; };
+  auto is_other = [](uint8_t f) {
+    return (f & (ud::kFlagLetter | ud::kFlagNumber | ud::kFlagSpace)) == 0;
+  };
+  // U* W+ from st. U* first takes its longest run; if W+ cannot start right after it, U*
+  // gives back characters until W+ can start: at the last W character inside the run,
+  // where W+ then ends after that one character (nothing W follows it before the run ends).
+  auto upper_lower = [&](size_t st) -> size_t {
+    size_t j = st, after_last_w = kNone;
+    while (j < n) {
+      const Ch c = char_at(s, j);
+      if (!is_up(c.flags)) break;
+      j += c.len;
+      if (is_low(c.flags)) after_last_w = j;
+    }
+    if (j < n) {
+      const Ch c = char_at(s, j);
+      if (is_low(c.flags)) return scan(s, j + c.len, is_low);
+    }
+    return after_last_w;
+  };
+  // U+ W* from st.
+  auto upper_then_lower = [&](size_t st) -> size_t {
+    if (st >= n) return kNone;
+    const Ch c = char_at(s, st);
+    if (!is_up(c.flags)) return kNone;
+    return scan(s, scan(s, st + c.len, is_up), is_low);
+  };
+  const bool prefix = !(c0.flags & (ud::kFlagLetter | ud::kFlagNumber)) && c0.cp != '\r' &&
+                      c0.cp != '\n';
+  size_t e;
+  if (prefix && (e = upper_lower(i1)) != kNone) return contraction_end(s, e);
+  if ((e = upper_lower(i)) != kNone) return contraction_end(s, e);
+  if (prefix && (e = upper_then_lower(i1)) != kNone) return contraction_end(s, e);
+  if ((e = upper_then_lower(i)) != kNone) return contraction_end(s, e);
+  // \p{N}{1,3}
+  if (c0.flags & ud::kFlagNumber) {
+    size_t j = i1;
+    for (int k = 1; k < 3 && j < n; ++k) {
+      const Ch c = char_at(s, j);
+      if (!(c.flags & ud::kFlagNumber)) break;
+      j += c.len;
+    }
+    return j;
+  }
+  // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+  auto tail = [&](size_t j) {
+    while (j < n && (s[j] == '\r' || s[j] == '\n' || s[j] == '/')) ++j;
+    return j;
+  };
+  if (c0.cp == ' ' && i1 < n) {
+    const Ch c1 = char_at(s, i1);
+    if (is_other(c1.flags)) return tail(scan(s, i1 + c1.len, is_other));
+  }
+  if (is_other(c0.flags)) return tail(scan(s, i1, is_other));
   // \s*[\r\n]+|\s+(?!\S)|\s+
   return whitespace_piece(s, i, true);
 }
@@ -167,6 +261,8 @@ const char* pattern_regex(Pattern p) {
     case Pattern::kQwen2: return kQwen2Regex;
     case Pattern::kQwen35: return kQwen35Regex;
     case Pattern::kGpt2: return kGpt2Regex;
+    case Pattern::kBailing: return kBailingRegex;
+    case Pattern::kO200k: return kO200kRegex;
   }
   return "";
 }
@@ -176,12 +272,14 @@ const char* pattern_name(Pattern p) {
     case Pattern::kQwen2: return "qwen2";
     case Pattern::kQwen35: return "qwen3.5";
     case Pattern::kGpt2: return "gpt2";
+    case Pattern::kBailing: return "bailing";
+    case Pattern::kO200k: return "o200k";
   }
   return "";
 }
 
 std::optional<Pattern> recognize(std::string_view regex) {
-  for (Pattern p : {Pattern::kQwen2, Pattern::kQwen35, Pattern::kGpt2})
+  for (Pattern p : kAllPatterns)
     if (regex == pattern_regex(p)) return p;
   return std::nullopt;
 }
@@ -191,6 +289,8 @@ size_t next_piece(Pattern p, std::string_view text, size_t i) {
     case Pattern::kQwen2: return qwen_piece(text, i, ud::kFlagLetter);
     case Pattern::kQwen35: return qwen_piece(text, i, ud::kFlagLetter | ud::kFlagMark);
     case Pattern::kGpt2: return gpt2_piece(text, i);
+    case Pattern::kBailing: return bailing_piece(text, i);
+    case Pattern::kO200k: return o200k_piece(text, i);
   }
   return text.size();
 }

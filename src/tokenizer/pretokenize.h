@@ -25,7 +25,23 @@ enum class Pattern {
   // GPT-2 (ByteLevel use_regex=true):
   // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
   kGpt2,
+  // Bailing: Ling 2.0 / Ring 2.0 / Ring-linear 2.0 (inclusionAI; llama.cpp "bailingmoe"):
+  // '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|
+  // \s*[\r\n]|\s+(?!\S)|\s+
+  // It splits exactly as kQwen2 does (see bailing_piece in pretokenize.cpp).
+  kBailing,
+  // o200k (GPT-4o; MiniMax-Text-01 / M1 / M2): words split by letter case, contractions
+  // kept on the word, numbers in runs of up to three:
+  // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
+  // (?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+
+  // [\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+  // \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  kO200k,
 };
+
+// Every pattern, in the order error messages list them.
+inline constexpr Pattern kAllPatterns[] = {Pattern::kQwen2, Pattern::kQwen35, Pattern::kGpt2,
+                                           Pattern::kBailing, Pattern::kO200k};
 
 const char* pattern_regex(Pattern p);
 const char* pattern_name(Pattern p);

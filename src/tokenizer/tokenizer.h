@@ -1,4 +1,5 @@
-// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json (the format Qwen ships).
+// Byte-level BPE tokenizer read from a Hugging Face tokenizer.json (as Qwen, Ling / Ring and
+// MiniMax ship them).
 //
 // encode() gives the ids of HF `tokenizer.encode(text, add_special_tokens=False)`; with
 // parse_special=false it matches HF with `encode_special_tokens=True` (special tokens in the
@@ -9,7 +10,8 @@
 //   normalizer     null | NFC | Sequence of those
 //   pre_tokenizer  ByteLevel(use_regex true|false, add_prefix_space any)
 //                  | Sequence[Split(Regex R, Isolated, invert false), ByteLevel(...)]
-//                  where R is the Qwen2/Qwen3/Qwen3-Next, Qwen3.5 or GPT-2 split regex
+//                  where R is the Qwen2/Qwen3/Qwen3-Next, Qwen3.5, GPT-2, Bailing (Ling /
+//                  Ring 2.0) or o200k (GPT-4o, MiniMax-Text-01 / M1 / M2) split regex
 //   model          BPE: vocab, merges ("a b" strings or ["a","b"] pairs), ignore_merges,
 //                  unk_token / fuse_unk; no dropout, byte_fallback or subword affixes
 //   decoder        ByteLevel

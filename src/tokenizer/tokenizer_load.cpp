@@ -71,13 +71,13 @@ class Loader {
     std::string rx = pat["Regex"].get<std::string>();
     auto pattern = pretok::recognize(rx);
     if (!pattern) {
+      std::string known;
+      for (pretok::Pattern p : pretok::kAllPatterns) {
+        known += known.empty() ? "" : "; ";
+        known += std::string(pretok::pattern_name(p)) + ": " + json(pretok::pattern_regex(p)).dump();
+      }
       return unsupported_("pre_tokenizer Split regex " + json(rx).dump() +
-                          " is not one of the implemented patterns (Qwen2/Qwen3: " +
-                          json(pretok::pattern_regex(pretok::Pattern::kQwen2)).dump() +
-                          "; Qwen3.5: " +
-                          json(pretok::pattern_regex(pretok::Pattern::kQwen35)).dump() +
-                          "; GPT-2: " +
-                          json(pretok::pattern_regex(pretok::Pattern::kGpt2)).dump() + ")");
+                          " is not one of the implemented patterns (" + known + ")");
     }
     std::string behavior = p.value("behavior", std::string("Isolated"));
     if (behavior != "Isolated")

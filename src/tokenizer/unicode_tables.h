@@ -15,6 +15,8 @@ enum : uint8_t {
   kFlagSpace = 8,       // \s (White_Space)
   kFlagWord = 16,       // \w (approximation: L M Nd Nl Pc ZWNJ ZWJ)
   kFlagNfcUnsafe = 32,  // ccc != 0 or NFC_Quick_Check != Yes: NFC must look here
+  kFlagUpperish = 64,   // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (o200k: a word's leading run)
+  kFlagLowerish = 128,  // [\p{Ll}\p{Lm}\p{Lo}\p{M}] (o200k: a word's trailing run)
 };
 
 struct CccRange {

@@ -44,5 +44,37 @@ TEST(Prompt, ChatPartsLayOutChatMl) {
   EXPECT_EQ(chat_parts(chat, tok(), "", {}, "Q").prefix, tok().encode("<|im_start|>user\n"));
 }
 
+// Bailing (Ling / Ring 2.0): a default system turn when there is no system message, and the
+// leading system message closed with the thinking switch (texts: the real Jinja template, see
+// tests/tokenizer/test_chat_template.cpp). The prefix is one text, so it tokenises as HF does.
+TEST(Prompt, ChatPartsLayOutBailing) {
+  auto r = Tokenizer::load(std::string(HYPIC_SOURCE_DIR) + "/tests/data/tokenizer/bailing_tokenizer.json");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tokenizer& btok = r.value();
+  const ChatTemplate& chat = *chat_template_for("bailing").value();
+  const PromptParts p = chat_parts(chat, btok, "Be brief.", {"Doc one.", "Two."}, "Why?");
+  EXPECT_EQ(p.prefix, btok.encode("<role>SYSTEM</role>Be brief.\ndetailed thinking off<|role_end|><role>HUMAN</role>"));
+  ASSERT_EQ(p.segments.size(), 2u);
+  EXPECT_EQ(p.segments[0], btok.encode("Doc one.", /*parse_special=*/false));
+  auto suffix = btok.encode("Why?", /*parse_special=*/false);
+  btok.encode_append("<|role_end|><role>ASSISTANT</role>", suffix);
+  EXPECT_EQ(p.suffix, suffix);
+  EXPECT_EQ(chat_parts(chat, btok, "", {}, "Q").prefix,
+            btok.encode("<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>"));
+}
+
+TEST(Prompt, ChatPartsLayOutMiniMax) {
+  auto r = Tokenizer::load(std::string(HYPIC_SOURCE_DIR) + "/tests/data/tokenizer/minimax_tokenizer.json");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tokenizer& mtok = r.value();
+  const ChatTemplate& chat = *chat_template_for("minimax").value();
+  const PromptParts p = chat_parts(chat, mtok, "Be brief.", {"Doc one."}, "Why?");
+  EXPECT_EQ(p.prefix, mtok.encode("<begin_of_document><beginning_of_sentence>system ai_setting=assistant\n"
+                                  "Be brief.<end_of_sentence>\n<beginning_of_sentence>user name=user\n"));
+  auto suffix = mtok.encode("Why?", /*parse_special=*/false);
+  mtok.encode_append("<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n", suffix);
+  EXPECT_EQ(p.suffix, suffix);
+}
+
 }  // namespace
 }  // namespace hypic

@@ -1,6 +1,8 @@
 // Chat / completions requests -> PromptParts (ChatML turns, segments tokenised on their own).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "engine/prompt.h"
 #include "server/engine_request.h"
 #include "tokenizer/chat_template.h"
@@ -78,6 +80,38 @@ TEST(PromptMap, NoSegmentsIsPlainChatML) {
             "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nHow are you?<|im_end|>\n"
             "<|im_start|>assistant\n");
   EXPECT_EQ(p.concatenated(), tok().encode(prompt_text(chat(), r)));
+}
+
+// The other families: the same messages give their template's text (as the real Jinja
+// renders it) and, where every content borders on a special token, HF's ids for that text.
+TEST(PromptMap, BailingAndMiniMaxFollowTheirTemplates) {
+  const std::string body = R"({"model":"m","messages":[{"role":"system","content":"Be brief"},
+      {"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},
+      {"role":"user","content":"How are you?"}]})";
+  ApiRequest r = parse(body);
+  for (auto [name, file, text] :
+       {std::tuple{"bailing", "bailing_tokenizer.json",
+                   "<role>SYSTEM</role>Be brief\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi<|role_end|>"
+                   "<role>ASSISTANT</role>Hello!<|role_end|><role>HUMAN</role>How are you?<|role_end|>"
+                   "<role>ASSISTANT</role>"},
+        std::tuple{"minimax", "minimax_tokenizer.json",
+                   "<begin_of_document><beginning_of_sentence>system ai_setting=assistant\nBe brief<end_of_sentence>\n"
+                   "<beginning_of_sentence>user name=user\nHi<end_of_sentence>\n"
+                   "<beginning_of_sentence>ai name=assistant\nHello!<end_of_sentence>\n"
+                   "<beginning_of_sentence>user name=user\nHow are you?<end_of_sentence>\n"
+                   "<beginning_of_sentence>ai name=assistant\n"}}) {
+    auto t = Tokenizer::load(std::string(HYPIC_SOURCE_DIR) + "/tests/data/tokenizer/" + file);
+    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+    const ChatTemplate& c = *chat_template_for(name).value();
+    EXPECT_EQ(prompt_text(c, r), text) << name;
+    PromptParts p;
+    ASSERT_FALSE(build_prompt(t.value(), c, r, 100000, &p));
+    EXPECT_EQ(p.concatenated(), t.value().encode(text)) << name;
+  }
+  // Known difference from HF's whole-text encoding: message content is tokenised on its own,
+  // so a piece that would span content and template text not separated by a special token is
+  // cut there. Bailing's leading system turn has such a boundary ("\ndetailed thinking off"
+  // follows the content): "Be brief." + "\n" are pieces "." and "\n" here, ".\n" for HF.
 }
 
 TEST(PromptMap, SpecialTokenTextInContentStaysText) {

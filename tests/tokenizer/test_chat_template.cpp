@@ -1,8 +1,11 @@
-// Chat templates (tokenizer/chat_template.h): ChatML's text, render() as the concatenation
-// of the pieces, the factory's names.
+// Chat templates (tokenizer/chat_template.h): ChatML's text, the Bailing and MiniMax texts
+// against their real Jinja templates, render() as the concatenation of the pieces, the
+// factory's names, the markers as special tokens of each family's tokenizer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <tuple>
 
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer_test_util.h"
@@ -61,11 +64,186 @@ TEST(ChatTemplate, PiecesConcatenateToTheRender) {
   EXPECT_EQ(t.render({msgs[0], msgs[3]}, true), pic);
 }
 
+// Each template's text for the same conversations, as the model's own Jinja template renders
+// it (transformers' apply_chat_template; tools/render_chat_templates.py prints these). The
+// Jinja texts are in tools/family_tokenizers.py, verbatim from:
+//   bailing          inclusionAI/Ring-V2 resource/tokenizer/config_sft/tokenizer_config.json
+//                    (the same file as inclusionAI/Ling-V2's)
+//   minimax          MiniMax-AI/MiniMax-M1 tokenizer_config.json
+//   minimax-text-01  MiniMaxAI/MiniMax-Text-01 tokenizer_config.json (a Hugging Face mirror)
+//   chatml           tools/make_golden.py's template for the Qwen test checkpoints
+// MiniMax's templates read content[0]['text']: its messages were given as one text part.
+struct JinjaCase {
+  const char* name;
+  std::vector<ChatMessage> msgs;
+  bool add_generation_prompt;
+  const char* text;
+};
+
+const std::vector<JinjaCase>& jinja_cases() {
+  static const std::vector<JinjaCase> cases = {
+    {"bailing", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, false,
+     "<role>SYSTEM</role>You are helpful.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi\nthere<|role_end|>"},
+    {"bailing", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, true,
+     "<role>SYSTEM</role>You are helpful.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi\nthere<|role_end|><role>ASSISTANT</role>"},
+    {"bailing", {{"user", "Q"}}, true,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>Q<|role_end|><role>ASSISTANT</role>"},
+    {"bailing", {{"user", "Q"}, {"assistant", "A"}, {"user", ""}}, true,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>Q<|role_end|><role>ASSISTANT</role>A<|role_end|><role>HUMAN</role><|role_end|><role>ASSISTANT</role>"},
+    {"bailing", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, true,
+     "<role>SYSTEM</role>Be brief.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi<|role_end|><role>ASSISTANT</role>Hello!<|role_end|><role>HUMAN</role>Doc one. Doc two. Why?<|role_end|><role>ASSISTANT</role>"},
+    {"bailing", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, false,
+     "<role>SYSTEM</role>Be brief.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi<|role_end|><role>ASSISTANT</role>Hello!<|role_end|><role>HUMAN</role>Doc one. Doc two. Why?<|role_end|>"},
+    {"bailing", {{"user", "a"}, {"system", "late"}, {"user", "b"}}, true,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>a<|role_end|><role>SYSTEM</role>late<|role_end|><role>HUMAN</role>b<|role_end|><role>ASSISTANT</role>"},
+    {"bailing", {{"system", ""}, {"user", "x"}}, true,
+     "<role>SYSTEM</role>\ndetailed thinking off<|role_end|><role>HUMAN</role>x<|role_end|><role>ASSISTANT</role>"},
+    {"minimax", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, false,
+     "<begin_of_document><beginning_of_sentence>system ai_setting=assistant\nYou are helpful.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi\nthere<end_of_sentence>\n"},
+    {"minimax", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, true,
+     "<begin_of_document><beginning_of_sentence>system ai_setting=assistant\nYou are helpful.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi\nthere<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
+    {"minimax", {{"user", "Q"}}, true,
+     "<begin_of_document><beginning_of_sentence>user name=user\nQ<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
+    {"minimax", {{"user", "Q"}, {"assistant", "A"}, {"user", ""}}, true,
+     "<begin_of_document><beginning_of_sentence>user name=user\nQ<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\nA<end_of_sentence>\n<beginning_of_sentence>user name=user\n<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
+    {"minimax", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, true,
+     "<begin_of_document><beginning_of_sentence>system ai_setting=assistant\nBe brief.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\nHello!<end_of_sentence>\n<beginning_of_sentence>user name=user\nDoc one. Doc two. Why?<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
+    {"minimax", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, false,
+     "<begin_of_document><beginning_of_sentence>system ai_setting=assistant\nBe brief.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\nHello!<end_of_sentence>\n<beginning_of_sentence>user name=user\nDoc one. Doc two. Why?<end_of_sentence>\n"},
+    {"minimax-text-01", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, false,
+     "<beginning_of_sentence>system ai_setting=assistant\nYou are helpful.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi\nthere<end_of_sentence>\n"},
+    {"minimax-text-01", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, true,
+     "<beginning_of_sentence>system ai_setting=assistant\nYou are helpful.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi\nthere<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
+    {"minimax-text-01", {{"user", "Q"}}, true,
+     "<beginning_of_sentence>user name=user\nQ<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
+    {"minimax-text-01", {{"user", "Q"}, {"assistant", "A"}, {"user", ""}}, true,
+     "<beginning_of_sentence>user name=user\nQ<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\nA<end_of_sentence>\n<beginning_of_sentence>user name=user\n<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
+    {"minimax-text-01", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, true,
+     "<beginning_of_sentence>system ai_setting=assistant\nBe brief.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\nHello!<end_of_sentence>\n<beginning_of_sentence>user name=user\nDoc one. Doc two. Why?<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
+    {"minimax-text-01", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, false,
+     "<beginning_of_sentence>system ai_setting=assistant\nBe brief.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\nHello!<end_of_sentence>\n<beginning_of_sentence>user name=user\nDoc one. Doc two. Why?<end_of_sentence>\n"},
+    {"chatml", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, false,
+     "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi\nthere<|im_end|>\n"},
+    {"chatml", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, true,
+     "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi\nthere<|im_end|>\n<|im_start|>assistant\n"},
+    {"chatml", {{"user", "Q"}}, true,
+     "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"},
+    {"chatml", {{"user", "Q"}, {"assistant", "A"}, {"user", ""}}, true,
+     "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n"},
+    {"chatml", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, true,
+     "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nDoc one. Doc two. Why?<|im_end|>\n<|im_start|>assistant\n"},
+    {"chatml", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, false,
+     "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nDoc one. Doc two. Why?<|im_end|>\n"},
+  };
+  return cases;
+}
+
+const ChatTemplate& named(const char* name) {
+  auto r = chat_template_for(name);
+  if (!r) std::abort();
+  return *r.value();
+}
+
+TEST(ChatTemplate, RendersAsTheRealJinjaTemplate) {
+  for (const JinjaCase& c : jinja_cases()) {
+    std::string roles;
+    for (const ChatMessage& m : c.msgs) roles += m.role + " ";
+    EXPECT_EQ(named(c.name).render(c.msgs, c.add_generation_prompt), c.text)
+        << c.name << ": " << roles << (c.add_generation_prompt ? "+ generation prompt" : "");
+  }
+}
+
+TEST(ChatTemplate, MessagePiecesConcatenateToTheRenderForEveryTemplate) {
+  for (const char* name : {"chatml", "bailing", "minimax", "minimax-text-01"}) {
+    const ChatTemplate& t = named(name);
+    for (const JinjaCase& c : jinja_cases()) {
+      std::string pieces;
+      for (size_t i = 0; i < c.msgs.size(); ++i)
+        pieces += t.message_open(i, c.msgs[i].role) + c.msgs[i].content + t.message_close(i, c.msgs[i].role);
+      EXPECT_EQ(t.render(c.msgs, false), pieces) << name;
+      EXPECT_EQ(t.render(c.msgs, true), pieces + t.generation_prompt()) << name;
+    }
+    EXPECT_EQ(t.render({}, true), t.conversation_open("") + t.generation_prompt()) << name;
+  }
+}
+
+TEST(Bailing, Pieces) {
+  const ChatTemplate& t = named("bailing");
+  EXPECT_EQ(t.name(), "bailing");
+  EXPECT_EQ(t.turn_open("user"), "<role>HUMAN</role>");
+  EXPECT_EQ(t.turn_open("assistant"), "<role>ASSISTANT</role>");
+  EXPECT_EQ(t.turn_open("system"), "<role>SYSTEM</role>");
+  EXPECT_EQ(t.turn_close("user"), "<|role_end|>");
+  EXPECT_EQ(t.generation_prompt(), "<role>ASSISTANT</role>");
+  // The default system turn, and a leading system message's close.
+  EXPECT_EQ(t.conversation_open("user"), "<role>SYSTEM</role>detailed thinking off<|role_end|>");
+  EXPECT_EQ(t.conversation_open("system"), "");
+  EXPECT_EQ(t.message_open(0, "system"), "<role>SYSTEM</role>");
+  EXPECT_EQ(t.message_close(0, "system"), "\ndetailed thinking off<|role_end|>");
+  EXPECT_EQ(t.message_close(1, "system"), "<|role_end|>");
+  EXPECT_EQ(t.message_open(0, "user"), "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>");
+}
+
+TEST(MiniMax, Pieces) {
+  const ChatTemplate& m1 = named("minimax");
+  const ChatTemplate& t01 = named("minimax-text-01");
+  EXPECT_EQ(m1.name(), "minimax");
+  EXPECT_EQ(t01.name(), "minimax-text-01");
+  for (const ChatTemplate* t : {&m1, &t01}) {
+    EXPECT_EQ(t->turn_open("system"), "<beginning_of_sentence>system ai_setting=assistant\n");
+    EXPECT_EQ(t->turn_open("user"), "<beginning_of_sentence>user name=user\n");
+    EXPECT_EQ(t->turn_open("assistant"), "<beginning_of_sentence>ai name=assistant\n");
+    EXPECT_EQ(t->turn_close("user"), "<end_of_sentence>\n");
+    EXPECT_EQ(t->generation_prompt(), "<beginning_of_sentence>ai name=assistant\n");
+  }
+  EXPECT_EQ(m1.conversation_open("user"), "<begin_of_document>");
+  EXPECT_EQ(t01.conversation_open("user"), "");
+}
+
+// Every marker a template writes is one special token of the family's tokenizer
+// (tests/data/tokenizer/<family>_tokenizer.json, made by tools/family_tokenizers.py), and the
+// text round-trips.
+TEST(ChatTemplate, MarkersAreSpecialTokensOfTheFamilyTokenizer) {
+  for (auto [name, file, markers] :
+       {std::tuple{"bailing", "bailing_tokenizer.json",
+                   std::vector<std::string>{"<role>", "</role>", "<|role_end|>"}},
+        std::tuple{"minimax", "minimax_tokenizer.json",
+                   std::vector<std::string>{"<begin_of_document>", "<beginning_of_sentence>",
+                                            "<end_of_sentence>"}}}) {
+    const Tokenizer tok = testing::load_or_die(testing::tok_data(file));
+    const std::string text = named(name).render({{"system", "Sei kurz."}, {"user", "Hallo, wie geht's?"}}, true);
+    const auto ids = tok.encode(text);
+    size_t count = 0;
+    for (const std::string& m : markers) {
+      const int32_t id = tok.token_id(m);
+      ASSERT_GE(id, 0) << name << " " << m;
+      EXPECT_TRUE(tok.is_special(id)) << name << " " << m;
+      count += size_t(std::count(ids.begin(), ids.end(), id));
+    }
+    size_t expected = 0;
+    for (const std::string& m : markers)
+      for (size_t at = text.find(m); at != std::string::npos; at = text.find(m, at + 1)) ++expected;
+    EXPECT_EQ(count, expected) << name;
+    EXPECT_EQ(tok.decode(ids), text) << name;
+    // Content never becomes a marker.
+    EXPECT_GT(tok.encode(markers[0], /*parse_special=*/false).size(), 1u) << name;
+  }
+}
+
 TEST(ChatTemplate, FactoryKnowsChatMl) {
   auto t = chat_template_for("chatml");
   ASSERT_TRUE(t.is_ok()) << t.status().to_string();
   EXPECT_EQ(t.value()->name(), "chatml");
   EXPECT_EQ(t.value(), chat_template_for("chatml").value());  // one instance
+}
+
+TEST(ChatTemplate, FactoryKnowsEveryFamily) {
+  for (const char* name : {"chatml", "bailing", "minimax", "minimax-text-01"}) {
+    auto t = chat_template_for(name);
+    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+    EXPECT_EQ(t.value()->name(), name);
+    EXPECT_EQ(t.value(), chat_template_for(name).value());
+  }
 }
 
 TEST(ChatTemplate, UnknownNameIsAnError) {
@@ -77,7 +255,8 @@ TEST(ChatTemplate, UnknownNameIsAnError) {
     quoted += name;
     quoted += '\'';
     EXPECT_NE(t.status().message().find(quoted), std::string::npos) << t.status().message();
-    EXPECT_NE(t.status().message().find("chatml"), std::string::npos) << t.status().message();
+    for (const char* known : {"chatml", "bailing", "minimax", "minimax-text-01"})
+      EXPECT_NE(t.status().message().find(known), std::string::npos) << t.status().message();
   }
 }
 

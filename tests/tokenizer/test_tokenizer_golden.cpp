@@ -185,7 +185,10 @@ TEST(TokenizerGolden, PreTokenizerSplitsMatchOniguruma) {
   const json& g = golden()["pretokenize"];
   for (auto [name, pattern] : {std::pair{"qwen2", pretok::Pattern::kQwen2},
                                std::pair{"qwen35", pretok::Pattern::kQwen35},
-                               std::pair{"gpt2", pretok::Pattern::kGpt2}}) {
+                               std::pair{"gpt2", pretok::Pattern::kGpt2},
+                               std::pair{"bailing", pretok::Pattern::kBailing},
+                               std::pair{"o200k", pretok::Pattern::kO200k}}) {
+    ASSERT_TRUE(g.contains(name)) << name;
     for (const json& c : g[name]) {
       std::string text = c["text"].get<std::string>();
       std::vector<std::string> got;
@@ -194,6 +197,79 @@ TEST(TokenizerGolden, PreTokenizerSplitsMatchOniguruma) {
     }
   }
 }
+
+// Family tokenizers (tools/family_tokenizers.py): the real file's settings, a small vocab.
+class FamilyGolden : public ::testing::TestWithParam<std::pair<const char*, pretok::Pattern>> {
+ protected:
+  const json& g() const { return golden()["families"][GetParam().first]; }
+  Tokenizer load() const { return testing::load_or_die(testing::tok_data(g()["file"].get<std::string>())); }
+};
+
+TEST_P(FamilyGolden, LoadsWithItsSplitPatternAndSpecials) {
+  const Tokenizer tok = load();
+  EXPECT_EQ(tok.vocab_size(), g()["vocab_size"].get<int>());
+  const std::string split = std::string("Split(") + pretok::pattern_name(GetParam().second) + ")";
+  EXPECT_NE(tok.summary().find(split), std::string::npos) << tok.summary();
+  EXPECT_NE(tok.summary().find("normalizer NFC"), std::string::npos) << tok.summary();
+  for (const json& sp : g()["specials"]) {
+    const int32_t id = tok.token_id(sp.get<std::string>());
+    ASSERT_GE(id, 0) << sp;
+    EXPECT_TRUE(tok.is_special(id)) << sp;
+    EXPECT_EQ(tok.encode(sp.get<std::string>()), std::vector<int32_t>{id}) << sp;
+  }
+}
+
+TEST_P(FamilyGolden, Lines) {
+  const Tokenizer tok = load();
+  auto lines = text_lines();
+  const json& recs = g()["lines"];
+  ASSERT_EQ(lines.size(), recs.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    SCOPED_TRACE("line " + std::to_string(i) + ": " + show(lines[i]));
+    const json& r = recs[i];
+    EXPECT_EQ(tok.encode(lines[i], true), ids_of(r["ids"]));
+    EXPECT_EQ(tok.encode(lines[i], false), ids_of(r["ids_no_special"]));
+    EXPECT_EQ(tok.decode(ids_of(r["ids"])), r["decoded"].get<std::string>());
+    EXPECT_EQ(tok.decode(ids_of(r["ids"]), true), r["decoded_skip_special"].get<std::string>());
+  }
+}
+
+TEST_P(FamilyGolden, WholeFile) {
+  const Tokenizer tok = load();
+  const json& w = g()["whole"];
+  const std::string& text = testing::multilingual_text();
+  EXPECT_EQ(tok.encode(text, true), ids_of(w["ids"]));
+  EXPECT_EQ(tok.encode(text, false), ids_of(w["ids_no_special"]));
+  EXPECT_TRUE(same_text(tok.decode(ids_of(w["ids"])), w["decoded"].get<std::string>()));
+  EXPECT_TRUE(
+      same_text(tok.decode(ids_of(w["ids"]), true), w["decoded_skip_special"].get<std::string>()));
+}
+
+TEST_P(FamilyGolden, ChatFormattedTexts) {
+  const Tokenizer tok = load();
+  for (const json& c : g()["chat"]) {
+    const std::string text = c["text"].get<std::string>();
+    SCOPED_TRACE(show(text));
+    EXPECT_EQ(tok.encode(text, true), ids_of(c["ids"]));
+    EXPECT_EQ(tok.encode(text, false), ids_of(c["ids_no_special"]));
+    EXPECT_EQ(tok.decode(ids_of(c["ids"])), c["decoded"].get<std::string>());
+    EXPECT_EQ(tok.decode(ids_of(c["ids"]), true), c["decoded_skip_special"].get<std::string>());
+  }
+}
+
+TEST_P(FamilyGolden, DecodeRandomIds) {
+  const Tokenizer tok = load();
+  for (const json& c : g()["decode_random"]) {
+    auto ids = ids_of(c["ids"]);
+    EXPECT_EQ(tok.decode(ids), c["decoded"].get<std::string>()) << c["ids"].dump();
+    EXPECT_EQ(tok.decode(ids, true), c["decoded_skip_special"].get<std::string>()) << c["ids"].dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden,
+                         ::testing::Values(std::pair{"bailing", pretok::Pattern::kBailing},
+                                           std::pair{"minimax", pretok::Pattern::kO200k}),
+                         [](const auto& info) { return std::string(info.param.first); });
 
 }  // namespace
 }  // namespace hypic

@@ -11,6 +11,7 @@
 
 #include "core/timer.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer_test_util.h"
 #include "tokenizer/unicode.h"
 
@@ -262,6 +263,10 @@ TEST(TokenizerLoad, UnsupportedComponentsAreNamed) {
   s = load_error(j);
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_TRUE(mentions(s, "Split regex")) << s.to_string();
+  for (pretok::Pattern p : pretok::kAllPatterns) {  // the message lists what is implemented
+    EXPECT_TRUE(mentions(s, pretok::pattern_name(p))) << s.to_string();
+    EXPECT_EQ(pretok::recognize(pretok::pattern_regex(p)), p) << pretok::pattern_name(p);
+  }
 
   j = base_json();
   j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed";
