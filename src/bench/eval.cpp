@@ -149,9 +149,11 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
   const ChatTemplate& chat = model_chat_template(m.config());
 
   std::vector<PromptParts> cold, warm;
-  std::vector<std::vector<int32_t>> replies;  // "Answer: {reply}<|im_end|>", as gen_data renders it
+  // "Answer: {reply}" and the template's turn end (ChatML's <|im_end|>), as gen_data renders it.
+  std::vector<std::vector<int32_t>> replies;
   for (const auto& r : records) {
-    replies.push_back(tok.value().encode("Answer: " + r.reply + "<|im_end|>", /*parse_special=*/true));
+    replies.push_back(tok.value().encode("Answer: " + r.reply + chat.end_tokens().front(),
+                                         /*parse_special=*/true));
     cold.push_back(chat_parts(chat, tok.value(), r.system, r.segments, r.query));
     auto rotated = r.segments;
     std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());

@@ -1,5 +1,7 @@
 #include "engine/generate.h"
 
+#include "engine/prompt.h"
+
 #include <algorithm>
 
 #include "core/timer.h"
@@ -43,7 +45,7 @@ std::string StopMatcher::flush() {
 std::vector<int32_t> eos_ids(const ModelConfig& cfg, const Tokenizer& tok) {
   std::vector<int32_t> ids;
   for (int64_t e : cfg.eos_token_ids) ids.push_back(int32_t(e));
-  for (const char* s : {"<|im_end|>", "<|endoftext|>"}) {
+  for (const std::string& s : model_chat_template(cfg).end_tokens()) {
     const int32_t id = tok.token_id(s);
     if (id >= 0) ids.push_back(id);
   }

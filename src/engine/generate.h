@@ -50,6 +50,8 @@ class StopMatcher {
   bool stopped_ = false;
 };
 
+// The ids generation stops on: the config's eos_token_id and the end tokens of the model's
+// chat template (those its tokenizer has).
 std::vector<int32_t> eos_ids(const ModelConfig& cfg, const Tokenizer& tok);
 
 // The per-token bookkeeping of one sequence's decode loop: sampling, EOS, stop strings,

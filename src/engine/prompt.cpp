@@ -6,7 +6,7 @@ namespace hypic {
 
 const ChatTemplate& model_chat_template(const ModelConfig& cfg) {
   HYPIC_CHECK(cfg.arch != nullptr, "model_chat_template: a config without an architecture");
-  auto t = chat_template_for(cfg.arch->chat_template());
+  auto t = chat_template_for(cfg.arch->chat_template(cfg));
   HYPIC_CHECK(t.is_ok(), std::string(cfg.arch->name()) + ": " + t.status().message());
   return *t.value();
 }

@@ -30,8 +30,9 @@ class Architecture {
   // Whether `cls`, an entry of config.json's `architectures`, is one of this family's model
   // classes ("Qwen3NextForCausalLM").
   virtual bool has_class(const std::string& cls) const = 0;
-  // The name of the family's chat template (tokenizer/chat_template.h: "chatml").
-  virtual const char* chat_template() const = 0;
+  // The name of the chat template (tokenizer/chat_template.h: "chatml") of a model of this
+  // family with config `c` (a family may have several: MiniMax-M1 and Text-01).
+  virtual const char* chat_template(const ModelConfig& c) const = 0;
 
   // Fills c from config.json (root: the whole object; c->model_type is set): the family's
   // keys with their defaults, c->layers, c->weight_prefix. ModelConfig::validate() runs after.

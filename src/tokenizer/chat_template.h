@@ -50,6 +50,9 @@ class ChatTemplate {
   virtual std::string turn_close(std::string_view role) const = 0;
   // Text after the last turn that makes the model answer as the assistant.
   virtual std::string generation_prompt() const = 0;
+  // Special tokens that end the model's answer (its turn close, end of text): generation
+  // stops on them, besides the model's eos_token_id.
+  virtual std::vector<std::string> end_tokens() const = 0;
 
   // Text before the first turn; `first_role` is the first message's role, "" when there is
   // no message. Default: nothing.
@@ -75,6 +78,7 @@ class ChatMl final : public ChatTemplate {
   std::string turn_open(std::string_view role) const override;
   std::string turn_close(std::string_view role) const override;
   std::string generation_prompt() const override;
+  std::vector<std::string> end_tokens() const override { return {"<|im_end|>", "<|endoftext|>"}; }
 };
 
 // Ling 2.0 / Ring 2.0 / Ring-mini-linear-2.0 / Ring-flash-linear-2.0 ("bailing"), the
@@ -93,6 +97,9 @@ class Bailing final : public ChatTemplate {
   std::string turn_open(std::string_view role) const override;
   std::string turn_close(std::string_view role) const override;
   std::string generation_prompt() const override;
+  // The turn close <|role_end|> (156895) besides the config's eos <|endoftext|> (156892): the
+  // checkpoints' generation_config.json stops on both.
+  std::vector<std::string> end_tokens() const override { return {"<|role_end|>", "<|endoftext|>"}; }
   std::string conversation_open(std::string_view first_role) const override;
   std::string first_turn_close(std::string_view role) const override;
 };
@@ -118,6 +125,7 @@ class MiniMax final : public ChatTemplate {
   std::string turn_close(std::string_view role) const override;
   std::string generation_prompt() const override;
   std::string conversation_open(std::string_view first_role) const override;
+  std::vector<std::string> end_tokens() const override { return {"<end_of_sentence>"}; }
 
  private:
   Variant variant_;

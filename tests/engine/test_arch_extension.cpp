@@ -161,7 +161,7 @@ class TestLightningArch final : public Architecture {
   bool has_class(const std::string& cls) const override {
     return cls == "HypicTestLightningForCausalLM";
   }
-  const char* chat_template() const override { return "chatml"; }
+  const char* chat_template(const ModelConfig&) const override { return "chatml"; }
   Status parse_config(const nlohmann::json& root, const std::string& source,
                       ModelConfig* c) const override {
     QwenFamily fam;

@@ -18,16 +18,25 @@ const Tokenizer& tok() {
   return *t;
 }
 
-TEST(Prompt, QwenFamiliesUseChatMl) {
-  for (const char* type : {"qwen3_next", "qwen3_5", "qwen3_5_moe"}) {
+TEST(Prompt, FamiliesUseTheirChatTemplates) {
+  for (auto [type, want] : {std::pair{"qwen3_next", "chatml"}, {"qwen3_5", "chatml"},
+                            {"qwen3_5_moe", "chatml"}, {"bailing_moe_linear", "bailing"},
+                            {"minimax_m1", "minimax"}, {"minimax_text_01", "minimax-text-01"},
+                            {"minimax", "minimax-text-01"}}) {
     ModelConfig cfg;
     cfg.arch = find_architecture(type);
+    cfg.model_type = type;
     ASSERT_NE(cfg.arch, nullptr) << type;
-    EXPECT_EQ(model_chat_template(cfg).name(), "chatml") << type;
+    EXPECT_EQ(model_chat_template(cfg).name(), want) << type;
   }
   // Every registered family names a template that exists.
   for (const Architecture* a : architectures())
-    EXPECT_TRUE(chat_template_for(a->chat_template()).is_ok()) << a->name();
+    for (const std::string& type : a->model_types()) {
+      ModelConfig cfg;
+      cfg.arch = a;
+      cfg.model_type = type;
+      EXPECT_TRUE(chat_template_for(a->chat_template(cfg)).is_ok()) << a->name() << " " << type;
+    }
 }
 
 TEST(Prompt, ChatPartsLayOutChatMl) {

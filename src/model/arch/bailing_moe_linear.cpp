@@ -40,7 +40,7 @@ class BailingMoeLinear final : public Architecture {
     return cls == "BailingMoeLinearV2ForCausalLM" || cls == "BailingMoeLinearForCausalLM" ||
            cls == "BailingMoELinearForCausalLM";
   }
-  const char* chat_template() const override { return "bailing"; }
+  const char* chat_template(const ModelConfig&) const override { return "bailing"; }
   const char* embedding_name() const override { return "word_embeddings.weight"; }
 
   Status parse_config(const json& root, const std::string& source, ModelConfig* out) const override {

@@ -40,7 +40,11 @@ class MiniMax final : public Architecture {
     return cls == "MiniMaxForCausalLM" || cls == "MiniMaxModel" ||
            cls == "MiniMaxM1ForCausalLM" || cls == "MiniMaxText01ForCausalLM";
   }
-  const char* chat_template() const override { return "minimax"; }
+  // MiniMax-M1's template for M1 checkpoints; Text-01's for Text-01 (transformers' minimax
+  // classes are the converted Text-01).
+  const char* chat_template(const ModelConfig& c) const override {
+    return c.model_type == "minimax_m1" ? "minimax" : "minimax-text-01";
+  }
 
   Status parse_config(const json& root, const std::string& source, ModelConfig* out) const override {
     ModelConfig& c = *out;

@@ -17,7 +17,7 @@ class Qwen3Next final : public Architecture {
   bool has_class(const std::string& cls) const override {
     return cls == "Qwen3NextForCausalLM" || cls == "Qwen3NextModel";
   }
-  const char* chat_template() const override { return "chatml"; }
+  const char* chat_template(const ModelConfig&) const override { return "chatml"; }
 
   Status parse_config(const nlohmann::json& root, const std::string& source,
                       ModelConfig* c) const override {
