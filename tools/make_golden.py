@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import importlib.util
 import json
 import os
@@ -52,7 +53,7 @@ import transformers  # noqa: E402
 transformers.utils.logging.disable_progress_bar()
 from safetensors import safe_open  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
+from tokenizers import Tokenizer  # noqa: E402
 
 REQUIRED_TRANSFORMERS = "5.23.0"
 assert transformers.__version__ == REQUIRED_TRANSFORMERS, (
@@ -153,15 +154,6 @@ two loaves, one for us and one for the ducks."
 """
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-PRETOKENIZE_REGEX = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
-CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
 VOCAB_SIZE = 512  # total, including the 3 special tokens appended at the end (like Qwen's ids)
 MIN_PROMPT_TOKENS = 220
 N_GREEDY = 16
@@ -171,56 +163,18 @@ SEED_CANDIDATES = 32  # seeds tried per model: base_seed + 0 .. base_seed + SEED
 
 
 def build_tokenizer() -> Tokenizer:
-    tok = Tokenizer(models.BPE(unk_token=None, continuing_subword_prefix="", end_of_word_suffix="",
-                               fuse_unk=False, byte_fallback=False))
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-    ])
-    tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE - len(SPECIAL_TOKENS),
-        min_frequency=2,
-        show_progress=False,
-        special_tokens=[],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(TRAIN_TEXT.splitlines(keepends=True), trainer=trainer)
-    base = tok.get_vocab_size()
-    # Qwen puts its special tokens after the BPE vocabulary; do the same.
-    tok.add_special_tokens(SPECIAL_TOKENS)
-    assert tok.get_vocab_size() == base + len(SPECIAL_TOKENS)
-    # decoders.ByteLevel() ignores its flags in this tokenizers version; write Qwen2's exact decoder
-    d = json.loads(tok.to_str())
-    d["decoder"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
-    return Tokenizer.from_str(json.dumps(d))
+    """The shared Qwen test BPE (tools/family_tokenizers.py, family "qwen")."""
+    return Tokenizer.from_str(_qwen_tokenizer()[0])
 
 
 def tokenizer_config(tok: Tokenizer) -> dict:
-    added = {}
-    for s in SPECIAL_TOKENS:
-        added[str(tok.token_to_id(s))] = {
-            "content": s, "lstrip": False, "normalized": False, "rstrip": False,
-            "single_word": False, "special": True,
-        }
-    return {
-        "add_bos_token": False,
-        "add_prefix_space": False,
-        "added_tokens_decoder": added,
-        "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
-        "bos_token": None,
-        "chat_template": CHAT_TEMPLATE,
-        "clean_up_tokenization_spaces": False,
-        "eos_token": "<|im_end|>",
-        "errors": "replace",
-        "model_max_length": 4096,
-        "pad_token": "<|endoftext|>",
-        "split_special_tokens": False,
-        "tokenizer_class": "Qwen2Tokenizer",
-        "unk_token": None,
-    }
+    return copy.deepcopy(_qwen_tokenizer()[1])
+
+
+@functools.lru_cache(maxsize=None)
+def _qwen_tokenizer() -> tuple[str, dict]:
+    import family_tokenizers
+    return family_tokenizers.build("qwen", TRAIN_TEXT, VOCAB_SIZE)
 
 
 def prompt_ids_from_text(tok: Tokenizer) -> tuple[str, list[int]]:

@@ -55,13 +55,6 @@ from transformers.models.minimax import modeling_minimax  # noqa: E402
 F = torch.nn.functional
 REPO = mg.REPO
 
-# ----------------------------------------------------------------------------------------------
-# Tokenizer. The one place that decides which tokenizer the new directories get:
-#   "auto":   tools/family_tokenizers.py's build(family, text, vocab) if that file exists, else
-#             make_golden.py's Qwen2-style test BPE;
-#   "qwen":   always make_golden.py's test BPE;   "family": always family_tokenizers.
-# ----------------------------------------------------------------------------------------------
-TOKENIZER = "auto"
 
 
 class TokInfo:
@@ -79,15 +72,10 @@ class TokInfo:
 
 
 def tokenizer_for(family: str) -> TokInfo:
-    """family: "bailing" (Ring) or "minimax"."""
-    use_family = TOKENIZER == "family" or (
-        TOKENIZER == "auto" and os.path.exists(os.path.join(HERE, "family_tokenizers.py")))
-    if use_family:
-        import family_tokenizers
-        js, cfg = family_tokenizers.build(family, mg.TRAIN_TEXT, mg.VOCAB_SIZE)
-        return TokInfo(Tokenizer.from_str(js), cfg, f"tools/family_tokenizers.py build({family!r})")
-    tok = mg.build_tokenizer()
-    return TokInfo(tok, mg.tokenizer_config(tok), "make_golden.build_tokenizer (Qwen2-style test BPE)")
+    """family: "bailing" (Ring) or "minimax": tools/family_tokenizers.py's test BPE."""
+    import family_tokenizers
+    js, cfg = family_tokenizers.build(family, mg.TRAIN_TEXT, mg.VOCAB_SIZE)
+    return TokInfo(Tokenizer.from_str(js), cfg, f"tools/family_tokenizers.py build({family!r})")
 
 
 # ----------------------------------------------------------------------------------------------

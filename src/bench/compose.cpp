@@ -14,7 +14,6 @@
 #include "kernels/la_lightning.h"
 #include "kernels/la_mamba2.h"
 #include "kernels/transition.h"
-#include "kernels/rope.h"
 #include "model/mixers/gated_deltanet.h"
 #include "model/mixers/lightning.h"
 #include "model/model.h"
@@ -188,6 +187,25 @@ struct LayerShape {
   float theta = 0;
 };
 
+// NeoX RoPE on the first `rot` dims of x [L, nh, hd] at positions pos0…, with angles in double
+// (pos·θ^(−2j/rot)): the exact rotation, so that the composition's error is measured rather
+// than fp32 RoPE's (an fp32 angle at position 4000 is off by up to ~2e−4 rad, and the
+// forward pass and transformers both carry that).
+void rope_exact(float* x, int64_t L, int nh, int hd, int rot, double theta, int64_t pos0) {
+  const int half = rot / 2;
+  for (int64_t t = 0; t < L; ++t)
+    for (int j = 0; j < half; ++j) {
+      const double f = double(pos0 + t) * std::pow(theta, -2.0 * j / rot);
+      const double c = std::cos(f), sn = std::sin(f);
+      for (int h = 0; h < nh; ++h) {
+        float* v = x + (t * nh + h) * hd;
+        const double a = v[j], b = v[j + half];
+        v[j] = float(a * c - b * sn);
+        v[j + half] = float(b * c + a * sn);
+      }
+    }
+}
+
 Result1 run_family(Family f, const LaDims& d, int L, int P, int reps, uint32_t seed,
                    const LayerShape* layer = nullptr) {
   auto la = kernels::make_linear_attention(f, d);
@@ -196,12 +214,11 @@ Result1 run_family(Family f, const LaDims& d, int L, int P, int reps, uint32_t s
   const int rot = layer ? layer->rot : 0;
   if (layer && !layer->decay.empty()) in.lld = layer->decay;
   if (rot > 0) {
-    const kernels::Rope rope(rot, layer->theta);
     canon = in;
     const int64_t kw = int64_t(d.nk) * d.dk;
-    rope.apply(canon.k.data() + P * kw, L, d.nk, d.dk, 0);
-    rope.apply(in.k.data(), P + L, d.nk, d.dk, 0);
-    rope.apply(in.q.data(), P + L, d.nk, d.dk, 0);
+    rope_exact(canon.k.data() + P * kw, L, d.nk, d.dk, rot, layer->theta, 0);
+    rope_exact(in.k.data(), P + L, d.nk, d.dk, rot, layer->theta, 0);
+    rope_exact(in.q.data(), P + L, d.nk, d.dk, rot, layer->theta, 0);
   }
   const size_t hs = size_t(d.dk) * d.dv, ns = size_t(d.nv) * hs;
   std::vector<float> Sp(ns, 0.0f), out(size_t(P + L) * d.nv * d.dv);

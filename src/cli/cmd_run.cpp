@@ -33,7 +33,7 @@ int cmd_run(int argc, char** argv) {
   a.opt("model", "DIR", "model directory (config.json, *.safetensors, tokenizer.json)")
       .opt("prompt", "TEXT", "the prompt text")
       .opt("prompt-file", "FILE", "read the prompt from FILE")
-      .opt("chat", "", "wrap the prompt as a user message in the model's chat template (ChatML for Qwen)")
+      .opt("chat", "", "wrap the prompt as a user message in the model's chat template (ChatML for Qwen, Bailing for Ring-linear, MiniMax's for MiniMax)")
       .opt("system", "TEXT", "system message (with --chat)")
       .opt("max-tokens", "N", "maximum tokens to generate", "128")
       .opt("temperature", "T", "sampling temperature; 0 = greedy", "0")
