@@ -539,6 +539,24 @@ def build(cls, cfg, seed: int, gains: dict | None = None):
     return model
 
 
+def pick_seed(name, seeds, build_fn, evaluate_fn) -> int:
+    """Deterministic seed choice: among the candidate seeds whose greedy tokens are unambiguous
+    and survive bf16 (evaluate()'s "ok"), the one with the largest min_i margin_i / bf16 dev_i."""
+    best = None
+    for seed in seeds:
+        model = build_fn(seed)
+        r = evaluate_fn(model)
+        print(f"  [{name}] seed {seed}: min margin {r['min_margin']:.4f} distinct {len(set(r['greedy']))} "
+              f"bf16 match {r['bf16_match']} w-rounded match {r['wround_match']} "
+              f"min margin/bf16-dev {r['robustness']:.3f} ok={r['ok']}", flush=True)
+        if r["ok"] and (best is None or r["robustness"] > best[1]):
+            best = (seed, r["robustness"])
+        del model
+    if best is None:
+        raise RuntimeError(f"{name}: no seed gave unambiguous, bf16-stable greedy tokens")
+    return best[0]
+
+
 def make_model(name, cls, cfg_fn, base_seed, gains, save_kw, tok: Tokenizer, tok_cfg: dict, prompt_text: str,
                prompt: list[int], out_root: str, n_seeds: int) -> dict:
     vocab = tok.get_vocab_size()
@@ -553,21 +571,9 @@ def make_model(name, cls, cfg_fn, base_seed, gains, save_kw, tok: Tokenizer, tok
             sub._experts_implementation = "eager"  # the plain per-expert loop (HF's default is grouped_mm)
         return c
 
-    # 1. seed search (deterministic: fixed candidate list; among the seeds whose greedy tokens are
-    #    unambiguous and survive bf16, the one with the largest min_i margin_i / bf16 deviation_i)
-    best = None
-    for seed in range(base_seed, base_seed + n_seeds):
-        model = build(cls, cfg(), seed, gains)
-        r = evaluate(model, prompt, specials)
-        print(f"  [{name}] seed {seed}: min margin {r['min_margin']:.4f} distinct {len(set(r['greedy']))} "
-              f"bf16 match {r['bf16_match']} w-rounded match {r['wround_match']} "
-              f"min margin/bf16-dev {r['robustness']:.3f} ok={r['ok']}", flush=True)
-        if r["ok"] and (best is None or r["robustness"] > best[1]):
-            best = (seed, r["robustness"])
-        del model
-    if best is None:
-        raise RuntimeError(f"{name}: no seed gave unambiguous, bf16-stable greedy tokens")
-    seed = best[0]
+    # 1. seed search
+    seed = pick_seed(name, range(base_seed, base_seed + n_seeds),
+                     lambda s: build(cls, cfg(), s, gains), lambda m: evaluate(m, prompt, specials))
 
     # 2. build, save, reload
     out_dir = os.path.join(out_root, name)

@@ -671,19 +671,8 @@ def make_model(name: str, out_root: str, n_seeds: int) -> dict:
         return build_minimax(cfg_fn, t, seed, gains, rotary=kind == "minimax_m1")
 
     # 1. seed search (make_golden's criteria)
-    best = None
-    for seed in range(base_seed, base_seed + n_seeds):
-        model = build(seed)
-        r = mg.evaluate(model, prompt, t.specials, **runners)
-        print(f"  [{name}] seed {seed}: min margin {r['min_margin']:.4f} distinct {len(set(r['greedy']))} "
-              f"bf16 match {r['bf16_match']} w-rounded match {r['wround_match']} "
-              f"min margin/bf16-dev {r['robustness']:.3f} ok={r['ok']}", flush=True)
-        if r["ok"] and (best is None or r["robustness"] > best[1]):
-            best = (seed, r["robustness"])
-        del model
-    if best is None:
-        raise RuntimeError(f"{name}: no seed gave unambiguous, bf16-stable greedy tokens")
-    seed = best[0]
+    seed = mg.pick_seed(name, range(base_seed, base_seed + n_seeds), build,
+                        lambda m: mg.evaluate(m, prompt, t.specials, **runners))
 
     # 2. build, save, reload
     out_dir = os.path.join(out_root, name)
