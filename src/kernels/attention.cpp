@@ -27,12 +27,13 @@ struct Scratch {
 
 void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int64_t qpos0,
                  const float* k, const float* v, int kvh, float scale, float* out, Scratch& s) {
-  const int hd = d.hd, g = d.nh / d.nkv;
-  const int64_t qs = int64_t(d.nh) * hd, ks = int64_t(d.nkv) * hd;
+  const int hd = d.hd, dv = d.vdim(), g = d.nh / d.nkv;
+  const int64_t qs = int64_t(d.nh) * hd, os = int64_t(d.nh) * dv;
+  const int64_t ks = d.k_stride(), vs = d.v_stride();
   const int nq = int(i1 - i0), rows = g * nq;
   s.qt.resize(size_t(hd) * rows);
   s.st.resize(size_t(kKBlock) * rows);
-  s.o.assign(size_t(rows) * hd, 0.0f);
+  s.o.assign(size_t(rows) * dv, 0.0f);
   s.m.assign(size_t(rows), -std::numeric_limits<float>::infinity());
   s.l.assign(size_t(rows), 0.0f);
   s.corr.resize(size_t(rows));
@@ -83,19 +84,19 @@ void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int6
       for (int jj = 0; jj < nk; ++jj) sum += st[size_t(jj) * rows + size_t(c)];
       s.l[size_t(c)] = s.l[size_t(c)] * s.corr[size_t(c)] + sum;
       if (s.corr[size_t(c)] != 1.0f) {
-        float* orow = s.o.data() + size_t(c) * hd;
-        for (int e = 0; e < hd; ++e) orow[e] *= s.corr[size_t(c)];
+        float* orow = s.o.data() + size_t(c) * dv;
+        for (int e = 0; e < dv; ++e) orow[e] *= s.corr[size_t(c)];
       }
     }
-    small_gemm(rows, hd, nk, 1.0f, st, rows, /*trans_a=*/true, v + j0 * ks + int64_t(kvh) * hd,
-               ks, 1.0f, s.o.data(), hd);
+    small_gemm(rows, dv, nk, 1.0f, st, rows, /*trans_a=*/true, v + j0 * vs + int64_t(kvh) * dv,
+               vs, 1.0f, s.o.data(), dv);
   }
   for (int j = 0; j < g; ++j)
     for (int r = 0; r < nq; ++r) {
       const int c = j * nq + r;
-      float* o = out + (i0 + r) * qs + int64_t(kvh * g + j) * hd;
+      float* o = out + (i0 + r) * os + int64_t(kvh * g + j) * dv;
       const float inv = 1.0f / s.l[size_t(c)];
-      for (int e = 0; e < hd; ++e) o[e] = s.o[size_t(c) * hd + size_t(e)] * inv;
+      for (int e = 0; e < dv; ++e) o[e] = s.o[size_t(c) * dv + size_t(e)] * inv;
     }
 }
 
@@ -117,12 +118,12 @@ void attention_causal(const AttnDims& d, const float* q, int64_t Lq, int64_t qpo
 void attention_decode(const AttnDims& d, int64_t B, const float* q, const int64_t* pos,
                       const float* const* kb, const float* const* vb, float scale, float* out) {
   HYPIC_CHECK(d.nkv > 0 && d.nh % d.nkv == 0);
-  const int64_t row = int64_t(d.nh) * d.hd;
+  const int64_t qrow = int64_t(d.nh) * d.hd, orow = int64_t(d.nh) * d.vdim();
   parallel_for(B * d.nkv, [&](int64_t task) {
     thread_local Scratch scratch;
     const int64_t b = task / d.nkv;
-    attend_task(d, q + b * row, 0, 1, pos[b], kb[b], vb[b], int(task % d.nkv), scale,
-                out + b * row, scratch);
+    attend_task(d, q + b * qrow, 0, 1, pos[b], kb[b], vb[b], int(task % d.nkv), scale,
+                out + b * orow, scratch);
   });
 }
 

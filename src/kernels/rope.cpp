@@ -6,7 +6,8 @@
 
 namespace hypic::kernels {
 
-Rope::Rope(int rot, float theta) : rot_(rot), inv_freq_(size_t(rot / 2)) {
+Rope::Rope(int rot, float theta, bool interleaved)
+    : rot_(rot), interleaved_(interleaved), inv_freq_(size_t(rot / 2)) {
   // As transformers computes it in fp32: 1 / theta^(2i/rot).
   for (int i = 0; i < rot / 2; ++i)
     inv_freq_[size_t(i)] = 1.0f / std::pow(theta, float(2 * i) / float(rot));
@@ -21,12 +22,14 @@ void Rope::apply_at(float* x, int64_t L, int nh, int hd, const int64_t* pos) con
       cs[i] = std::cos(f);
       sn[i] = std::sin(f);
     }
+    const int stride = interleaved_ ? 2 : 1, other = interleaved_ ? 1 : half;
     for (int h = 0; h < nh; ++h) {
       float* v = x + (t * nh + h) * hd;
       for (int i = 0; i < half; ++i) {
-        const float a = v[i], b = v[i + half];
-        v[i] = a * cs[i] - b * sn[i];
-        v[i + half] = b * cs[i] + a * sn[i];
+        float* p = v + i * stride;
+        const float a = p[0], b = p[other];
+        p[0] = a * cs[i] - b * sn[i];
+        p[other] = b * cs[i] + a * sn[i];
       }
     }
   });

@@ -1,5 +1,6 @@
-// Rotary position embedding, NeoX layout (rotate_half pairs j and j + rot/2), applied to the
-// first `rot` dims of each head (partial RoPE); dims rot..hd pass through.
+// Rotary position embedding on the first `rot` dims of each head (partial RoPE; dims rot..hd
+// pass through): NeoX layout (rotate_half: pairs j and j + rot/2) or interleaved (DeepSeek's
+// MLA: pairs 2j and 2j + 1), pair j at frequency theta^(−2j/rot).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@ namespace hypic::kernels {
 class Rope {
  public:
   // rot: rotary dims (even), theta: base.
-  Rope(int rot, float theta);
+  Rope(int rot, float theta, bool interleaved = false);
   int rot() const { return rot_; }
   // x: [L, nh, hd]; token i sits at position pos0 + i.
   void apply(float* x, int64_t L, int nh, int hd, int64_t pos0) const;
@@ -19,6 +20,7 @@ class Rope {
 
  private:
   int rot_;
+  bool interleaved_;
   std::vector<float> inv_freq_;  // [rot/2]
 };
 

@@ -41,9 +41,9 @@ class Architecture {
   // Checks that hold for this family only (after the generic validate()).
   virtual Status validate(const ModelConfig& c) const { return Status::ok(); }
 
-  // The token embedding's name under the weight prefix ("embed_tokens.weight"; Bailing:
-  // "word_embeddings.weight").
-  virtual const char* embedding_name() const { return "embed_tokens.weight"; }
+  // The token embedding's names under the weight prefix, the first one present is taken
+  // ("embed_tokens.weight"; Bailing's released checkpoints: "word_embeddings.weight").
+  virtual std::vector<std::string> embedding_names() const { return {"embed_tokens.weight"}; }
 
   // Loads decoder layer `layer`'s weights under `prefix` ("model.layers.3."): norms, the
   // token mixer and channel mixer.

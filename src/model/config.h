@@ -88,6 +88,23 @@ struct ModelConfig {
   int64_t linear_value_head_dim = 0;
   int64_t linear_conv_kernel_dim = 0;
 
+  // KDA (model/mixers/kda.h; Kimi-Linear, Ling-3.0) uses the linear_* sizes above (key heads
+  // = value heads) and its forget gate g = −exp(A_log)·softplus(f + dt_bias), or with the
+  // safe gate g = kda_lower_bound·σ(exp(A_log)·(f + dt_bias)) (Ling-3.0's kda_safe_gate).
+  bool kda_safe_gate = false;
+  double kda_lower_bound = -5.0;
+  bool kda_low_rank_gates = false;  // forget / output gate inputs in rank head_dim (Kimi)
+
+  // Multi-head latent attention (model/mixers/mla.h; Kimi-Linear, Ling-3.0): num_attention_heads
+  // query heads of qk_nope + qk_rope dims and values of v_head_dim; keys and values come per
+  // head from one shared latent of kv_lora_rank dims, plus one shared rope part of the keys.
+  struct Mla {
+    int64_t q_lora_rank = 0;  // 0: q_proj; else q_a_proj → RMSNorm → q_b_proj
+    int64_t kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+    bool rope = false;       // interleaved RoPE on the rope part (Ling-3.0); Kimi-Linear: NoPE
+    bool head_gate = false;  // output × σ(g_proj x), one gate per head (Ling-3.0)
+  } mla;
+
   // Lightning attention (model/mixers/lightning.h; Ring-linear, MiniMax): multi-head, heads ×
   // head_dim for q, k and v alike; the per-layer, per-head decay from `slopes`.
   struct Lightning {
@@ -134,6 +151,8 @@ struct ModelConfig {
   std::string hidden_act;
   std::string dtype;  // "bfloat16", ... ("" if absent)
   int64_t mtp_num_hidden_layers = 0;  // multi-token-prediction layers (mtp.*), unused
+  // MTP layers stored as decoder layers num_hidden_layers… (Ling-3.0), skipped by the loader.
+  int64_t trailing_mtp_layers = 0;
 
   // Prefix of the text model's tensors (embed_tokens, layers.N., norm): "model." for
   // Qwen3-Next and text-only checkpoints, "model.language_model." for Qwen3.5 VL

@@ -65,7 +65,8 @@ Status check_no_unused_layers(const Checkpoint& ck, const ModelConfig& c, const 
     int64_t idx = 0;
     auto [q, ec] = std::from_chars(p, end, idx);
     if (ec != std::errc() || q == p || q == end || *q != '.') continue;
-    if (idx >= c.num_hidden_layers)
+    // Multi-token-prediction layers may follow the decoder layers (Ling-3.0); unused here.
+    if (idx >= c.num_hidden_layers + c.trailing_mtp_layers)
       return invalid_argument(dir + " holds tensors of decoder layer " + std::to_string(idx) +
                               " ('" + name + "'), but config.json's num_hidden_layers is " +
                               std::to_string(c.num_hidden_layers) + ": the config does not "
@@ -98,7 +99,11 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
   auto ctx = [&](const char* what) { return std::string("loading ") + what + " from " + dir; };
 
   {
-    auto e = ck.get(P + cfg.arch->embedding_name(), {V, H});
+    const std::vector<std::string> names = cfg.arch->embedding_names();
+    std::string name = P + names.front();
+    for (const std::string& n : names)
+      if (ck.has(P + n)) name = P + n;
+    auto e = ck.get(name, {V, H});
     if (!e.is_ok()) return e.status().with_context(ctx("embeddings"));
     w.embed = e.value();
   }

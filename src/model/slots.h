@@ -11,6 +11,9 @@ enum : int {
   kMlpGateUp, kMlpAct,
   kMoeProbs, kMoeOut, kMoeX, kMoeY, kMoeExpertOut, kMoeShared, kMoeGate,
   kLaProj, kLaGate, kLaQ, kLaK, kLaV, kLaOut,
+  kKdaProj, kKdaMixed, kKdaConv, kKdaF, kKdaGate, kKdaLowRank, kKdaQ, kKdaK, kKdaV, kKdaG,
+  kKdaBeta, kKdaOut,
+  kMlaProj, kMlaQ, kMlaLatent, kMlaCkv, kMlaOut, kMlaQa, kMlaOutLat, kMlaKv, kMlaK, kMlaV,
 };
 
 }  // namespace hypic::slot

@@ -169,6 +169,25 @@ TEST(Rope, PartialNeoxMatchesFormula) {
     for (int i = rot; i < hd; ++i) EXPECT_EQ(y[size_t(t * nh * hd + i)], x[size_t(t * nh * hd + i)]);
 }
 
+TEST(Rope, InterleavedPairsMatchFormula) {
+  const int L = 7, nh = 2, hd = 12, rot = 8;
+  const float theta = 6e6f;
+  auto x = randn(size_t(L * nh * hd), 11);
+  auto y = x;
+  Rope(rot, theta, /*interleaved=*/true).apply(y.data(), L, nh, hd, 40);
+  std::vector<float> ref = x;
+  for (int t = 0; t < L; ++t)
+    for (int h = 0; h < nh; ++h)
+      for (int i = 0; i < rot / 2; ++i) {
+        const double f = (40.0 + t) * std::pow(double(theta), -2.0 * i / rot);
+        const size_t o = size_t((t * nh + h) * hd);
+        const double a = x[o + size_t(2 * i)], b = x[o + size_t(2 * i + 1)];
+        ref[o + size_t(2 * i)] = float(a * std::cos(f) - b * std::sin(f));
+        ref[o + size_t(2 * i + 1)] = float(b * std::cos(f) + a * std::sin(f));
+      }
+  EXPECT_LT(rel_err(y, ref), 1e-5);
+}
+
 TEST(Conv1d, CausalWithStateComposes) {
   const int L = 11, C = 300, K = 4;
   auto x = randn(size_t(L * C), 11), w = randn(size_t(C * K), 12, 0.5f);
@@ -198,12 +217,13 @@ TEST(Conv1d, CausalWithStateComposes) {
   EXPECT_EQ(st2, state);
 }
 
-// Naive attention: full score matrix, double precision.
+// Naive attention: full score matrix, double precision; keys and values at d's strides.
 std::vector<float> naive_attention(const AttnDims& d, const std::vector<float>& q, int64_t Lq,
                                    int64_t qpos0, const std::vector<float>& k,
                                    const std::vector<float>& v, float scale) {
-  std::vector<float> out(q.size());
-  const int g = d.nh / d.nkv;
+  const int g = d.nh / d.nkv, dv = d.vdim();
+  const int64_t ks = d.k_stride(), vs = d.v_stride();
+  std::vector<float> out(size_t(Lq * d.nh * dv));
   for (int64_t i = 0; i < Lq; ++i)
     for (int h = 0; h < d.nh; ++h) {
       const int64_t n = qpos0 + i + 1;
@@ -212,16 +232,16 @@ std::vector<float> naive_attention(const AttnDims& d, const std::vector<float>& 
       for (int64_t j = 0; j < n; ++j) {
         double acc = 0;
         for (int c = 0; c < d.hd; ++c)
-          acc += double(q[size_t((i * d.nh + h) * d.hd + c)]) * k[size_t((j * d.nkv + h / g) * d.hd + c)];
+          acc += double(q[size_t((i * d.nh + h) * d.hd + c)]) * k[size_t(j * ks + (h / g) * d.hd + c)];
         s[size_t(j)] = acc * scale;
         mx = std::max(mx, s[size_t(j)]);
       }
       double sum = 0;
       for (auto& e : s) sum += (e = std::exp(e - mx));
-      for (int c = 0; c < d.hd; ++c) {
+      for (int c = 0; c < dv; ++c) {
         double acc = 0;
-        for (int64_t j = 0; j < n; ++j) acc += s[size_t(j)] * v[size_t((j * d.nkv + h / g) * d.hd + c)];
-        out[size_t((i * d.nh + h) * d.hd + c)] = float(acc / sum);
+        for (int64_t j = 0; j < n; ++j) acc += s[size_t(j)] * v[size_t(j * vs + (h / g) * dv + c)];
+        out[size_t((i * d.nh + h) * dv + c)] = float(acc / sum);
       }
     }
   return out;
@@ -239,6 +259,25 @@ TEST(Attention, CausalGqaMatchesNaive) {
     auto ref = naive_attention(d, q, Lq, qpos0, k, v, scale);
     EXPECT_LT(rel_err(out, ref), fp32_tol(double(Lk) * d.hd)) << Lq << " @" << qpos0;
   }
+}
+
+// Value heads of another width (MLA expanded: qk 24, v 16), and MLA's absorbed form: one kv
+// head whose values are the first dv dims of the key rows (latent | rope part, v = k).
+TEST(Attention, ValueWidthAndStridesMatchNaive) {
+  const AttnDims expanded{4, 4, 24, 16};
+  AttnDims absorbed{4, 1, 40, 32};
+  absorbed.ldk = absorbed.ldv = 40;
+  for (const AttnDims& d : {expanded, absorbed})
+    for (auto [Lq, qpos0] : {std::pair<int64_t, int64_t>{1, 0}, {1, 290}, {70, 0}, {33, 260}}) {
+      const int64_t Lk = qpos0 + Lq;
+      auto q = randn(size_t(Lq * d.nh * d.hd), 16), k = randn(size_t(Lk * d.k_stride()), 17);
+      auto v = d.ldv > 0 ? k : randn(size_t(Lk * d.v_stride()), 18);
+      std::vector<float> out(size_t(Lq * d.nh * d.vdim()));
+      const float scale = 0.2f;
+      attention_causal(d, q.data(), Lq, qpos0, k.data(), v.data(), Lk, scale, out.data());
+      auto ref = naive_attention(d, q, Lq, qpos0, k, v, scale);
+      EXPECT_LT(rel_err(out, ref), fp32_tol(double(Lk) * d.hd)) << d.nkv << ": " << Lq << " @" << qpos0;
+    }
 }
 
 // A decode batch: one query per sequence over its own cache (lengths around the key block

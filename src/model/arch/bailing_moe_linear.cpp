@@ -41,7 +41,7 @@ class BailingMoeLinear final : public Architecture {
            cls == "BailingMoELinearForCausalLM";
   }
   const char* chat_template(const ModelConfig&) const override { return "bailing"; }
-  const char* embedding_name() const override { return "word_embeddings.weight"; }
+  std::vector<std::string> embedding_names() const override { return {"word_embeddings.weight"}; }
 
   Status parse_config(const json& root, const std::string& source, ModelConfig* out) const override {
     ModelConfig& c = *out;

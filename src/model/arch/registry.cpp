@@ -11,6 +11,8 @@ const Architecture& qwen3_5_architecture();
 const Architecture& qwen3_5_moe_architecture();
 const Architecture& bailing_moe_linear_architecture();
 const Architecture& minimax_architecture();
+const Architecture& kimi_linear_architecture();
+const Architecture& bailing_hybrid_architecture();
 
 namespace {
 
@@ -19,7 +21,9 @@ struct Registry {
   std::vector<const Architecture*> archs{&qwen3_next_architecture(), &qwen3_5_architecture(),
                                          &qwen3_5_moe_architecture(),
                                          &bailing_moe_linear_architecture(),
-                                         &minimax_architecture()};
+                                         &minimax_architecture(),
+                                         &kimi_linear_architecture(),
+                                         &bailing_hybrid_architecture()};
 };
 
 Registry& registry() {
