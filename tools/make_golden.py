@@ -189,6 +189,44 @@ def prompt_ids_from_text(tok: Tokenizer) -> tuple[str, list[int]]:
 
 
 # ----------------------------------------------------------------------------------------------
+# Test tokenizers of the other families and directory helpers (make_golden_lightning.py, make_golden_kda.py)
+# ----------------------------------------------------------------------------------------------
+class TokInfo:
+    def __init__(self, tok: Tokenizer, cfg: dict, source: str):
+        self.tok, self.cfg, self.source = tok, cfg, source
+        added = tok.get_added_tokens_decoder()
+        self.specials = {i for i, t in added.items() if t.special}
+        eos, pad = cfg.get("eos_token"), cfg.get("pad_token")
+        eos = eos.get("content") if isinstance(eos, dict) else eos
+        pad = pad.get("content") if isinstance(pad, dict) else pad
+        self.eos = tok.token_to_id(eos)
+        self.pad = tok.token_to_id(pad) if pad is not None else self.eos
+        assert self.eos is not None, f"eos token {eos!r} not in the vocabulary"
+        self.vocab = tok.get_vocab_size()
+
+
+def tokenizer_for(family: str) -> TokInfo:
+    """family: a tools/family_tokenizers.py family ("bailing", "minimax", ...): its test BPE."""
+    import family_tokenizers
+    js, cfg = family_tokenizers.build(family, TRAIN_TEXT, VOCAB_SIZE)
+    return TokInfo(Tokenizer.from_str(js), cfg, f"tools/family_tokenizers.py build({family!r})")
+
+
+def clear_dir(out_dir: str) -> None:
+    os.makedirs(out_dir, exist_ok=True)
+    for fn in os.listdir(out_dir):
+        if fn.endswith((".safetensors", ".json", ".jinja")):
+            os.remove(os.path.join(out_dir, fn))
+
+
+def write_tokenizer(t: TokInfo, out_dir: str) -> None:
+    t.tok.save(os.path.join(out_dir, "tokenizer.json"))
+    with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
+        json.dump(t.cfg, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+# ----------------------------------------------------------------------------------------------
 # Model configs
 # ----------------------------------------------------------------------------------------------
 COMMON_TEXT = dict(

@@ -48,7 +48,6 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
-from tokenizers import Tokenizer  # noqa: E402
 from transformers import AutoTokenizer, MiniMaxConfig, MiniMaxForCausalLM  # noqa: E402
 from transformers.models.minimax import modeling_minimax  # noqa: E402
 
@@ -57,25 +56,8 @@ REPO = mg.REPO
 
 
 
-class TokInfo:
-    def __init__(self, tok: Tokenizer, cfg: dict, source: str):
-        self.tok, self.cfg, self.source = tok, cfg, source
-        added = tok.get_added_tokens_decoder()
-        self.specials = {i for i, t in added.items() if t.special}
-        eos, pad = cfg.get("eos_token"), cfg.get("pad_token")
-        eos = eos.get("content") if isinstance(eos, dict) else eos
-        pad = pad.get("content") if isinstance(pad, dict) else pad
-        self.eos = tok.token_to_id(eos)
-        self.pad = tok.token_to_id(pad) if pad is not None else self.eos
-        assert self.eos is not None, f"eos token {eos!r} not in the vocabulary"
-        self.vocab = tok.get_vocab_size()
-
-
-def tokenizer_for(family: str) -> TokInfo:
-    """family: "bailing" (Ring) or "minimax": tools/family_tokenizers.py's test BPE."""
-    import family_tokenizers
-    js, cfg = family_tokenizers.build(family, mg.TRAIN_TEXT, mg.VOCAB_SIZE)
-    return TokInfo(Tokenizer.from_str(js), cfg, f"tools/family_tokenizers.py build({family!r})")
+# The test tokenizers and directory helpers are make_golden's (shared with tools/make_golden_kda.py).
+TokInfo, tokenizer_for, clear_dir, write_tokenizer = mg.TokInfo, mg.tokenizer_for, mg.clear_dir, mg.write_tokenizer
 
 
 # ----------------------------------------------------------------------------------------------
@@ -606,20 +588,6 @@ def load_minimax_hf(hf_dir: str) -> MiniMaxForCausalLM:
             b.data = b.data.clone()
     assert model.config._attn_implementation == "eager"
     return model
-
-
-def clear_dir(out_dir: str) -> None:
-    os.makedirs(out_dir, exist_ok=True)
-    for fn in os.listdir(out_dir):
-        if fn.endswith((".safetensors", ".json", ".jinja")):
-            os.remove(os.path.join(out_dir, fn))
-
-
-def write_tokenizer(t: TokInfo, out_dir: str) -> None:
-    t.tok.save(os.path.join(out_dir, "tokenizer.json"))
-    with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
-        json.dump(t.cfg, f, indent=2, ensure_ascii=False)
-        f.write("\n")
 
 
 def m1_tensor_names(c: MiniMaxConfig) -> set[str]:
