@@ -56,9 +56,11 @@ struct ForwardPlan {
   std::vector<int32_t> tokens;  // all computed tokens, concatenated in prompt order
   std::vector<ForwardPiece> pieces;
   ComposeRule rule = ComposeRule::kTransition;
-  // A cached linear state whose keys carry RoPE (Ring-linear's Lightning layers) was built at
-  // canonical positions; composing it at another offset re-rotates it (SPEC §2, "state
-  // re-rotation"). false skips that patch: a diagnostic, to measure what it is worth.
+  // A cached body was built at canonical positions; composing it elsewhere re-rotates what
+  // carries RoPE: attention keys (and MLA's rope part) are rotated at their true positions, a
+  // linear state whose keys carry RoPE (Ring-linear's Lightning layers) by the offset (SPEC
+  // §2). false skips that: keys stay rotated at the canonical positions, states unrotated — a
+  // diagnostic, to measure what re-rotation is worth.
   bool rerotate = true;
   // Debugging (--debug-deviation): when set, receives after every layer the hidden states
   // of the last computed piece, [rows, H] flattened, one vector per layer.

@@ -453,6 +453,35 @@ TEST_F(LoadErrorsTest, RingConfigNoLongerDescribesTheWeights) {
   expect_load_error(dir, {"groups must divide"});
 }
 
+TEST_F(LoadErrorsTest, KdaMlaTensorsMissingOrMisshapenOrConfigWrong) {
+  for (const char* name : {"kimi_linear_moe", "kimi_linear_odd", "ling3_hybrid", "ling3_hybrid_unsafe"}) {
+    auto m = Model::load(copy_model(name), {DType::kF32, false});
+    EXPECT_TRUE(m.is_ok()) << name << ": " << m.status().to_string();
+  }
+  const std::string fb = "model.layers.0.self_attn.f_b_proj.weight";  // Kimi's low-rank gate
+  std::string dir = copy_model("kimi_linear_moe");
+  rewrite_all(dir, [&](TensorList& ts) {
+    std::erase_if(ts, [&](const auto& p) { return p.first == fb; });
+  });
+  EXPECT_EQ(expect_load_error(dir, {fb, "not in the checkpoint", "layer 0"}), StatusCode::kNotFound);
+  const std::string kvb = "model.layers.2.self_attn.kv_b_proj.weight";  // MLA
+  dir = copy_model("kimi_linear_moe");
+  rewrite_all(dir, [&](TensorList& ts) {
+    for (auto& [n, t] : ts)
+      if (n == kvb) t = t.rows(0, t.dim(0) - 8).clone();
+  });
+  expect_load_error(dir, {kvb, "layer 2"});
+  dir = copy_model("kimi_linear_moe");  // a latent of another width
+  edit_json(fs::path(dir) / "config.json", [](nlohmann::json& j) { j["kv_lora_rank"] = 16; });
+  expect_load_error(dir, {"kv_a_proj_with_mqa", "layer 2"});
+  dir = copy_model("ling3_hybrid");  // MLA where the checkpoint has KDA
+  edit_json(fs::path(dir) / "config.json", [](nlohmann::json& j) {
+    j.erase("layer_types");
+    j["layer_group_size"] = 2;
+  });
+  expect_load_error(dir, {"layer 1"});
+}
+
 TEST_F(LoadErrorsTest, MiniMaxTensorMissingOrMisshapenOrConfigWrong) {
   const std::string w2 = "model.layers.0.block_sparse_moe.experts.3.w2.weight";
   std::string dir = copy_model("minimax_rotary");

@@ -131,7 +131,9 @@ Status GatedAttention::forward(const float* x, int64_t R, float* h, Model::Pass&
     const float* vsrc = e ? e->find("v")->f32() : vn.f32() + p.row0 * kw;
     std::memcpy(kc, ksrc, size_t(n * kw) * 4);
     std::memcpy(vc, vsrc, size_t(n * kw) * 4);
-    rope.apply(kc, n, nkv, hd, p.pos0);
+    // A cached body's keys at their true positions (or, for the rerotate=false diagnostic,
+    // where the entry was built: the positions the cache would keep without the patch).
+    rope.apply(kc, n, nkv, hd, p.entry && !pass.rerotate ? p.entry->seam : p.pos0);
     if (p.entry) continue;
     rope.apply(q.f32() + p.row0 * nh * hd, p.rows, nh, hd, p.pos0);
     if (pass.batch) continue;

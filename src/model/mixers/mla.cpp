@@ -210,7 +210,10 @@ Status Mla::forward(const float* x, int64_t R, float* h, Model::Pass& pass) cons
       // An entry's ckv shape was checked when it met this model (check_entry).
       const float* src = p.entry ? p.entry->layers[li].find("ckv")->f32() : ckv.f32() + p.row0 * ld();
       std::memcpy(cache + p.pos0 * ld(), src, size_t(n * ld()) * sizeof(float));
-      if (rotate_) rope_.apply(cache + p.pos0 * ld() + kvl_, n, 1, int(ld()), p.pos0);
+      if (rotate_) {  // a cached body's k_rope at its true positions (see gated_attention.cpp)
+        const int64_t at = p.entry && !pass.rerotate ? p.entry->seam : p.pos0;
+        rope_.apply(cache + p.pos0 * ld() + kvl_, n, 1, int(ld()), at);
+      }
       if (p.entry) continue;
       float* qp = q.f32() + p.row0 * nh_ * qk();
       if (rotate_) rope_.apply(qp + dn_, p.rows, nh_, int(qk()), p.pos0);

@@ -1,5 +1,6 @@
-// Segment parallelism on the Lightning families: a scatter worker builds Ring-linear and
-// MiniMax entries (the Lightning layers' log-scalar T and s0, the attention layers' K/V),
+// Segment parallelism on the newer families: a scatter worker builds Ring-linear, MiniMax,
+// Kimi-Linear and Ling-3.0 entries (Lightning's log-scalar T and s0, KDA's dense T, s0 and
+// conv tail, attention K/V, MLA's latent rows),
 // streams them layer by layer over gRPC, and the combine side composes them — cold, warm and
 // overlapping the call — to exactly the logits of a single instance.
 #include <gtest/gtest.h>
@@ -33,9 +34,9 @@ std::vector<float> compose(const Model& m, const std::shared_ptr<SegmentStore>& 
   return logits;
 }
 
-class ScatterLightning : public ::testing::TestWithParam<std::string> {};
+class ScatterModels : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ScatterLightning, WorkerEntriesComposeToTheSingleInstanceLogits) {
+TEST_P(ScatterModels, WorkerEntriesComposeToTheSingleInstanceLogits) {
   const Model& m = lightning_model(GetParam());
   auto w = WorkerServer::start(m, {});
   ASSERT_TRUE(w.is_ok()) << w.status().to_string();
@@ -76,8 +77,9 @@ TEST_P(ScatterLightning, WorkerEntriesComposeToTheSingleInstanceLogits) {
   EXPECT_EQ(overlapped, want);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ScatterLightning,
-                         ::testing::Values("ring_linear_moe", "minimax_moe"));
+INSTANTIATE_TEST_SUITE_P(Models, ScatterModels,
+                         ::testing::Values("ring_linear_moe", "minimax_moe", "kimi_linear_moe",
+                                           "ling3_hybrid"));
 
 }  // namespace
 }  // namespace hypic::cluster

@@ -1,9 +1,11 @@
-// Position-independent caching on the Lightning families (Ring-linear-2.0, MiniMax): the
-// invariants every architecture keeps (cold == warm bit for bit, reordered segments hit and
-// equal a cold run in that order, a seam covering every segment is full recompute, the disk
-// tier and decoding after a composed prefill), and the state re-rotation patch in a model:
-// Ring's Lightning layers apply RoPE to their keys, so a cached state built at canonical
-// positions must be re-rotated to where it is composed (SPEC §2).
+// Position-independent caching on the Lightning (Ring-linear-2.0, MiniMax) and KDA + MLA
+// (Kimi-Linear, Ling-3.0) families: the invariants every architecture keeps (cold == warm bit
+// for bit, reordered segments hit and equal a cold run in that order, a seam covering every
+// segment is full recompute, the disk tier and decoding after a composed prefill), exact
+// composition where the inputs are context-free (layer 0), and re-rotation where positions
+// enter: Ring's Lightning layers rotate their keys inside the recurrence (the cached state is
+// re-rotated, SPEC §2), attention keys and MLA's rope part are rotated at their true
+// positions; Kimi-Linear has no positional encoding at all.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +14,8 @@
 #include "common/testutil.h"
 #include "engine/compose.h"
 #include "engine/engine_util.h"
+#include "model/mixers/gated_attention.h"
+#include "model/mixers/mla.h"
 
 namespace hypic {
 namespace {
@@ -61,13 +65,25 @@ std::vector<float> decode(const Model& m, Prefilled r, int n) {
   return all;
 }
 
-class LightningPic : public ::testing::TestWithParam<std::string> {
+class PicModels : public ::testing::TestWithParam<std::string> {
  protected:
   const Model& m() const { return model(GetParam()); }
-  bool ring() const { return m().config().lightning.rotary_dim > 0; }
+  // RoPE inside the linear layers (Ring), and anywhere at all (Kimi-Linear has none).
+  bool linear_rope() const { return m().config().lightning.rotary_dim > 0; }
+  bool any_rope() const {
+    const ModelConfig& c = m().config();
+    return linear_rope() || c.uses(attention_type()) || (c.uses(mla_type()) && c.mla.rope);
+  }
+  // Layer 0's recurrent state (Lightning: "state", KDA: "ssm").
+  static std::vector<float> state0(const Prefilled& r) {
+    for (const NamedTensor& n : r.state.layers[0].fixed)
+      if (n.name == "state" || n.name == "ssm") return {n.t.f32(), n.t.f32() + n.t.numel()};
+    ADD_FAILURE() << "layer 0 has no recurrent state";
+    return {};
+  }
 };
 
-TEST_P(LightningPic, ColdAndWarmAreBitIdenticalAndDecodeAlike) {
+TEST_P(PicModels, ColdAndWarmAreBitIdenticalAndDecodeAlike) {
   Composer c(m(), store(), nullptr);
   const auto p = parts({doc(1, 150), doc(2, 90), doc(3, 200)});
   for (int seam : {0, 3, 8}) {
@@ -81,7 +97,7 @@ TEST_P(LightningPic, ColdAndWarmAreBitIdenticalAndDecodeAlike) {
   }
 }
 
-TEST_P(LightningPic, ReorderedSegmentsHitAndEqualAColdRunInThatOrder) {
+TEST_P(PicModels, ReorderedSegmentsHitAndEqualAColdRunInThatOrder) {
   Composer warm(m(), store(), nullptr);
   auto segs = std::vector<std::vector<int32_t>>{doc(7, 120), doc(8, 80), doc(9, 100), doc(10, 70)};
   run(m(), warm, parts(segs), PicMode::kHypic, 8);
@@ -96,7 +112,7 @@ TEST_P(LightningPic, ReorderedSegmentsHitAndEqualAColdRunInThatOrder) {
   }
 }
 
-TEST_P(LightningPic, SeamCoveringEverySegmentEqualsFull) {
+TEST_P(PicModels, SeamCoveringEverySegmentEqualsFull) {
   Composer c(m(), store(), nullptr);
   const auto p = parts({doc(5, 40), doc(6, 33)});
   const Prefilled hy = run(m(), c, p, PicMode::kHypic, 64);
@@ -105,7 +121,7 @@ TEST_P(LightningPic, SeamCoveringEverySegmentEqualsFull) {
 }
 
 // A segment at the very start sees no prefix: its body composes to full recompute.
-TEST_P(LightningPic, FirstSegmentComposesToFullRecompute) {
+TEST_P(PicModels, FirstSegmentComposesToFullRecompute) {
   Composer c(m(), store(), nullptr);
   const auto p = parts({doc(4, 230)}, /*prefix=*/0);
   const auto full = run(m(), c, p, PicMode::kFull, 0).logits;
@@ -115,28 +131,24 @@ TEST_P(LightningPic, FirstSegmentComposesToFullRecompute) {
 }
 
 // Layer 0 sees only embeddings, which do not depend on context: there composition is exact
-// for any prefix, provided the cached state is re-rotated to its position (Ring). Without
-// re-rotation Ring's state is wrong; MiniMax has no RoPE in its Lightning layers, so the
-// patch changes nothing there.
-TEST_P(LightningPic, FirstLayerStateComposesExactlyWithReRotation) {
-  ASSERT_EQ(m().config().layer(0).token->id(), std::string("lightning"));
+// for any prefix (with the conv warm-up for KDA), provided the cached state is re-rotated to
+// its position (Ring). Without re-rotation Ring's state is wrong; the other families have no
+// RoPE in their linear layers, so the patch changes nothing there.
+TEST_P(PicModels, FirstLayerStateComposesExactlyWithReRotation) {
+  ASSERT_EQ(m().config().layer(0).token->state(), LayerKind::kLinear);
   Composer c(m(), store(), nullptr);
   const auto p = parts({doc(21, 170), doc(22, 130)}, /*prefix=*/37);
   const Prefilled full = run(m(), c, p, PicMode::kFull, 0);
   const Prefilled hy = run(m(), c, p, PicMode::kHypic, 4);
   const Prefilled no_rot = run(m(), c, p, PicMode::kHypic, 4, /*rerotate=*/false);
   const Prefilled naive = run(m(), c, p, PicMode::kNaive, 4);
-  auto state0 = [](const Prefilled& r) {
-    const Tensor& t = r.state.layers[0].fixed[0].t;
-    return std::vector<float>(t.f32(), t.f32() + t.numel());
-  };
   const double e_hy = test::rel_err(state0(hy), state0(full));
   const double e_no = test::rel_err(state0(no_rot), state0(full));
   const double e_nv = test::rel_err(state0(naive), state0(full));
   std::printf("[%s] layer-0 state rel. error: re-rotated %.3g, not re-rotated %.3g, naive %.3g\n",
               GetParam().c_str(), e_hy, e_no, e_nv);
   EXPECT_LT(e_hy, 1e-5);
-  if (ring()) {
+  if (linear_rope()) {
     EXPECT_GT(e_no, 1e-2);
   } else {
     EXPECT_EQ(state0(no_rot), state0(hy));
@@ -144,9 +156,9 @@ TEST_P(LightningPic, FirstLayerStateComposesExactlyWithReRotation) {
   EXPECT_GT(e_nv, 1e-3);
 }
 
-// The whole model: re-rotation keeps the logits close to full recompute; skipping it (Ring)
-// or dropping T (naive) is clearly worse.
-TEST_P(LightningPic, ReRotationBeatsNoReRotationAndNaive) {
+// The whole model: re-rotation keeps the logits close to full recompute; skipping it (where
+// positions enter) or dropping T (naive) is clearly worse.
+TEST_P(PicModels, ReRotationBeatsNoReRotationAndNaive) {
   Composer c(m(), store(), nullptr);
   const auto p = parts({doc(11, 200), doc(12, 150), doc(13, 180)}, /*prefix=*/40);
   const auto full = run(m(), c, p, PicMode::kFull, 0).logits;
@@ -156,12 +168,14 @@ TEST_P(LightningPic, ReRotationBeatsNoReRotationAndNaive) {
   std::printf("[%s] logits rel. deviation from full: hypic %.4f, without re-rotation %.4f, "
               "naive %.4f\n", GetParam().c_str(), hy, no, nv);
   EXPECT_LT(hy, nv);
-  if (ring()) {
+  if (any_rope()) {
     EXPECT_LT(hy, no);
+  } else {
+    EXPECT_EQ(hy, no);
   }
 }
 
-TEST_P(LightningPic, PrefixModeMatchesFull) {
+TEST_P(PicModels, PrefixModeMatchesFull) {
   Composer c(m(), nullptr, std::make_shared<PrefixCache>(64 << 20));
   const auto p = parts({doc(14, 100), doc(15, 70)});
   const Prefilled a = run(m(), c, p, PicMode::kPrefix, 0);
@@ -171,9 +185,9 @@ TEST_P(LightningPic, PrefixModeMatchesFull) {
   EXPECT_EQ(a.logits, b.logits);
 }
 
-TEST_P(LightningPic, DiskTierServesAFreshStoreBitIdentically) {
+TEST_P(PicModels, DiskTierServesAFreshStoreBitIdentically) {
   const std::string dir = (std::filesystem::path(::testing::TempDir()) /
-                           ("hypic_lightning_disk_" + GetParam())).string();
+                           ("hypic_pic_disk_" + GetParam())).string();
   std::filesystem::remove_all(dir);
   const auto p = parts({doc(31, 140), doc(32, 95)});
   Prefilled cold;
@@ -189,9 +203,10 @@ TEST_P(LightningPic, DiskTierServesAFreshStoreBitIdentically) {
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, LightningPic,
+INSTANTIATE_TEST_SUITE_P(Models, PicModels,
                          ::testing::Values("ring_linear_moe", "ring_linear_odd", "minimax_moe",
-                                           "minimax_rotary"));
+                                           "minimax_rotary", "kimi_linear_moe", "kimi_linear_odd",
+                                           "ling3_hybrid", "ling3_hybrid_unsafe"));
 
 }  // namespace
 }  // namespace hypic
