@@ -29,7 +29,10 @@
 // tiktoken's encode(text, allowed_special="all") (after NFC when the profile says so); with
 // parse_special=false, special added tokens stay text and non-special ones are still matched
 // (HF's rule; tiktoken: allowed_special = the non-special ones). decode() gives the bytes,
-// U+FFFD-repaired, as tiktoken's decode(errors="replace").
+// U+FFFD-repaired, as tiktoken's decode(errors="replace"). Not reproduced: tokenization_kimi.py
+// cuts its input every 400,000 characters and inside runs of more than 25,000 (non-)whitespace
+// characters before calling tiktoken (a workaround for tiktoken's stack); such runs tokenise
+// here as tiktoken alone tokenises them.
 //
 // Invalid UTF-8 in encode() input is replaced first: every maximal ill-formed subpart becomes
 // U+FFFD, exactly as Python's bytes.decode("utf-8", "replace") does, so the ids equal HF's
