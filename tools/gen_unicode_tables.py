@@ -17,6 +17,9 @@ The tables are made to agree with Hugging Face `tokenizers`, the reference we mu
     is kept only when HF's NFC/NFD show it.
   * "word" (\\w of Rust's regex crate, used for AddedToken.single_word) is approximated as
     L | M | Nd | Nl | Pc | U+200C | U+200D.
+  * \\p{Han} (Kimi's split regex, run by tiktoken's fancy-regex) as ranges, also read from
+    Oniguruma. tiktoken 0.14's regex crate and this Oniguruma agree on every class used here
+    (L, N, M, \\s, the two letter-case classes and Han): checked code point by code point.
 """
 import os
 import sys
@@ -45,6 +48,7 @@ def main():
     spaces = onig_class(r"\s")
     upper = onig_class(r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]")
     lower = onig_class(r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]")
+    han = onig_class(r"\p{Han}")
 
     nfc, nfd = normalizers.NFC(), normalizers.NFD()
 
@@ -114,6 +118,13 @@ def main():
             runs.append((c, flags[c]))
             prev = flags[c]
 
+    han_ranges = []
+    for c in sorted(han):
+        if han_ranges and han_ranges[-1][1] == c - 1:
+            han_ranges[-1][1] = c
+        else:
+            han_ranges.append([c, c])
+
     ccc_ranges = []
     for c in sorted(ccc):
         if ccc_ranges and ccc_ranges[-1][1] == c - 1 and ccc_ranges[-1][2] == ccc[c]:
@@ -143,9 +154,14 @@ def main():
         f.write(rows([f"{{0x{c:x}, 0x{a:x}, 0x{b:x}, {int(comp)}}},"
                       for c, (a, b, comp) in sorted(decomp.items())], 4))
         f.write(f"\n}};\nconst size_t kDecompositionsCount = {len(decomp)};\n\n")
+        f.write("// \\p{Han}: [first, last] code point ranges, ascending.\n")
+        f.write("const HanRange kHanRanges[] = {\n")
+        f.write(rows([f"{{0x{a:x}, 0x{b:x}}}," for a, b in han_ranges], 4))
+        f.write(f"\n}};\nconst size_t kHanRangesCount = {len(han_ranges)};\n\n")
         f.write("}  // namespace hypic::unicode_data\n")
     print(f"wrote {OUT}: {len(runs)} runs, {len(ccc_ranges)} ccc ranges, "
-          f"{len(decomp)} decompositions ({sum(1 for v in decomp.values() if v[2])} compose)",
+          f"{len(decomp)} decompositions ({sum(1 for v in decomp.values() if v[2])} compose), "
+          f"{len(han_ranges)} Han ranges",
           file=sys.stderr)
 
 

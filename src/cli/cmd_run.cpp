@@ -30,7 +30,7 @@ Result<DType> parse_dtype(const std::string& s) {
 int cmd_run(int argc, char** argv) {
   Args a("hypic run --model DIR (--prompt TEXT | --prompt-file FILE) [options]",
          "Runs one request through the engine and prints the generated text.");
-  a.opt("model", "DIR", "model directory (config.json, *.safetensors, tokenizer.json)")
+  a.opt("model", "DIR", "model directory (config.json, *.safetensors, tokenizer.json or tiktoken.model)")
       .opt("prompt", "TEXT", "the prompt text")
       .opt("prompt-file", "FILE", "read the prompt from FILE")
       .opt("chat", "", "wrap the prompt as a user message in the model's chat template (ChatML for Qwen, Bailing for Ring-linear, MiniMax's for MiniMax)")
@@ -96,8 +96,8 @@ int cmd_run(int argc, char** argv) {
   if (!std::filesystem::is_directory(a.str("model"), ec))
     return report_error("run", not_found("model directory '" + a.str("model") + "' does not exist; "
                                          "--model takes a Hugging Face model directory (config.json, "
-                                         "*.safetensors, tokenizer.json)"));
-  auto tok = Tokenizer::load(a.str("model") + "/tokenizer.json");
+                                         "*.safetensors, tokenizer.json or tiktoken.model)"));
+  auto tok = Tokenizer::load(a.str("model"));  // tokenizer.json, or tiktoken.model + config
   if (!tok) return report_error("run", tok.status());
   LoadOptions lo;
   lo.compute = *dt;

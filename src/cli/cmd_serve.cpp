@@ -128,7 +128,7 @@ int cmd_serve(int argc, char** argv) {
   lo.compute = *dt;
   auto model = Model::load(dir, lo);
   if (!model) return report_error("serve", model.status());
-  auto tok = Tokenizer::load(dir + "/tokenizer.json");
+  auto tok = Tokenizer::load(dir);  // tokenizer.json, or tiktoken.model + config
   if (!tok) return report_error("serve", tok.status());
   auto srv = server::HttpServer::create(*model.value(), tok.value(), so);
   if (!srv) return report_error("serve", srv.status());

@@ -151,7 +151,8 @@ void Model::encode_word(std::string_view word, std::vector<int32_t>& out) const 
   const size_t hash = cacheable ? std::hash<std::string_view>{}(word) : 0;
   if (cacheable && cache.lookup(word, hash, out)) return;
   size_t before = out.size();
-  merge_word(word, out);
+  if (rank_merges) merge_word_by_rank(word, out);
+  else merge_word(word, out);
   if (cacheable) cache.insert(word, hash, out.data() + before, out.size() - before);
 }
 
@@ -222,6 +223,69 @@ void Model::merge_word(std::string_view word, std::vector<int32_t>& out) const {
   if (syms.capacity() > (1u << 16)) {  // do not keep a huge word's buffers per thread
     syms = {};
     heap = {};
+  }
+}
+
+// tiktoken's byte_pair_merge (openai/tiktoken src/lib.rs): parts start as single bytes; while
+// some adjacent pair's concatenation is a token, merge the pair whose token has the lowest
+// rank, the leftmost one on ties. Same result as tiktoken's linear rescans, with a heap of
+// candidates (rank, start byte) over a linked list of parts; a popped candidate is stale when
+// either part has changed since it was pushed (their joint length tells).
+void Model::merge_word_by_rank(std::string_view word, std::vector<int32_t>& out) const {
+  struct Part {
+    uint32_t start, len;
+    int32_t id, next;
+    bool alive;
+  };
+  struct Cand {
+    int32_t rank, pos;
+    uint32_t len;  // bytes of the merged token
+  };
+  thread_local std::vector<Part> parts;
+  thread_local std::vector<Cand> heap;
+  thread_local std::vector<int32_t> prev;  // part before each part, -1 for the first
+  parts.clear();
+  heap.clear();
+  prev.clear();
+  for (size_t i = 0; i < word.size(); ++i) {
+    // Every byte has a rank (the loader checks), so a part always has an id.
+    parts.push_back(Part{uint32_t(i), 1, byte_id[static_cast<unsigned char>(word[i])],
+                         i + 1 < word.size() ? int32_t(i + 1) : -1, true});
+  }
+  auto lower_priority = [](const Cand& a, const Cand& b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
+  };
+  auto push_cand = [&](int32_t pos) {
+    const Part& p = parts[size_t(pos)];
+    const Part& q = parts[size_t(p.next)];
+    auto it = bytes_to_id.find(word.substr(p.start, p.len + q.len));
+    if (it == bytes_to_id.end()) return;
+    heap.push_back(Cand{it->second, pos, p.len + q.len});
+    std::push_heap(heap.begin(), heap.end(), lower_priority);
+  };
+  for (int32_t i = 0; i + 1 < int32_t(parts.size()); ++i) push_cand(i);
+  for (size_t i = 0; i < parts.size(); ++i) prev.push_back(int32_t(i) - 1);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), lower_priority);
+    const Cand top = heap.back();
+    heap.pop_back();
+    Part& p = parts[size_t(top.pos)];
+    if (!p.alive || p.next < 0) continue;
+    Part& q = parts[size_t(p.next)];
+    if (p.len + q.len != top.len) continue;  // a part grew since: stale
+    p.id = top.rank;
+    p.len = top.len;
+    q.alive = false;
+    p.next = q.next;
+    if (p.next >= 0) prev[size_t(p.next)] = top.pos;
+    if (prev[size_t(top.pos)] >= 0) push_cand(prev[size_t(top.pos)]);
+    if (p.next >= 0) push_cand(top.pos);
+  }
+  for (int32_t i = 0; i >= 0; i = parts[size_t(i)].next) out.push_back(parts[size_t(i)].id);
+  if (parts.capacity() > (1u << 16)) {
+    parts = {};
+    heap = {};
+    prev = {};
   }
 }
 

@@ -98,6 +98,10 @@ struct Model {
   std::array<int32_t, 256> byte_id{};    // id of each single byte, -1 when absent
   MergeTable merges;
   bool ignore_merges = false;
+  // tiktoken's rule instead of a merge list: repeatedly merge the adjacent pair whose
+  // concatenation is a token of lowest rank (leftmost on ties); the rank is the token's id.
+  // Used with ignore_merges (a word that is a token is that token, as tiktoken does).
+  bool rank_merges = false;
   int32_t unk_id = -1;                   // -1: none (bytes without a token are dropped)
   bool fuse_unk = false;
   WordCache cache;
@@ -107,6 +111,7 @@ struct Model {
 
  private:
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+  void merge_word_by_rank(std::string_view word, std::vector<int32_t>& out) const;
 };
 
 }  // namespace hypic::bpe

@@ -131,6 +131,53 @@ class MiniMax final : public ChatTemplate {
   Variant variant_;
 };
 
+// Kimi ("kimi": Kimi-Linear-48B-A3B-Instruct; tools/family_tokenizers.py KIMI_CHAT_TEMPLATE):
+//   "<|im_system|>system<|im_middle|>" {system} "<|im_end|>"
+//   "<|im_user|>user<|im_middle|>" {user} "<|im_end|>"
+//   "<|im_assistant|>assistant<|im_middle|>" {assistant} "<|im_end|>"
+// generation prompt "<|im_assistant|>assistant<|im_middle|>"; no default system message (the
+// Kimi-Linear template writes none; Kimi-K2-Instruct's does). Other roles are written as the
+// Jinja writes them: "<|im_system|>{role}<|im_middle|>". Not expressible here: a message's
+// "name" replacing the role in the header, and a tool result's "## Return of {id}" header.
+class Kimi final : public ChatTemplate {
+ public:
+  std::string_view name() const override { return "kimi"; }
+  std::string turn_open(std::string_view role) const override;
+  std::string turn_close(std::string_view role) const override;
+  std::string generation_prompt() const override;
+  // The turn close <|im_end|> (Kimi-Linear's config.json eos_token_id 163586) and the
+  // tokenizer's eos [EOS].
+  std::vector<std::string> end_tokens() const override { return {"<|im_end|>", "[EOS]"}; }
+};
+
+// Ling-3.0 ("ling3", thinking on, the template's default; "ling3-nothink", enable_thinking
+// false); the Bailing V3 template as tools/family_tokenizers.py LING3_CHAT_TEMPLATE states it:
+//   "<role>SYSTEM</role>" [{system} "\n"] "detailed thinking on|off<|role_end|>"  (always first)
+//   "<role>HUMAN</role>" {user} "<|role_end|>"
+//   "<role>ASSISTANT</role>\n<think></think>" {assistant} "<|role_end|>"
+//   "<role>SYSTEM</role>" {system} "<|role_end|>"                              (not first)
+// generation prompt "<role>ASSISTANT</role>\n<think>" (on) or "...\n<think></think>" (off).
+// Not "bailing": Ring / Ling 2.0's template fixes thinking off and writes no think block.
+// Not expressible here (the Jinja reads the content): a leading system message that already
+// holds "detailed thinking on|off" gets no directive added; an assistant message with
+// reasoning (reasoning_content, or a "<think>...</think>" prefix in its content) has it inside
+// the think block. Roles other than the three are written as user.
+class Ling3 final : public ChatTemplate {
+ public:
+  explicit Ling3(bool thinking) : thinking_(thinking) {}
+  std::string_view name() const override { return thinking_ ? "ling3" : "ling3-nothink"; }
+  std::string turn_open(std::string_view role) const override;
+  std::string turn_close(std::string_view role) const override;
+  std::string generation_prompt() const override;
+  // As Bailing: the turn close <|role_end|> and <|endoftext|>.
+  std::vector<std::string> end_tokens() const override { return {"<|role_end|>", "<|endoftext|>"}; }
+  std::string conversation_open(std::string_view first_role) const override;
+  std::string first_turn_close(std::string_view role) const override;
+
+ private:
+  bool thinking_;
+};
+
 // The template called `name`; it lives for the whole program. An unknown name is kNotFound,
 // naming the known ones.
 Result<const ChatTemplate*> chat_template_for(std::string_view name);

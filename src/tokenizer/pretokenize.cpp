@@ -20,6 +20,11 @@ constexpr const char* kBailingRegex =
 constexpr const char* kO200kRegex =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// tokenization_kimi.py's pat_str (moonshotai/Kimi-Linear-48B-A3B-Instruct, Kimi-K2): the
+// eight alternatives joined by '|'.
+constexpr const char* kKimiRegex =
+    R"([\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 struct Ch {
   uint32_t cp;
   uint8_t flags;
@@ -221,6 +226,96 @@ size_t o200k_piece(std::string_view s, size_t i) {
   return whitespace_piece(s, i, true);
 }
 
+// Kimi: o200k's structure (see o200k_piece) with two changes. A run of Han characters is a
+// piece of its own, tried first; and Han is taken out of U and W, so a word run stops at Han
+// (Han is \p{L}, so it is never the optional leading character either). The punctuation
+// alternative takes only [\r\n]* after the run (o200k also takes '/').
+size_t kimi_piece(std::string_view s, size_t i) {
+  constexpr size_t kNone = std::string_view::npos;
+  const size_t n = s.size();
+  const Ch c0 = char_at(s, i);
+  const size_t i1 = i + c0.len;
+  auto han = [](const Ch& c) { return c.len > 1 && unicode::is_han(c.cp); };
+  // [\p{Han}]+
+  if (han(c0)) {
+    size_t j = i1;
+    while (j < n) {
+      const Ch c = char_at(s, j);
+      if (!han(c)) break;
+      j += c.len;
+    }
+    return j;
+  }
+  auto is_up = [&](const Ch& c) { return (c.flags & ud::kFlagUpperish) && !han(c); };
+  auto is_low = [&](const Ch& c) { return (c.flags & ud::kFlagLowerish) && !han(c); };
+  auto scan_low = [&](size_t j) {
+    while (j < n) {
+      const Ch c = char_at(s, j);
+      if (!is_low(c)) break;
+      j += c.len;
+    }
+    return j;
+  };
+  auto scan_up = [&](size_t j) {
+    while (j < n) {
+      const Ch c = char_at(s, j);
+      if (!is_up(c)) break;
+      j += c.len;
+    }
+    return j;
+  };
+  // U* W+ from st (o200k_piece's upper_lower with the Han-free classes).
+  auto upper_lower = [&](size_t st) -> size_t {
+    size_t j = st, after_last_w = kNone;
+    while (j < n) {
+      const Ch c = char_at(s, j);
+      if (!is_up(c)) break;
+      j += c.len;
+      if (is_low(c)) after_last_w = j;
+    }
+    if (j < n) {
+      const Ch c = char_at(s, j);
+      if (is_low(c)) return scan_low(j + c.len);
+    }
+    return after_last_w;
+  };
+  // U+ W* from st.
+  auto upper_then_lower = [&](size_t st) -> size_t {
+    if (st >= n) return kNone;
+    const Ch c = char_at(s, st);
+    if (!is_up(c)) return kNone;
+    return scan_low(scan_up(st + c.len));
+  };
+  const bool prefix = !(c0.flags & (ud::kFlagLetter | ud::kFlagNumber)) && c0.cp != '\r' &&
+                      c0.cp != '\n';
+  size_t e;
+  if (prefix && (e = upper_lower(i1)) != kNone) return contraction_end(s, e);
+  if ((e = upper_lower(i)) != kNone) return contraction_end(s, e);
+  if (prefix && (e = upper_then_lower(i1)) != kNone) return contraction_end(s, e);
+  if ((e = upper_then_lower(i)) != kNone) return contraction_end(s, e);
+  // \p{N}{1,3}
+  if (c0.flags & ud::kFlagNumber) {
+    size_t j = i1;
+    for (int k = 1; k < 3 && j < n; ++k) {
+      const Ch c = char_at(s, j);
+      if (!(c.flags & ud::kFlagNumber)) break;
+      j += c.len;
+    }
+    return j;
+  }
+  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+  auto is_other = [](uint8_t f) {
+    return (f & (ud::kFlagLetter | ud::kFlagNumber | ud::kFlagSpace)) == 0;
+  };
+  if (c0.cp == ' ' && i1 < n) {
+    const Ch c1 = char_at(s, i1);
+    if (is_other(c1.flags)) return scan_crlf(s, scan(s, i1 + c1.len, is_other));
+  }
+  if (is_other(c0.flags)) return scan_crlf(s, scan(s, i1, is_other));
+  // \s*[\r\n]+|\s+(?!\S)|\s+
+  return whitespace_piece(s, i, true);
+}
+
 size_t gpt2_piece(std::string_view s, size_t i) {
   const size_t n = s.size();
   const Ch c0 = char_at(s, i);
@@ -263,6 +358,7 @@ const char* pattern_regex(Pattern p) {
     case Pattern::kGpt2: return kGpt2Regex;
     case Pattern::kBailing: return kBailingRegex;
     case Pattern::kO200k: return kO200kRegex;
+    case Pattern::kKimi: return kKimiRegex;
   }
   return "";
 }
@@ -274,6 +370,7 @@ const char* pattern_name(Pattern p) {
     case Pattern::kGpt2: return "gpt2";
     case Pattern::kBailing: return "bailing";
     case Pattern::kO200k: return "o200k";
+    case Pattern::kKimi: return "kimi";
   }
   return "";
 }
@@ -291,6 +388,7 @@ size_t next_piece(Pattern p, std::string_view text, size_t i) {
     case Pattern::kGpt2: return gpt2_piece(text, i);
     case Pattern::kBailing: return bailing_piece(text, i);
     case Pattern::kO200k: return o200k_piece(text, i);
+    case Pattern::kKimi: return kimi_piece(text, i);
   }
   return text.size();
 }

@@ -37,11 +37,19 @@ enum class Pattern {
   // [\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
   // \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
   kO200k,
+  // Kimi (Kimi-K2, Kimi-Linear; tiktoken, so Rust's fancy-regex, whose classes and
+  // backtracking order agree with Oniguruma's here): o200k with Han runs split off first and
+  // Han removed from both letter-case classes, and only [\r\n]* after punctuation:
+  // [\p{Han}]+|[^\r\n\p{L}\p{N}]?[U&&[^\p{Han}]]*[W&&[^\p{Han}]]+C?|
+  // [^\r\n\p{L}\p{N}]?[U&&[^\p{Han}]]+[W&&[^\p{Han}]]*C?|\p{N}{1,3}|
+  // ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  // with U = \p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}, W = \p{Ll}\p{Lm}\p{Lo}\p{M}, C the contractions.
+  kKimi,
 };
 
 // Every pattern, in the order error messages list them.
-inline constexpr Pattern kAllPatterns[] = {Pattern::kQwen2, Pattern::kQwen35, Pattern::kGpt2,
-                                           Pattern::kBailing, Pattern::kO200k};
+inline constexpr Pattern kAllPatterns[] = {Pattern::kQwen2,   Pattern::kQwen35, Pattern::kGpt2,
+                                           Pattern::kBailing, Pattern::kO200k,  Pattern::kKimi};
 
 const char* pattern_regex(Pattern p);
 const char* pattern_name(Pattern p);

@@ -59,9 +59,14 @@ void TokenizerImpl::encode_plain(std::string_view text, std::vector<int32_t>& ou
 }
 
 std::string TokenizerImpl::describe() const {
-  std::string s = nfc ? "normalizer NFC" : "no normalizer";
+  std::string s = format + ", ";
+  s += nfc ? "normalizer NFC" : "no normalizer";
   s += ", pre-tokenizer ";
   if (split) s += std::string("Split(") + pretok::pattern_name(*split) + ") + ";
+  if (model.rank_merges) {
+    s += "bytes, BPE by rank";
+    return s;
+  }
   s += "ByteLevel(";
   s += bytelevel_regex ? "gpt2 regex" : "no regex";
   if (add_prefix_space) s += ", prefix space";
@@ -71,24 +76,67 @@ std::string TokenizerImpl::describe() const {
 
 // ---- Tokenizer ----
 
-Result<Tokenizer> Tokenizer::load(const std::string& path) {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The whole file, or an error naming it; `what` says what the file is for messages.
+Result<std::string> read_whole(const std::string& path, const std::string& what,
+                               const std::string& hint) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return invalid_argument("tokenizer path '" + path + "' is a directory; pass the " +
-                            "tokenizer.json file inside it");
-  if (!std::filesystem::exists(path, ec))
-    return not_found("tokenizer file '" + path + "' does not exist; pass the tokenizer.json " +
-                     "that ships with the model");
+  if (!fs::exists(path, ec))
+    return not_found(what + " '" + path + "' does not exist; " + hint);
+  if (fs::is_directory(path, ec))
+    return invalid_argument(what + " '" + path + "' is a directory, not a file");
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
   if (f) ss << f.rdbuf();
-  if (!f || f.bad())
-    return io_error("tokenizer file '" + path + "' cannot be read; check its permissions");
-  return from_json(ss.str(), path);
+  if (!f || f.bad()) return io_error(what + " '" + path + "' cannot be read; check its permissions");
+  return ss.str();
+}
+
+Result<Tokenizer> load_tiktoken_file(const std::string& ranks_path) {
+  const std::string config_path = (fs::path(ranks_path).parent_path() / "tokenizer_config.json").string();
+  HYPIC_ASSIGN_OR_RETURN(std::string ranks,
+                         read_whole(ranks_path, "tiktoken rank file",
+                                    "pass the tiktoken.model that ships with the model"));
+  HYPIC_ASSIGN_OR_RETURN(std::string config,
+                         read_whole(config_path, "tokenizer config",
+                                    "a tiktoken rank file needs the model's tokenizer_config.json "
+                                    "beside it (its special tokens and tokenizer class)"));
+  return Tokenizer::from_tiktoken(ranks, config, ranks_path, config_path);
+}
+
+}  // namespace
+
+Result<Tokenizer> Tokenizer::load(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    const fs::path dir(path);
+    if (fs::exists(dir / "tokenizer.json", ec)) return load((dir / "tokenizer.json").string());
+    if (fs::exists(dir / "tiktoken.model", ec)) return load_tiktoken_file((dir / "tiktoken.model").string());
+    return not_found("model directory '" + path + "' has no tokenizer: hypic reads tokenizer.json "
+                     "(Hugging Face) or tiktoken.model with tokenizer_config.json (tiktoken, as "
+                     "Kimi ships it); copy the model's tokenizer files there");
+  }
+  if (!fs::exists(path, ec))
+    return not_found("tokenizer file '" + path + "' does not exist; pass the model directory or "
+                     "the tokenizer.json / tiktoken.model that ships with the model");
+  if (fs::path(path).extension() != ".json") return load_tiktoken_file(path);
+  HYPIC_ASSIGN_OR_RETURN(std::string text,
+                         read_whole(path, "tokenizer file", "pass the tokenizer.json that ships with the model"));
+  return from_json(text, path);
 }
 
 Result<Tokenizer> Tokenizer::from_json(std::string_view json_text, const std::string& origin) {
   HYPIC_ASSIGN_OR_RETURN(auto impl, parse_tokenizer_json(json_text, origin));
+  return Tokenizer(std::shared_ptr<const TokenizerImpl>(std::move(impl)));
+}
+
+Result<Tokenizer> Tokenizer::from_tiktoken(std::string_view ranks_text, std::string_view config_json,
+                                           const std::string& ranks_origin,
+                                           const std::string& config_origin) {
+  HYPIC_ASSIGN_OR_RETURN(auto impl, parse_tiktoken(ranks_text, config_json, ranks_origin, config_origin));
   return Tokenizer(std::shared_ptr<const TokenizerImpl>(std::move(impl)));
 }
 
@@ -145,7 +193,8 @@ bool Tokenizer::is_known(int32_t id) const {
 std::string Tokenizer::summary() const {
   return "tokenizer " + impl().origin + ": vocab_size " + std::to_string(vocab_size()) + " (" +
          std::to_string(impl().num_vocab) + " BPE tokens, " +
-         std::to_string(impl().num_merges) + " merges, " +
+         (impl().model.rank_merges ? std::string("ranked")
+                                   : std::to_string(impl().num_merges) + " merges") + ", " +
          std::to_string(impl().added_index.size()) + " added), " + impl().describe();
 }
 

