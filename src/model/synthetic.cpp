@@ -19,6 +19,7 @@ const std::map<std::string, synthetic::Builder>& builders() {
     std::map<std::string, synthetic::Builder> r;
     synthetic::add_qwen_shapes(&r);
     synthetic::add_lightning_shapes(&r);
+    synthetic::add_kda_shapes(&r);
     return r;
   }();
   return m;

@@ -12,7 +12,8 @@ namespace hypic {
 
 // Known shapes: "qwen3.5-35b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-h1024" (not a
 // released model: the Qwen3.5 dense layout at hidden 1024, for small machines),
-// "ring-mini-linear-2.0", "ring-flash-linear-2.0", "minimax-m1".
+// "ring-mini-linear-2.0", "ring-flash-linear-2.0", "minimax-m1", "kimi-linear-48b-a3b",
+// "ling-3.0-flash".
 std::vector<std::string> synthetic_shapes();
 
 struct SyntheticOptions {
@@ -28,7 +29,8 @@ struct SyntheticOptions {
 // one for embeddings/head) and model.safetensors.index.json. Weights are bf16, uniform with
 // std 0.02 (norm weights near their neutral values); layers follow the model's pattern at
 // this depth (Qwen: 3 linear : 1 full; Ring: its layer_group_size, capped at the depth;
-// MiniMax-M1: 7 Lightning : 1 softmax, the last layer softmax when the depth is below 8).
+// MiniMax-M1: 7 Lightning : 1 softmax, the last layer softmax when the depth is below 8;
+// Kimi-Linear: 3 KDA : 1 MLA; Ling-3.0: 5 KDA : 1 MLA, the group capped at the depth).
 // Logs progress per shard.
 Status write_synthetic_checkpoint(const std::string& shape, const SyntheticOptions& opt,
                                   const std::string& out_dir);

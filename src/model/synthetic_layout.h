@@ -32,6 +32,7 @@ using Builder = std::function<Result<Layout>(const SyntheticOptions&)>;
 // Each family file adds its shapes (name → builder).
 void add_qwen_shapes(std::map<std::string, Builder>* m);
 void add_lightning_shapes(std::map<std::string, Builder>* m);
+void add_kda_shapes(std::map<std::string, Builder>* m);
 
 // The experts a layout gets: opt.experts when set (checked ≥ top_k), else the model's.
 Result<int64_t> expert_count(const SyntheticOptions& opt, int64_t real, int64_t top_k);
