@@ -2,6 +2,8 @@
 // calls per step. A measurement, not a test (no timing assertions); run it explicitly:
 //   HYPIC_BENCH_MODEL=/path/to/checkpoint HYPIC_BENCH_DTYPE=bf16 test_model
 //     --gtest_also_run_disabled_tests --gtest_filter='*DecodeBatchBench*'
+// HYPIC_BENCH_PROMPT: prompt tokens before the timed steps (default 32); HYPIC_BENCH_STEPS:
+// timed steps (default 8); HYPIC_BENCH_B: batch sizes (default "1,8,16").
 // Default model: tests/models/qwen3_5_moe in f32 (tiny: shows per-call overhead only).
 #include <gtest/gtest.h>
 
@@ -20,22 +22,32 @@ TEST(DecodeBatchBench, DISABLED_TokensPerSecond) {
       env ? env : std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_moe";
   const char* dt = std::getenv("HYPIC_BENCH_DTYPE");
   const DType compute = dt && std::string(dt) == "bf16" ? DType::kBF16 : DType::kF32;
-  const int steps = std::getenv("HYPIC_BENCH_STEPS") ? std::atoi(std::getenv("HYPIC_BENCH_STEPS"))
-                                                      : 8;
+  auto env_int = [](const char* name, int def) {
+    const char* v = std::getenv(name);
+    return v ? std::atoi(v) : def;
+  };
+  const int steps = env_int("HYPIC_BENCH_STEPS", 8), prompt_len = env_int("HYPIC_BENCH_PROMPT", 32);
+  std::vector<int> batches;
+  for (std::string bs = std::getenv("HYPIC_BENCH_B") ? std::getenv("HYPIC_BENCH_B") : "1,8,16";
+       !bs.empty();) {
+    const size_t comma = bs.find(',');
+    batches.push_back(std::atoi(bs.substr(0, comma).c_str()));
+    bs = comma == std::string::npos ? "" : bs.substr(comma + 1);
+  }
   auto m = Model::load(dir, {compute, false});
   ASSERT_TRUE(m.is_ok()) << m.status().to_string();
   const Model& model = **m;
   const int64_t V = model.config().vocab_size;
   std::mt19937 rng(1);
-  std::printf("model %s (%s), prompt 32 tokens, %d timed steps after 2 warm-up\n", dir.c_str(),
-              dtype_name(compute), steps);
+  std::printf("model %s (%s), prompt %d tokens, %d timed steps after 2 warm-up\n", dir.c_str(),
+              dtype_name(compute), prompt_len, steps);
   std::printf("%4s  %14s  %14s  %8s\n", "B", "batched tok/s", "separate tok/s", "speedup");
-  for (int B : {1, 8, 16}) {
+  for (int B : batches) {
     std::vector<SeqState> seqs;
     for (int b = 0; b < B; ++b) {
-      std::vector<int32_t> prompt(32);
+      std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
       for (auto& t : prompt) t = int32_t(rng() % uint32_t(V));
-      seqs.push_back(model.new_state(64));
+      seqs.push_back(model.new_state(prompt_len + steps + 8));
       std::vector<float> l;
       ASSERT_TRUE(model.forward(seqs.back(), prompt, LogitsFor::kLast, &l).is_ok());
     }
