@@ -177,53 +177,117 @@ def _qwen_tokenizer() -> tuple[str, dict]:
     return family_tokenizers.build("qwen", TRAIN_TEXT, VOCAB_SIZE)
 
 
-def prompt_ids_from_text(tok: Tokenizer) -> tuple[str, list[int]]:
-    """The shortest whole-word prefix of PROMPT_TEXT with >= MIN_PROMPT_TOKENS tokens (T % 64 != 0)."""
+def prompt_ids_from_text(tok: Tokenizer | TokInfo) -> tuple[str, list[int]]:
+    """The shortest whole-word prefix of PROMPT_TEXT with >= MIN_PROMPT_TOKENS tokens (T % 64 != 0).
+
+    tok: a `tokenizers.Tokenizer` or a TokInfo (any family, tokenizer.json or tiktoken)."""
+    encode = tok.encode if isinstance(tok, TokInfo) else (lambda s: tok.encode(s).ids)
     cuts = [i for i in range(1, len(PROMPT_TEXT)) if PROMPT_TEXT[i].isspace() and not PROMPT_TEXT[i - 1].isspace()]
     for i in cuts:
         text = PROMPT_TEXT[:i]
-        ids = tok.encode(text).ids
+        ids = encode(text)
         if len(ids) >= MIN_PROMPT_TOKENS and len(ids) % 64 != 0:
             return text, ids
-    raise RuntimeError(f"PROMPT_TEXT too short: {len(tok.encode(PROMPT_TEXT).ids)} tokens")
+    raise RuntimeError(f"PROMPT_TEXT too short: {len(encode(PROMPT_TEXT))} tokens")
 
 
 # ----------------------------------------------------------------------------------------------
 # Test tokenizers of the other families and directory helpers (make_golden_lightning.py, make_golden_kda.py)
 # ----------------------------------------------------------------------------------------------
 class TokInfo:
-    def __init__(self, tok: Tokenizer, cfg: dict, source: str):
-        self.tok, self.cfg, self.source = tok, cfg, source
-        added = tok.get_added_tokens_decoder()
-        self.specials = {i for i, t in added.items() if t.special}
-        eos, pad = cfg.get("eos_token"), cfg.get("pad_token")
-        eos = eos.get("content") if isinstance(eos, dict) else eos
-        pad = pad.get("content") if isinstance(pad, dict) else pad
-        self.eos = tok.token_to_id(eos)
-        self.pad = tok.token_to_id(pad) if pad is not None else self.eos
+    """A tools/family_tokenizers.py test tokenizer of any family, as a model directory carries it.
+
+    files: {file name: text} (family_tokenizers.model_files: tokenizer.json or the tiktoken rank file
+    tiktoken.model, and tokenizer_config.json); enc: the family's reference encoder built from them
+    (HF `tokenizers` for tokenizer.json, tiktoken with Kimi's regex and special ids for tiktoken.model);
+    tok: the `tokenizers.Tokenizer` for tokenizer.json families, else None. eos / pad: ids of the
+    config's eos_token / pad_token (pad = eos without one) unless `eos_token` / `pad_token` name
+    others (the model config.json's choice); specials: the special ids (greedy ids must avoid them);
+    vocab: the encoder's vocab_size (max id + 1: the embedding rows)."""
+
+    def __init__(self, family: str, files: dict[str, str], source: str, eos_token: str | None = None,
+                 pad_token: str | None = None):
+        import family_tokenizers
+        self.family, self.source = family, source
+        self.files = dict(files)
+        self.main_file = family_tokenizers.MODEL_FILE[family]
+        main = files[self.main_file]
+        self.cfg = json.loads(files["tokenizer_config.json"])
+        self.enc = family_tokenizers.reference_encoder(family, main, self.cfg)
+        self.tok = Tokenizer.from_str(main) if self.main_file == "tokenizer.json" else None
+        self.specials = set(self.enc.special_ids)
+
+        def content(x):
+            return x.get("content") if isinstance(x, dict) else x
+        eos = eos_token or content(self.cfg.get("eos_token"))
+        pad = pad_token or content(self.cfg.get("pad_token"))
+        self.eos = self.enc.token_to_id(eos)
+        self.pad = self.enc.token_to_id(pad) if pad is not None else self.eos
         assert self.eos is not None, f"eos token {eos!r} not in the vocabulary"
-        self.vocab = tok.get_vocab_size()
+        assert self.pad is not None, f"pad token {pad!r} not in the vocabulary"
+        self.eos_token, self.pad_token = eos, pad
+        self.vocab = self.enc.vocab_size
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of `text`, special tokens parsed (no bos / eos added)."""
+        return self.enc.encode(text, parse_special=True)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.enc.decode(ids, skip_special=False)
 
 
-def tokenizer_for(family: str) -> TokInfo:
-    """family: a tools/family_tokenizers.py family ("bailing", "minimax", ...): its test BPE."""
+def tokenizer_for(family: str, vocab_size: int = VOCAB_SIZE, eos_token: str | None = None,
+                  pad_token: str | None = None) -> TokInfo:
+    """family: a tools/family_tokenizers.py family ("bailing", "minimax", "kimi", ...): its test BPE.
+    vocab_size: build()'s argument (kimi counts its 258 special ids in it: above 514)."""
     import family_tokenizers
-    js, cfg = family_tokenizers.build(family, TRAIN_TEXT, VOCAB_SIZE)
-    return TokInfo(Tokenizer.from_str(js), cfg, f"tools/family_tokenizers.py build({family!r})")
+    files = family_tokenizers.model_files(family, TRAIN_TEXT, vocab_size)
+    source = f"tools/family_tokenizers.py build({family!r})" if vocab_size == VOCAB_SIZE else \
+        f"tools/family_tokenizers.py build({family!r}, vocab_size={vocab_size})"
+    return TokInfo(family, files, source, eos_token, pad_token)
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tiktoken.model")
 
 
 def clear_dir(out_dir: str) -> None:
     os.makedirs(out_dir, exist_ok=True)
     for fn in os.listdir(out_dir):
-        if fn.endswith((".safetensors", ".json", ".jinja")):
+        if fn.endswith((".safetensors", ".json", ".jinja")) or fn in TOKENIZER_FILES:
             os.remove(os.path.join(out_dir, fn))
 
 
 def write_tokenizer(t: TokInfo, out_dir: str) -> None:
-    t.tok.save(os.path.join(out_dir, "tokenizer.json"))
-    with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
-        json.dump(t.cfg, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+    """t.files into out_dir; tokenizer.json as `tokenizers` saves it (pretty-printed)."""
+    for fn, text in t.files.items():
+        path = os.path.join(out_dir, fn)
+        if fn == "tokenizer.json":
+            t.tok.save(path)
+        else:
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+
+
+def check_dir_tokenizer(t: TokInfo, out_dir: str, prompt_text: str, prompt: list[int]) -> None:
+    """The tokenizer files in out_dir, read back, must encode prompt_text to `prompt`: for tokenizer.json
+    families as transformers' AutoTokenizer loads the directory; for tiktoken families (Kimi: its
+    tokenizer_config.json names remote code, tokenization_kimi.py, that a test checkpoint does not ship)
+    the family's reference encoder built from the files on disk."""
+    import family_tokenizers
+    with open(os.path.join(out_dir, t.main_file), encoding="utf-8", newline="") as f:
+        main = f.read()
+    with open(os.path.join(out_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    if t.main_file == "tokenizer.json":
+        import warnings
+        with warnings.catch_warnings():  # transformers warns about Ring's `rope_scaling: null` key
+            warnings.simplefilter("ignore", FutureWarning)
+            hf_tok = AutoTokenizer.from_pretrained(out_dir)
+        assert hf_tok(prompt_text)["input_ids"] == prompt, "AutoTokenizer disagrees with tokenizer.json"
+    else:
+        enc = family_tokenizers.reference_encoder(t.family, main, cfg)
+        assert enc.encode(prompt_text, parse_special=True) == prompt, f"{t.main_file} read back disagrees"
+        assert enc.vocab_size == t.vocab and enc.token_to_id(t.eos_token) == t.eos
 
 
 # ----------------------------------------------------------------------------------------------

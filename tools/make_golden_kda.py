@@ -145,7 +145,6 @@ import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from transformers import (  # noqa: E402
-    AutoTokenizer,
     BailingHybridConfig,
     BailingHybridForCausalLM,
     KimiLinearConfig,
@@ -157,11 +156,24 @@ REPO = mg.REPO
 
 
 # ----------------------------------------------------------------------------------------------
-# Tokenizers: THE one place that picks them (families "kimi" / "ling3" are being added to
-# tools/family_tokenizers.py on branch kda-tok; until then Kimi uses the Qwen test BPE, Ling the Bailing one).
+# Tokenizers: THE one place that picks them - each family's own test BPE from tools/family_tokenizers.py.
+# Kimi: a tiktoken rank file (tiktoken.model, no tokenizer.json) whose vocab_size counts the ranks and Kimi's
+# 258 special ids after them: 768 = 510 ranks (256 bytes + 254 merges, about the 509 learned tokens of the
+# 512-id tokenizer.json families) + 258. The config.json eos is <|im_end|> (n + 2) and pad [PAD] (n + 255),
+# as Kimi-Linear's released config.json (163586 / 163839; the tokenizer's own eos_token is [EOS], n + 1).
+# Ling-3.0: tokenizer.json, vocab 512 (eos <|role_end|>, pad <|endoftext|>: tokenizer_config's, as the hub).
 # ----------------------------------------------------------------------------------------------
 def tokenizer_family(model_type: str) -> str:
-    return {"kimi_linear": "qwen", "bailing_hybrid": "bailing"}[model_type]
+    return {"kimi_linear": "kimi", "bailing_hybrid": "ling3"}[model_type]
+
+
+TOKENIZER_VOCAB = {"kimi": 768}                          # build()'s vocab_size; others mg.VOCAB_SIZE (512)
+MODEL_EOS_PAD = {"kimi": ("<|im_end|>", "[PAD]")}        # config.json's eos / pad tokens where they differ
+
+
+def tokenizer(model_type: str) -> mg.TokInfo:
+    fam = tokenizer_family(model_type)
+    return mg.tokenizer_for(fam, TOKENIZER_VOCAB.get(fam, mg.VOCAB_SIZE), *MODEL_EOS_PAD.get(fam, (None, None)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -308,6 +320,9 @@ def ling3_unsafe_config(t: mg.TokInfo) -> BailingHybridConfig:
 # ----------------------------------------------------------------------------------------------
 GAINS = dict(
     embed=0.5, lm_head=0.5,
+    lm_head_special=0.1,      # lm_head rows of the tokenizer's special ids (Kimi: 253 of 768, 248 of them reserved,
+                              # never trained in the real model): at full gain a random lm_head would pick one
+                              # within 16 greedy steps for almost every seed (a third of the vocabulary)
     norm=0.2,                 # every RMSNorm weight (used as is) ~ N(1, 0.2^2)
     final_norm_mean=1.0,      # mean of model.norm's weight
     read=0.6,                 # projections reading the residual stream / a bottleneck: N(0, read^2 / fan_in)
@@ -326,8 +341,9 @@ WRITE_SUFFIXES = ("o_proj.weight", "down_proj.weight")
 
 
 @torch.no_grad()
-def randomise(model: torch.nn.Module, seed: int, gains: dict | None = None) -> None:
+def randomise(model: torch.nn.Module, seed: int, gains: dict | None = None, special_ids=()) -> None:
     G = dict(GAINS, **(gains or {}))
+    special_ids = torch.tensor(sorted(special_ids), dtype=torch.long)
     g = torch.Generator().manual_seed(seed)
 
     def normal(shape, std, mean=0.0):
@@ -344,6 +360,7 @@ def randomise(model: torch.nn.Module, seed: int, gains: dict | None = None) -> N
             v = normal(shape, G["embed"])
         elif name == "lm_head.weight":
             v = normal(shape, G["lm_head"])
+            v[special_ids] *= G["lm_head_special"] / G["lm_head"]   # the same draws, those rows scaled
         elif name == "model.norm.weight":
             v = normal(shape, G["norm"], mean=G["final_norm_mean"])
         elif name.endswith("norm.weight"):   # input/post-attention, o_norm, kv_a_layernorm, q_a_layernorm
@@ -393,7 +410,7 @@ def build(cls, cfg_fn, t, seed: int, gains: dict):
     with warnings.catch_warnings():   # n_shared_experts 0: "Initializing zero-element tensors is a no-op"
         warnings.simplefilter("ignore", UserWarning)
         model = cls(eager(cfg_fn(t)))
-    randomise(model, seed, gains)
+    randomise(model, seed, gains, special_ids=t.specials)
     return model.eval()
 
 
@@ -801,9 +818,9 @@ MODELS = {
 def make_model(name: str, out_root: str, n_seeds: int) -> dict:
     cls, cfg_fn, base_seed, gains, save = MODELS[name]
     model_type = cls.config_class.model_type
-    t = mg.tokenizer_for(tokenizer_family(model_type))
-    prompt_text, prompt = mg.prompt_ids_from_text(t.tok)
-    assert t.tok.decode(prompt, skip_special_tokens=False) == prompt_text
+    t = tokenizer(model_type)
+    prompt_text, prompt = mg.prompt_ids_from_text(t)
+    assert t.decode(prompt) == prompt_text
 
     # 1. seed search (make_golden's criteria)
     seed = mg.pick_seed(name, range(base_seed, base_seed + n_seeds), lambda s: build(cls, cfg_fn, t, s, gains),
@@ -884,7 +901,7 @@ def make_model(name: str, out_root: str, n_seeds: int) -> dict:
         "ablation_mean_abs_dlogit_over_std": abl,
         "init_gains": dict(GAINS, **gains),
         "prompt_text": prompt_text,
-        "greedy_text": t.tok.decode(greedy_ids, skip_special_tokens=False),
+        "greedy_text": t.decode(greedy_ids),
         "notes": desc,
     }
     with open(os.path.join(out_dir, "golden.json"), "w") as f:
@@ -892,8 +909,7 @@ def make_model(name: str, out_root: str, n_seeds: int) -> dict:
         f.write("\n")
     for fn in os.listdir(out_dir):
         os.chmod(os.path.join(out_dir, fn), 0o644)
-    hf_tok = AutoTokenizer.from_pretrained(out_dir)   # as transformers loads it from the directory
-    assert hf_tok(prompt_text)["input_ids"] == prompt, "AutoTokenizer disagrees with tokenizer.json"
+    mg.check_dir_tokenizer(t, out_dir, prompt_text, prompt)   # the files as written, read back
     size = sum(os.path.getsize(os.path.join(out_dir, fn)) for fn in os.listdir(out_dir))
     return {"name": name, "seed": seed, "min_margin": float(m.min()), "dec_vs_prefill": dec_vs_prefill,
             "size": size, "layout": mg.tensor_layout(out_dir), "T": T, "ref": ref, "ablation": abl,
