@@ -13,7 +13,8 @@
 namespace hypic::kernels {
 namespace {
 
-constexpr int kQBlock = 32;   // query positions per task
+constexpr int kQBlock = 32;   // query positions per task, at least
+constexpr int kQRows = 256;   // stacked query rows (g heads × positions) a task aims for
 constexpr int kKBlock = 256;  // keys per online-softmax step
 
 // One task: kv head `kvh`, query positions [i0, i1). The g = nh / nkv query heads that share
@@ -105,12 +106,15 @@ void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int6
 void attention_causal(const AttnDims& d, const float* q, int64_t Lq, int64_t qpos0,
                       const float* k, const float* v, int64_t Lk, float scale, float* out) {
   HYPIC_CHECK(d.nkv > 0 && d.nh % d.nkv == 0 && qpos0 + Lq <= Lk);
-  const int64_t nblk = (Lq + kQBlock - 1) / kQBlock;
+  // Few query heads per kv head (MHA, MLA expanded: g = 1) take more positions per task, so
+  // each key block is multiplied against ≈ kQRows columns, not 32.
+  const int64_t qb = std::max<int64_t>(kQBlock, kQRows / (d.nh / d.nkv));
+  const int64_t nblk = (Lq + qb - 1) / qb;
   // Later query blocks see more keys: hand them out first for balance.
   parallel_for(nblk * d.nkv, [&](int64_t task) {
     thread_local Scratch scratch;
     const int64_t b = nblk - 1 - task / d.nkv;
-    attend_task(d, q, b * kQBlock, std::min(Lq, (b + 1) * kQBlock), qpos0, k, v,
+    attend_task(d, q, b * qb, std::min(Lq, (b + 1) * qb), qpos0, k, v,
                 int(task % d.nkv), scale, out, scratch);
   });
 }

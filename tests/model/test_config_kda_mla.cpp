@@ -98,6 +98,15 @@ TEST(KimiConfig, InconsistentConfigsAreRejected) {
   j["mla_use_nope"] = false;
   expect_error(j, StatusCode::kUnsupported, "mla_use_nope");
   j = kimi();
+  j["linear_attn_config"]["use_rope"] = true;  // RoPE inside KDA: no exact re-rotation
+  expect_error(j, StatusCode::kUnsupported, "linear_attn_config.use_rope");
+  j = kimi();
+  j["linear_rope"] = true;
+  expect_error(j, StatusCode::kUnsupported, "'linear_rope' asks for RoPE in the KDA layers");
+  j = kimi();
+  j["linear_attn_config"]["use_rope"] = false;  // saying no is fine
+  EXPECT_TRUE(parse(j).is_ok());
+  j = kimi();
   j["moe_router_activation_func"] = "softmax";
   expect_error(j, StatusCode::kUnsupported, "moe_router_activation_func");
   j = kimi();
@@ -134,6 +143,9 @@ TEST(LingConfig, InconsistentConfigsAreRejected) {
   json j = ling();
   j["kda_lower_bound"] = 1.0;
   expect_error(j, StatusCode::kInvalidArgument, "kda_lower_bound");
+  j = ling();
+  j["linear_rope"] = true;
+  expect_error(j, StatusCode::kUnsupported, "'linear_rope' asks for RoPE in the KDA layers");
   j = ling();
   j["q_lora_rank"] = 64;
   expect_error(j, StatusCode::kUnsupported, "q_lora_rank");

@@ -73,6 +73,7 @@ class BailingHybrid final : public Architecture {
         f.i64(key("linear_num_heads", "num_attention_heads"), c.num_attention_heads);
     c.linear_key_head_dim = c.linear_value_head_dim = f.i64(key("linear_head_dim", "head_dim"), 128);
     c.linear_conv_kernel_dim = f.i64(key("linear_conv_kernel_dim", "short_conv_kernel_size"), 4);
+    HYPIC_RETURN_IF_ERROR(refuse_rotated_kda(f, nullptr, source));
     c.kda_low_rank_gates = false;
     c.kda_safe_gate = f.boolean("kda_safe_gate", true);
     c.kda_lower_bound = f.f64("kda_lower_bound", -5.0);

@@ -1,6 +1,7 @@
 #include "model/arch/kda_mla.h"
 
 #include <cmath>
+#include <utility>
 
 #include "model/arch/loaders.h"
 #include "model/config_fields.h"
@@ -86,6 +87,18 @@ Status kda_mla_layer_types(Fields& f, const std::string& source, int64_t n,
                          "'; layers are 'linear_attention' (KDA) or 'full_attention' (MLA)");
     (*kinds)[i] = types[i] == "full_attention" ? &mla_type() : &kda_type();
   }
+  return Status::ok();
+}
+
+Status refuse_rotated_kda(Fields& f, Fields* la, const std::string& source) {
+  const std::pair<Fields*, const char*> keys[] = {
+      {&f, "linear_rope"}, {la, "use_rope"}, {la, "rope"}};
+  for (const auto& [fields, key] : keys)
+    if (fields && fields->has(key) && fields->boolean(key, false))
+      return unsupported(source + ": field '" + fields->name(key) + "' asks for RoPE in "
+                         "the KDA layers; hypic runs KDA without positional encoding (a "
+                         "rotated KDA state has no exact re-rotation for position-independent "
+                         "segments). Remove the key or set it to false");
   return Status::ok();
 }
 

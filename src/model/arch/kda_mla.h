@@ -33,6 +33,13 @@ Status deepseek_mlp_kinds(Fields& f, const std::string& source, int64_t n, int64
 Status kda_mla_layer_types(Fields& f, const std::string& source, int64_t n,
                            std::vector<const TokenMixerType*>* kinds);
 
+// A config asking for RoPE inside the KDA layers is refused, not ignored: a per-channel decay
+// does not commute with the rotation, so a cached KDA state has no exact re-rotation (SPEC §2),
+// and neither released family rotates there. The keys: `linear_rope` (Bailing's switch for
+// rotating its linear layers, as in Ring-linear) or `use_rope` / `rope` in `la` (Kimi's
+// linear_attn_config; null where there is none) set true.
+Status refuse_rotated_kda(Fields& f, Fields* la, const std::string& source);
+
 // A KDA layer under `p` ("model.layers.3.self_attn."): q/k/v_proj, the short convs, the
 // forget gate (Kimi: f_a_proj / f_b_proj; Ling: f_proj), dt_bias, A_log, b_proj, the output
 // gate (Kimi: g_a_proj / g_b_proj; Ling: g_proj), o_norm and the output projection `out`.

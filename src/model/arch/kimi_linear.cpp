@@ -74,6 +74,7 @@ class KimiLinear final : public Architecture {
     if (lac && !lac->is_object())
       return invalid_argument(source + ": field 'linear_attn_config' must be an object");
     Fields la(lac ? *lac : kEmpty, "linear_attn_config.", source, nullptr);
+    HYPIC_RETURN_IF_ERROR(refuse_rotated_kda(f, &la, source));
     c.linear_num_key_heads = c.linear_num_value_heads =
         la.has("num_heads") ? la.i64("num_heads", 32) : f.i64("linear_num_heads", 32);
     c.linear_key_head_dim = c.linear_value_head_dim =
