@@ -618,6 +618,21 @@ def name_patterns(layout: list[tuple[str, str, list[int]]]) -> list[str]:
     return out
 
 
+def print_report(results: list[dict]) -> None:
+    """Tensor layouts, then one line of figures per model (make_golden_lightning / _kda results)."""
+    for r in results:
+        print(f"\n{r['name']} tensor layout:")
+        for line in name_patterns(r["layout"]):
+            print("   ", line)
+    print()
+    for r in results:
+        print(f"{r['name']}: seed {r['seed']}, prompt {r['T']} tokens, min margin {r['min_margin']:.4f}, "
+              f"bf16 dev {r['dev_bf16'][0]:.3f}-{r['dev_bf16'][1]:.3f} (w-rounded {r['dev_wround'][0]:.3f}-"
+              f"{r['dev_wround'][1]:.3f}), margin/dev {r['robustness']:.2f}, decode-vs-prefill {r['dec_vs_prefill']:.3e}, "
+              f"independent reference vs golden {max(r['ref']['prompt'], r['ref']['decode']):.3e}, "
+              f"dir {r['size'] / 1e6:.2f} MB, tokenizer: {r['tokenizer']}")
+
+
 # save_pretrained options. transformers 5.23 reverts its internal packed-expert layout to per-expert
 # tensors on save for both MoE families (conversion_mapping: qwen3_next and qwen3_5_moe_text include
 # the qwen2_moe converter). Real Qwen3-Next checkpoints are per-expert, so that is kept; real

@@ -834,17 +834,7 @@ def main() -> int:
 
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, threads {torch.get_num_threads()}")
     results = [make_model(n, args.out, args.seeds) for n in names]
-    for r in results:
-        print(f"\n{r['name']} tensor layout:")
-        for line in mg.name_patterns(r["layout"]):
-            print("   ", line)
-    print()
-    for r in results:
-        print(f"{r['name']}: seed {r['seed']}, prompt {r['T']} tokens, min margin {r['min_margin']:.4f}, "
-              f"bf16 dev {r['dev_bf16'][0]:.3f}-{r['dev_bf16'][1]:.3f} (w-rounded {r['dev_wround'][0]:.3f}-"
-              f"{r['dev_wround'][1]:.3f}), margin/dev {r['robustness']:.2f}, decode-vs-prefill {r['dec_vs_prefill']:.3e}, "
-              f"independent reference vs golden {max(r['ref']['prompt'], r['ref']['decode']):.3e}, "
-              f"dir {r['size'] / 1e6:.2f} MB, tokenizer: {r['tokenizer']}")
+    mg.print_report(results)
     return 0
 
 

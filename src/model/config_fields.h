@@ -86,6 +86,15 @@ class Fields {
     return r;
   }
 
+  // The nested object `key` (e.g. rope_parameters), read with its own Fields: absent or null
+  // reads as {}; any other non-object is recorded here as an error and also reads as {}.
+  Fields object(const char* key) {
+    static const nlohmann::json kEmpty = nlohmann::json::object();
+    const nlohmann::json* v = find(key);
+    if (v && !v->is_object()) fail(key, "an object", *v);
+    return Fields(v && v->is_object() ? *v : kEmpty, name(key) + ".", source_, nullptr);
+  }
+
   const Status& status() const { return status_; }
   std::string name(const char* key) const { return prefix_ + key; }
 

@@ -98,6 +98,9 @@ TEST(KimiConfig, InconsistentConfigsAreRejected) {
   j["mla_use_nope"] = false;
   expect_error(j, StatusCode::kUnsupported, "mla_use_nope");
   j = kimi();
+  j["linear_attn_config"] = 3;
+  expect_error(j, StatusCode::kInvalidArgument, "'linear_attn_config' must be an object, got 3");
+  j = kimi();
   j["linear_attn_config"]["use_rope"] = true;  // RoPE inside KDA: no exact re-rotation
   expect_error(j, StatusCode::kUnsupported, "linear_attn_config.use_rope");
   j = kimi();
@@ -143,6 +146,9 @@ TEST(LingConfig, InconsistentConfigsAreRejected) {
   json j = ling();
   j["kda_lower_bound"] = 1.0;
   expect_error(j, StatusCode::kInvalidArgument, "kda_lower_bound");
+  j = ling();
+  j["rope_parameters"] = "6e6";
+  expect_error(j, StatusCode::kInvalidArgument, "'rope_parameters' must be an object");
   j = ling();
   j["linear_rope"] = true;
   expect_error(j, StatusCode::kUnsupported, "'linear_rope' asks for RoPE in the KDA layers");

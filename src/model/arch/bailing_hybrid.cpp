@@ -139,11 +139,7 @@ class BailingHybrid final : public Architecture {
  private:
   // rope_parameters (transformers 5) or rope_theta; plain RoPE only.
   static Status parse_rope(Fields& f, const std::string& source, ModelConfig* c) {
-    static const json kEmpty = json::object();
-    const json* rp = f.find("rope_parameters");
-    if (rp && !rp->is_object())
-      return invalid_argument(source + ": field 'rope_parameters' must be an object");
-    Fields r(rp ? *rp : kEmpty, "rope_parameters.", source, nullptr);
+    Fields r = f.object("rope_parameters");
     c->rope_theta = r.has("rope_theta") ? r.f64("rope_theta", 0) : f.f64("rope_theta", 6e6);
     const std::string type = r.str("rope_type", "default");
     if (type != "default" || f.has("rope_scaling"))

@@ -69,11 +69,8 @@ class KimiLinear final : public Architecture {
     m.head_gate = false;
 
     // KDA sizes: linear_attn_config (released) or the flat keys (transformers).
-    static const json kEmpty = json::object();
-    const json* lac = f.find("linear_attn_config");
-    if (lac && !lac->is_object())
-      return invalid_argument(source + ": field 'linear_attn_config' must be an object");
-    Fields la(lac ? *lac : kEmpty, "linear_attn_config.", source, nullptr);
+    Fields la = f.object("linear_attn_config");
+    HYPIC_RETURN_IF_ERROR(f.status());
     HYPIC_RETURN_IF_ERROR(refuse_rotated_kda(f, &la, source));
     c.linear_num_key_heads = c.linear_num_value_heads =
         la.has("num_heads") ? la.i64("num_heads", 32) : f.i64("linear_num_heads", 32);

@@ -136,11 +136,7 @@ class MiniMax final : public Architecture {
   // RoPE of the softmax layers: rope_parameters (transformers 5) or rope_theta; rotary_dim
   // (original format) or rope_parameters.partial_rotary_factor rotate part of the head.
   static Status parse_rope(Fields& f, const std::string& source, ModelConfig* c) {
-    static const json kEmpty = json::object();
-    const json* rp = f.find("rope_parameters");
-    if (rp && !rp->is_object())
-      return invalid_argument(source + ": field 'rope_parameters' must be an object");
-    Fields r(rp ? *rp : kEmpty, "rope_parameters.", source, nullptr);
+    Fields r = f.object("rope_parameters");
     c->rope_theta = r.has("rope_theta") ? r.f64("rope_theta", 0) : f.f64("rope_theta", 1e6);
     c->rope_type = r.str("rope_type", "default");
     if (f.has("rope_scaling"))
