@@ -26,7 +26,7 @@ int bench_prefill(int argc, char** argv) {
          "dominant GEMM shape measured in the same run (ratio = achieved / peak).");
   a.opt("model", "DIR", "model directory")
       .opt("tokens", "N", "prompt length", "4096")
-      .opt("dtype", "bf16|f32", "matrix weight type", "bf16")
+      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
       .opt("reps", "R", "timed repetitions after one warm-up (best is reported)", "1")
       .opt("json", "", "print JSON (the default; kept for symmetry)");
   if (Status s = a.parse(argc, argv); !s) return report_error("bench prefill", s);

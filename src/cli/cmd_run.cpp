@@ -23,7 +23,9 @@ int report_error(const std::string& cmd, const Status& s) {
 Result<DType> parse_dtype(const std::string& s) {
   if (s == "bf16") return DType::kBF16;
   if (s == "f32" || s == "fp32") return DType::kF32;
-  return invalid_argument("--dtype must be bf16 or f32, got '" + s + "'");
+  if (s == "int8") return DType::kQ8;
+  if (s == "q4") return DType::kQ4;
+  return invalid_argument("--dtype must be bf16, f32, int8 or q4, got '" + s + "'");
 }
 
 
@@ -42,7 +44,7 @@ int cmd_run(int argc, char** argv) {
       .opt("seed", "S", "sampling seed", "0")
       .opt("stop", "STR", "stop string (repeatable)")
       .opt("ignore-eos", "", "keep generating past end-of-sequence tokens")
-      .opt("dtype", "bf16|f32", "matrix weight type (f32 = exact reference path)", "bf16")
+      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
       .opt("json", "", "print one JSON object with the text and timings instead")
       .opt("segment", "FILE", "a document segment (repeatable); with --query: a PIC request")
       .opt("query", "TEXT", "the question after the segments")

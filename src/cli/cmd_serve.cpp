@@ -45,7 +45,7 @@ int cmd_serve(int argc, char** argv) {
       .opt("max-segments", "N", "most segments in one request", "64")
       .opt("registered-mem", "MiB", "cache memory registered segments may pin (default: half of --cache-mem)")
       .opt("max-registered-segments", "N", "most registered segments at once", "1024")
-      .opt("dtype", "bf16|f32", "compute type", "bf16")
+      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
       .opt("scatter-workers", "LIST", "segment parallelism: host:port,... of `hypic worker`s that build cold segments")
       .opt("local-lanes", "N", "segment parallelism: in-process lanes building cold segments in parallel", "1")
       .opt("scatter-policy", "P", "lane assignment: lpt | round-robin | contiguous", "lpt")

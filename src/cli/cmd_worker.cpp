@@ -30,7 +30,7 @@ int cmd_worker(int argc, char** argv) {
   a.opt("model", "DIR", "model directory")
       .opt("host", "H", "address to bind", "127.0.0.1")
       .opt("port", "P", "port (0: any free port, printed at start)", "50051")
-      .opt("dtype", "bf16|f32", "compute type", "bf16")
+      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
       .opt("max-message", "MiB", "largest gRPC message sent or received", "4")
       .opt("join", "HOST:PORT", "join a router (its --grpc-port): heartbeats while running, leaves on exit")
       .opt("advertise", "HOST:PORT", "the address the router reaches this worker at (default: --host:port)")

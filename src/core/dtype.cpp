@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/status.h"
+
 namespace hypic {
 
 const char* dtype_name(DType t) {
@@ -9,8 +11,19 @@ const char* dtype_name(DType t) {
     case DType::kF32: return "F32";
     case DType::kBF16: return "BF16";
     case DType::kF16: return "F16";
+    case DType::kQ8: return "INT8";
+    case DType::kQ4: return "Q4";
   }
   return "?";
+}
+
+size_t dtype_row_bytes(DType t, int64_t cols) {
+  const size_t k = size_t(cols);
+  switch (t) {
+    case DType::kQ8: return k + 4;                 // u8 codes, f32 scale
+    case DType::kQ4: return k / 2 + k / 32 * 2;    // nibbles, one f16 scale per 32
+    default: return k * dtype_size(t);
+  }
 }
 
 float f16_to_f32(uint16_t h) {
@@ -71,7 +84,10 @@ void to_f32(DType t, const void* src, float* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
       return;
     }
+    case DType::kQ8:
+    case DType::kQ4: break;
   }
+  HYPIC_CHECK(false, std::string("to_f32 of a packed type (") + dtype_name(t) + "): use core/quant.h");
 }
 
 void from_f32(DType t, const float* src, void* dst, size_t n) {
@@ -87,7 +103,10 @@ void from_f32(DType t, const float* src, void* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
       return;
     }
+    case DType::kQ8:
+    case DType::kQ4: break;
   }
+  HYPIC_CHECK(false, std::string("from_f32 of a packed type (") + dtype_name(t) + "): use core/quant.h");
 }
 
 }  // namespace hypic

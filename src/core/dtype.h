@@ -1,4 +1,6 @@
-// Element types and scalar conversions. bf16/f16 are stored as raw uint16_t.
+// Element types and scalar conversions. bf16/f16 are stored as raw uint16_t. kQ8 and kQ4 are
+// packed row formats of quantized matrices (core/quant.h): their size is per row, not per
+// element (dtype_row_bytes), and they exist only as [..., K] matrices with K the last dim.
 #pragma once
 
 #include <cstdint>
@@ -7,16 +9,21 @@
 
 namespace hypic {
 
-enum class DType : uint8_t { kF32, kBF16, kF16 };
+enum class DType : uint8_t { kF32, kBF16, kF16, kQ8, kQ4 };
 
 inline size_t dtype_size(DType t) {
   switch (t) {
     case DType::kF32: return 4;
     case DType::kBF16: return 2;
     case DType::kF16: return 2;
+    case DType::kQ8:
+    case DType::kQ4: return 0;  // packed: see dtype_row_bytes
   }
   return 0;
 }
+inline bool dtype_packed(DType t) { return t == DType::kQ8 || t == DType::kQ4; }
+// Bytes of one row of `cols` elements (any type; the packed formats of core/quant.h).
+size_t dtype_row_bytes(DType t, int64_t cols);
 const char* dtype_name(DType t);
 
 inline float bf16_to_f32(uint16_t h) {

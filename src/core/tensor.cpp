@@ -1,7 +1,12 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/quant.h"
 
 namespace hypic {
 
@@ -17,11 +22,23 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
+namespace {
+
+size_t bytes_of(DType t, const Shape& s) {
+  if (!dtype_packed(t)) return size_t(shape_numel(s)) * dtype_size(t);
+  HYPIC_CHECK(!s.empty() && s.back() > 0, std::string(dtype_name(t)) + " tensor needs a last dim");
+  return size_t(shape_numel(s) / s.back()) * dtype_row_bytes(t, s.back());
+}
+
+}  // namespace
+
+size_t Tensor::nbytes() const { return empty() ? 0 : bytes_of(dtype_, shape_); }
+
 Tensor Tensor::zeros(DType t, Shape shape) {
   Tensor r;
   r.dtype_ = t;
   r.shape_ = std::move(shape);
-  size_t bytes = (size_t(shape_numel(r.shape_)) * dtype_size(t) + 63) / 64 * 64;
+  size_t bytes = (bytes_of(t, r.shape_) + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
   void* p = std::aligned_alloc(64, bytes);
   HYPIC_CHECK(p != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");
@@ -59,7 +76,27 @@ Tensor Tensor::reshape(Shape s) const {
 
 Tensor Tensor::to(DType t) const {
   Tensor r = zeros(t, shape_);
-  if (t == dtype_) {
+  if (t != dtype_ && (dtype_packed(t) || dtype_packed(dtype_))) {
+    // Row by row through one fp32 row: no fp32 copy of the whole matrix.
+    const int64_t cols = shape_.back(), n = numel() / cols;
+    if (dtype_packed(t)) {
+      const Status q = check_quantizable(t, cols);
+      HYPIC_CHECK(q.is_ok(), q.message());
+    }
+    const size_t in_row = dtype_row_bytes(dtype_, cols), out_row = dtype_row_bytes(t, cols);
+    constexpr int64_t kRows = 256;  // rows per task
+    parallel_for((n + kRows - 1) / kRows, [&](int64_t task) {
+      std::vector<float> row(static_cast<size_t>(cols));
+      for (int64_t i = task * kRows; i < std::min(n, (task + 1) * kRows); ++i) {
+        const char* src = static_cast<const char*>(data_) + size_t(i) * in_row;
+        char* dst = static_cast<char*>(r.data_) + size_t(i) * out_row;
+        if (dtype_packed(dtype_)) dequantize_row(dtype_, src, cols, row.data());
+        else to_f32(dtype_, src, row.data(), size_t(cols));
+        if (dtype_packed(t)) quantize_row(t, row.data(), cols, dst);
+        else from_f32(t, row.data(), dst, size_t(cols));
+      }
+    });
+  } else if (t == dtype_) {
     std::memcpy(r.data_, data_, nbytes());
   } else if (dtype_ == DType::kF32) {
     from_f32(t, f32(), r.data_, numel());

@@ -32,7 +32,7 @@ class Tensor {
   int64_t dim(int i) const { return shape_[i < 0 ? shape_.size() + i : i]; }
   int ndim() const { return int(shape_.size()); }
   int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return empty() ? 0 : size_t(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const;  // packed types (core/quant.h): rows × dtype_row_bytes(last dim)
   bool empty() const { return data_ == nullptr; }
 
   void* raw() const { return data_; }
@@ -41,7 +41,8 @@ class Tensor {
 
   // Same storage, new shape (numel must match).
   Tensor reshape(Shape s) const;
-  // Deep copy, optionally converting the element type.
+  // Deep copy, optionally converting the element type (to or from a packed type row by row;
+  // quantizing checks check_quantizable).
   Tensor clone() const { return empty() ? Tensor() : to(dtype_); }
   Tensor to(DType t) const;
   // Rows [r0, r1) of the leading dimension, sharing storage.

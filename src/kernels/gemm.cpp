@@ -1,5 +1,7 @@
 #include "kernels/gemm.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -7,7 +9,9 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "core/parallel.h"
 #include "core/timer.h"
+#include "kernels/gemv.h"
 
 namespace hypic::kernels {
 namespace {
@@ -89,11 +93,53 @@ void run(const Prim& p, const void* a, const void* b, float* c) {
   strm.wait();
 }
 
+// Packed W (Q8 / Q4) with many rows: x rounded to bf16 once, then W dequantized to bf16 in
+// panels of rows, each multiplied by every row tile of x on oneDNN's bf16 GEMM.
+void linear_packed(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y,
+                   int64_t ldy, bool accumulate) {
+  const int64_t N = W.dim(0), K = W.dim(1);
+  // ~4 MiB of bf16 weights per panel, whole multiples of 64 rows.
+  const int64_t panel = std::min(N, std::max<int64_t>(64, (int64_t(4) << 20) / (2 * K) / 64 * 64));
+  thread_local std::vector<uint16_t> xb, wb;
+  xb.resize(size_t(M * K));
+  wb.resize(size_t(panel * K));
+  uint16_t* xp = xb.data();  // thread_local: the workers must use this thread's buffers
+  parallel_for(M, [&](int64_t i) { from_f32(DType::kBF16, x + i * ldx, xp + i * K, size_t(K)); });
+  for (int64_t n0 = 0; n0 < N; n0 += panel) {
+    const int64_t n = std::min(panel, N - n0);
+    const int64_t blocks = (n + 63) / 64;
+    uint16_t* wp = wb.data();
+    parallel_for(blocks, [&](int64_t b) {
+      const int64_t r0 = n0 + b * 64, r1 = std::min(n0 + n, r0 + 64);
+      dequantize_rows_bf16(W, r0, r1, wp + (r0 - n0) * K);
+    });
+    for (int64_t r0 = 0; r0 < M;) {
+      const int64_t m = tile_rows(M - r0);
+      const Prim& p = get_prim(1, m, K, n, dt::bf16, false, true, accumulate, K, ldy);
+      run(p, xp + r0 * K, wp, y + r0 * ldy + n0);
+      r0 += m;
+    }
+  }
+}
+
+// HYPIC_GEMV=0 sends bf16 decode rows to oneDNN too (side-by-side benchmarks).
+bool gemv_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("HYPIC_GEMV");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  return on;
+}
+
 }  // namespace
 
 void linear_strided(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y,
                     int64_t ldy, bool accumulate) {
-  HYPIC_CHECK(W.ndim() == 2 && W.dtype() != DType::kF16, "linear needs F32/BF16 [N, K] weights");
+  HYPIC_CHECK(W.ndim() == 2 && W.dtype() != DType::kF16,
+              "linear needs F32 / BF16 / Q8 / Q4 [N, K] weights");
+  if (M <= kGemvMaxRows && gemv_handles(W.dtype()) && (gemv_enabled() || dtype_packed(W.dtype())))
+    return gemv(x, ldx, M, W, y, ldy, accumulate);
+  if (dtype_packed(W.dtype())) return linear_packed(x, ldx, M, W, y, ldy, accumulate);
   const int64_t N = W.dim(0), K = W.dim(1);
   const bool bf16 = W.dtype() == DType::kBF16;
   thread_local std::vector<uint16_t> xb;
@@ -144,7 +190,8 @@ double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps
 }
 
 std::string matmul_impl_name(int64_t M, int64_t K, int64_t N, DType wt) {
-  const dt w = wt == DType::kBF16 ? dt::bf16 : dt::f32;
+  if (M <= kGemvMaxRows && gemv_handles(wt) && (gemv_enabled() || dtype_packed(wt))) return std::string("hypic_gemv:") + gemv_impl(wt);
+  const dt w = wt == DType::kBF16 || dtype_packed(wt) ? dt::bf16 : dt::f32;
   return get_prim(1, tile_rows(M), K, N, w, false, true, false, K, N).impl;
 }
 

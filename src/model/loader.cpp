@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -29,6 +31,14 @@ Tensor concat_rows(const std::vector<Tensor>& parts, DType t) {
 }
 
 namespace {
+
+// The process's resident set (/proc/self/statm), 0 where unavailable.
+size_t resident_bytes() {
+  std::ifstream f("/proc/self/statm");
+  size_t pages = 0, rss = 0;
+  if (!(f >> pages >> rss)) return 0;
+  return rss * size_t(sysconf(_SC_PAGESIZE));
+}
 
 // Identity of the weights for segment keys, without hashing gigabytes at every start:
 // SHA-256 over config.json, every tensor's name, dtype, shape and byte range, and the first
@@ -80,8 +90,8 @@ Status check_no_unused_layers(const Checkpoint& ck, const ModelConfig& c, const 
 Model::~Model() = default;
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOptions& opt) {
-  if (opt.compute != DType::kF32 && opt.compute != DType::kBF16)
-    return invalid_argument("compute type must be F32 or BF16");
+  if (opt.compute == DType::kF16)
+    return invalid_argument("the matrix type must be F32, BF16, INT8 or Q4 (--dtype f32|bf16|int8|q4)");
   Timer timer;
   HYPIC_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::from_dir(dir));
   HYPIC_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir));
@@ -132,14 +142,18 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     if (!cfg.tie_word_embeddings)
       return not_found("lm_head.weight is missing from " + dir +
                        " and tie_word_embeddings is false; the checkpoint is incomplete");
-    w.lm_head = w.embed.dtype() == opt.compute ? w.embed : w.embed.to(opt.compute);
+    auto t = rd.convert(w.embed, "lm_head (the tied embedding)");
+    if (!t.is_ok()) return t.status().with_context(ctx("lm_head"));
+    w.lm_head = t.value();
   } else {
     auto t = rd.mat("lm_head.weight", {V, H});
     if (!t.is_ok()) return t.status().with_context(ctx("lm_head"));
     w.lm_head = t.value();
   }
   m->fingerprint_ = checkpoint_fingerprint(dir, ck);
-  if (loud) HYPIC_LOG_INFO("loaded %s in %.1f s", dir.c_str(), timer.seconds());
+  if (loud)
+    HYPIC_LOG_INFO("loaded %s in %.1f s (matrices %s, resident %.2f GiB)", dir.c_str(),
+                   timer.seconds(), dtype_name(opt.compute), double(resident_bytes()) / (1 << 30));
   return m;
 }
 

@@ -19,8 +19,10 @@
 namespace hypic {
 
 struct LoadOptions {
-  // Matrix weights: kF32 (exact, matches the reference to fp32 rounding) or kBF16 (AVX512-BF16
-  // / AMX GEMMs, half the memory traffic). Vectors (norms, gates) stay fp32 either way.
+  // Matrix weights: kF32 (exact, matches the reference to fp32 rounding), kBF16 (AVX512-BF16
+  // / AMX GEMMs, half the memory traffic), kQ8 (int8 per output channel) or kQ4 (4-bit groups
+  // of 32), quantized at load (core/quant.h; decode on kernels/gemv.h). Vectors (norms, the
+  // router, conv weights) stay fp32 and the embedding as stored, whatever the type.
   DType compute = DType::kBF16;
   bool progress = true;  // log loading progress for large checkpoints
 };

@@ -87,6 +87,9 @@ const char* safetensors_dtype_name(DType t) {
     case DType::kF32: return "F32";
     case DType::kBF16: return "BF16";
     case DType::kF16: return "F16";
+    // Not safetensors types: hypic's names for its packed matrices (segment keys, the wire).
+    case DType::kQ8: return "HYPIC_INT8";
+    case DType::kQ4: return "HYPIC_Q4";
   }
   return "?";
 }

@@ -130,7 +130,7 @@ Status load_kda_layer(const WeightReader& rd, const ModelConfig& c, const std::s
   }
   HYPIC_ASSIGN_OR_RETURN(Tensor b, rd.raw(p + "b_proj.weight", {nh, H}));
   rows.push_back(b);
-  w.in_proj = concat_rows(rows, rd.compute());
+  HYPIC_ASSIGN_OR_RETURN(w.in_proj, rd.stack(rows, p + "q/k/v/gate/b projections"));
   HYPIC_ASSIGN_OR_RETURN(w.conv_w, load_conv(rd, p, D, K));
   // A_log: [nh] (Ling) or [1, 1, nh, 1] (Kimi).
   const std::string a_log = fg + "A_log";
@@ -169,7 +169,7 @@ Status load_mla_layer(const WeightReader& rd, const ModelConfig& c, const std::s
     HYPIC_ASSIGN_OR_RETURN(Tensor g, rd.raw(p + "g_proj.weight", {nh, H}));
     rows.push_back(g);
   }
-  w.in_proj = concat_rows(rows, rd.compute());
+  HYPIC_ASSIGN_OR_RETURN(w.in_proj, rd.stack(rows, p + "q / kv_a / gate projections"));
   HYPIC_ASSIGN_OR_RETURN(w.kv_a_norm, rd.vec(p + "kv_a_layernorm.weight", {m.kv_lora_rank}));
   HYPIC_ASSIGN_OR_RETURN(w.kv_b, rd.mat(p + "kv_b_proj.weight",
                                         {nh * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank}));

@@ -16,7 +16,7 @@ Status load_swiglu(const WeightReader& rd, int64_t H, int64_t I, const std::stri
                    const std::string& up, const std::string& down, MlpWeights& w) {
   HYPIC_ASSIGN_OR_RETURN(Tensor g, rd.raw(gate, {I, H}));
   HYPIC_ASSIGN_OR_RETURN(Tensor u, rd.raw(up, {I, H}));
-  w.gate_up = concat_rows({g, u}, rd.compute());
+  HYPIC_ASSIGN_OR_RETURN(w.gate_up, rd.stack({g, u}, gate));
   HYPIC_ASSIGN_OR_RETURN(w.down, rd.mat(down, {H, I}));
   return Status::ok();
 }
@@ -34,8 +34,8 @@ Status load_experts(const WeightReader& rd, int64_t E, int64_t H, int64_t I,
   if (rd.has(p + "gate_up_proj")) {
     HYPIC_ASSIGN_OR_RETURN(Tensor gu, rd.raw(p + "gate_up_proj", {E, 2 * I, H}));
     HYPIC_ASSIGN_OR_RETURN(Tensor dn, rd.raw(p + "down_proj", {E, H, I}));
-    Tensor gu_c = gu.dtype() == rd.compute() ? gu : gu.to(rd.compute());
-    Tensor dn_c = dn.dtype() == rd.compute() ? dn : dn.to(rd.compute());
+    HYPIC_ASSIGN_OR_RETURN(Tensor gu_c, rd.convert(gu, p + "gate_up_proj"));
+    HYPIC_ASSIGN_OR_RETURN(Tensor dn_c, rd.convert(dn, p + "down_proj"));
     for (int64_t e = 0; e < E; ++e) {
       (*experts)[size_t(e)].gate_up = gu_c.rows(e, e + 1).reshape({2 * I, H});
       (*experts)[size_t(e)].down = dn_c.rows(e, e + 1).reshape({H, I});

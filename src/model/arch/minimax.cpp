@@ -192,7 +192,7 @@ class MiniMax final : public Architecture {
       for (int j = 0; j < 3; ++j)
         for (int64_t h = 0; h < nh; ++h)
           parts.push_back(qkv.rows((3 * h + j) * hd, (3 * h + j + 1) * hd));
-      w.qkv = concat_rows(parts, rd.compute());
+      HYPIC_ASSIGN_OR_RETURN(w.qkv, rd.stack(parts, p + "qkv_proj.weight"));
       HYPIC_ASSIGN_OR_RETURN(w.gate, rd.mat(p + "output_gate.weight", {D, H}));
       HYPIC_ASSIGN_OR_RETURN(w.norm, rd.vec(p + "norm.weight", {D}));
       HYPIC_ASSIGN_OR_RETURN(w.out, rd.mat(p + "out_proj.weight", {H, D}));
@@ -204,7 +204,7 @@ class MiniMax final : public Architecture {
     HYPIC_ASSIGN_OR_RETURN(Tensor q, rd.raw(p + "q_proj.weight", {D, H}));
     HYPIC_ASSIGN_OR_RETURN(Tensor k, rd.raw(p + "k_proj.weight", {kvd, H}));
     HYPIC_ASSIGN_OR_RETURN(Tensor v, rd.raw(p + "v_proj.weight", {kvd, H}));
-    w.qkv = concat_rows({q, k, v}, rd.compute());
+    HYPIC_ASSIGN_OR_RETURN(w.qkv, rd.stack({q, k, v}, p + "q/k/v_proj.weight"));
     HYPIC_ASSIGN_OR_RETURN(w.o_proj, rd.mat(p + "o_proj.weight", {H, D}));
     out->token = make_attention(c, attention_type(), std::move(w));
     return Status::ok();

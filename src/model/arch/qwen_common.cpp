@@ -163,7 +163,6 @@ Status load_gdn_interleaved(const WeightReader& rd, const ModelConfig& c, const 
   const int64_t H = c.hidden_size, nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
   const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim, r = nv / nk;
   const int64_t G = 2 * dk + 2 * r * dv;
-  const DType ct = rd.compute();
   HYPIC_ASSIGN_OR_RETURN(Tensor qkvz, rd.raw(p + "in_proj_qkvz.weight", {nk * G, H}));
   HYPIC_ASSIGN_OR_RETURN(Tensor bam, rd.raw(p + "in_proj_ba.weight", {2 * nv, H}));
   std::vector<Tensor> q, k, v, z, b, a;
@@ -180,9 +179,9 @@ Status load_gdn_interleaved(const WeightReader& rd, const ModelConfig& c, const 
   qkv.insert(qkv.end(), v.begin(), v.end());
   std::vector<Tensor> ba = b;
   ba.insert(ba.end(), a.begin(), a.end());
-  w.in_qkv = concat_rows(qkv, ct);
-  w.in_z = concat_rows(z, ct);
-  w.in_ba = concat_rows(ba, ct);
+  HYPIC_ASSIGN_OR_RETURN(w.in_qkv, rd.stack(qkv, p + "in_proj_qkvz.weight"));
+  HYPIC_ASSIGN_OR_RETURN(w.in_z, rd.stack(z, p + "in_proj_qkvz.weight"));
+  HYPIC_ASSIGN_OR_RETURN(w.in_ba, rd.stack(ba, p + "in_proj_ba.weight"));
   return Status::ok();
 }
 
@@ -196,7 +195,7 @@ Status load_gdn_contiguous(const WeightReader& rd, const ModelConfig& c, const s
   HYPIC_ASSIGN_OR_RETURN(w.in_z, rd.mat(p + "in_proj_z.weight", {vd, H}));
   HYPIC_ASSIGN_OR_RETURN(Tensor b, rd.raw(p + "in_proj_b.weight", {nv, H}));
   HYPIC_ASSIGN_OR_RETURN(Tensor a, rd.raw(p + "in_proj_a.weight", {nv, H}));
-  w.in_ba = concat_rows({b, a}, rd.compute());
+  HYPIC_ASSIGN_OR_RETURN(w.in_ba, rd.stack({b, a}, p + "in_proj_b/a.weight"));
   return Status::ok();
 }
 
@@ -225,7 +224,7 @@ Status load_attn(const WeightReader& rd, const ModelConfig& c, const std::string
   HYPIC_ASSIGN_OR_RETURN(Tensor q, rd.raw(p + "q_proj.weight", {nh * 2 * hd, H}));
   HYPIC_ASSIGN_OR_RETURN(Tensor k, rd.raw(p + "k_proj.weight", {nkv * hd, H}));
   HYPIC_ASSIGN_OR_RETURN(Tensor v, rd.raw(p + "v_proj.weight", {nkv * hd, H}));
-  w.qkv = concat_rows({q, k, v}, rd.compute());
+  HYPIC_ASSIGN_OR_RETURN(w.qkv, rd.stack({q, k, v}, p + "q/k/v_proj.weight"));
   HYPIC_ASSIGN_OR_RETURN(w.q_norm, rd.vec(p + "q_norm.weight", {hd}));
   HYPIC_ASSIGN_OR_RETURN(w.k_norm, rd.vec(p + "k_norm.weight", {hd}));
   HYPIC_ASSIGN_OR_RETURN(w.o_proj, rd.mat(p + "o_proj.weight", {H, nh * hd}));

@@ -1,0 +1,379 @@
+#include "kernels/gemv.h"
+
+// GCC 12's AVX-512 headers pass _mm512_undefined_*() as merge sources, which -Wuninitialized
+// reports at every use inside these kernels; the warning is about the headers, not this file.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/quant.h"
+
+namespace hypic::kernels {
+namespace {
+
+std::atomic<bool> g_generic{false};
+
+bool cpu_bf16() {
+  static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
+  return h && !g_generic;
+}
+bool cpu_vnni() {
+  static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+  return h && !g_generic;
+}
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// ---------------------------------------------------------------------------------------
+// x prepared once per call, shared by every row of W.
+
+// BF16: [M][kp] bf16, kp = K rounded up to 32, zero padded.
+struct XBf16 {
+  int64_t kp = 0;
+  std::vector<uint16_t> v;
+};
+
+void prep_bf16(const float* x, int64_t ldx, int64_t M, int64_t K, XBf16& X) {
+  X.kp = round_up(K, 32);
+  X.v.assign(size_t(M * X.kp), 0);
+  for (int64_t m = 0; m < M; ++m) from_f32(DType::kBF16, x + m * ldx, X.v.data() + m * X.kp, size_t(K));
+}
+
+// Q8 / Q4: x quantized per block of 32 (kp = K rounded up to 64, zero padded).
+//   nat [M][kp] codes in natural order, dx [M][kp/32] block scales (the portable path);
+//   q [M][kp] codes in the kernel's byte order, and per dword lane of q (4 codes):
+//   corr [M][kp/4] = −offset · Σ of the lane's codes (the weights' offset-binary bias),
+//   dl [M][kp/4] = d_x of the lane's block (the VNNI path).
+struct XQuant {
+  int64_t kp = 0;
+  std::vector<int8_t> nat, q;
+  std::vector<float> dx, dl;
+  std::vector<int32_t> corr;
+};
+
+// Position of natural index o (0..63) inside a 64-chunk of a Q4 row as the kernel unpacks it:
+// [group A 0-15 | group B 0-15 | group A 16-31 | group B 16-31].
+int q4_pos(int o) { return (o % 32) / 16 * 32 + o / 32 * 16 + o % 16; }
+
+void prep_quant(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, XQuant& X) {
+  const int64_t kp = X.kp = round_up(K, 64), nb = kp / 32, nl = kp / 4;
+  X.nat.assign(size_t(M * kp), 0);
+  X.q.assign(size_t(M * kp), 0);
+  X.dx.assign(size_t(M * nb), 0.0f);
+  X.dl.assign(size_t(M * nl), 0.0f);
+  X.corr.assign(size_t(M * nl), 0);
+  const int offset = t == DType::kQ8 ? 128 : 8;
+  for (int64_t m = 0; m < M; ++m) {
+    const float* xm = x + m * ldx;
+    int8_t* nat = X.nat.data() + m * kp;
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t k0 = b * 32, k1 = std::min(K, k0 + 32);
+      float amax = 0.0f;
+      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(xm[k]));
+      const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
+      X.dx[size_t(m * nb + b)] = d;
+      for (int64_t k = k0; k < k1; ++k)
+        nat[k] = int8_t(std::clamp(int(std::nearbyint(xm[k] * inv)), -127, 127));
+    }
+    int8_t* q = X.q.data() + m * kp;
+    if (t == DType::kQ8) {
+      std::memcpy(q, nat, size_t(kp));
+    } else {
+      for (int64_t c = 0; c < kp; c += 64)
+        for (int o = 0; o < 64; ++o) q[c + q4_pos(o)] = nat[c + o];
+    }
+    for (int64_t l = 0; l < nl; ++l) {
+      const int64_t p = l * 4;
+      X.corr[size_t(m * nl + l)] = -offset * (q[p] + q[p + 1] + q[p + 2] + q[p + 3]);
+      // The block a lane's codes came from: natural order for Q8; for Q4 see q4_pos.
+      const int64_t blk = t == DType::kQ8 ? p / 32 : p / 64 * 2 + (p % 64) / 16 % 2;
+      X.dl[size_t(m * nl + l)] = X.dx[size_t(m * nb + blk)];
+    }
+  }
+}
+
+// Sum of 16 lanes as a fixed tree (GCC 12's _mm512_reduce_add_ps warns spuriously).
+__attribute__((target("avx512f"))) inline float hsum(__m512 v) {
+  alignas(64) float t[16];
+  _mm512_store_ps(t, v);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) t[i] += t[i + w];
+  return t[0];
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernels: RB rows of W (starting at w, `ws` bytes apart) against MB rows of x (from m0);
+// out[r * MB + m] = the row's dot product (for Q8 before the row scale).
+
+template <int RB, int MB>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_block(
+    const uint8_t* w, size_t ws, int64_t K, const XBf16& X, int64_t m0, float* out) {
+  __m512 acc[RB][MB];
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+  const int64_t nc = X.kp / 32;
+  for (int64_t c = 0; c < nc; ++c) {
+    const int64_t left = K - c * 32;
+    const __mmask32 mk = left >= 32 ? ~__mmask32(0) : __mmask32((1u << left) - 1);
+    __m512i wr[RB];
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; ++r) {
+      wr[r] = _mm512_maskz_loadu_epi16(mk, w + size_t(r) * ws + size_t(c) * 64);
+      _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r + RB) * ws + size_t(c) * 64), _MM_HINT_T0);
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) {
+      const __m512i xv = _mm512_loadu_si512(X.v.data() + (m0 + m) * X.kp + c * 32);
+#pragma GCC unroll 4
+      for (int r = 0; r < RB; ++r)
+        acc[r][m] = _mm512_dpbf16_ps(acc[r][m], (__m512bh)wr[r], (__m512bh)xv);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum(acc[r][m]);
+}
+
+template <int RB, int MB>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_block(
+    const uint8_t* w, size_t ws, int64_t K, const XQuant& X, int64_t m0, float* out) {
+  __m512 acc[RB][MB];
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+  const int64_t nc = X.kp / 64, nl = X.kp / 4;
+  for (int64_t c = 0; c < nc; ++c) {
+    const int64_t left = K - c * 64;
+    const __mmask64 mk = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+    __m512i wr[RB];
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; ++r) {
+      wr[r] = _mm512_maskz_loadu_epi8(mk, w + size_t(r) * ws + size_t(c) * 64);
+      _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r + RB) * ws + size_t(c) * 64), _MM_HINT_T0);
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) {
+      const int64_t xm = m0 + m;
+      const __m512i xq = _mm512_loadu_si512(X.q.data() + xm * X.kp + c * 64);
+      const __m512i cr = _mm512_loadu_si512(X.corr.data() + xm * nl + c * 16);
+      const __m512 dl = _mm512_loadu_ps(X.dl.data() + xm * nl + c * 16);
+#pragma GCC unroll 4
+      for (int r = 0; r < RB; ++r)
+        acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(cr, wr[r], xq)), dl,
+                                    acc[r][m]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum(acc[r][m]);
+}
+
+// Lane → group index within 8 chunks' 16 scales, for chunk c % 8 (see q4_pos).
+alignas(64) const int32_t kQ4Idx[8][16] = {
+#define HYPIC_Q4_IDX(c) \
+  {2 * c, 2 * c, 2 * c, 2 * c, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, \
+   2 * c, 2 * c, 2 * c, 2 * c, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1}
+    HYPIC_Q4_IDX(0), HYPIC_Q4_IDX(1), HYPIC_Q4_IDX(2), HYPIC_Q4_IDX(3),
+    HYPIC_Q4_IDX(4), HYPIC_Q4_IDX(5), HYPIC_Q4_IDX(6), HYPIC_Q4_IDX(7)
+#undef HYPIC_Q4_IDX
+};
+
+template <int RB, int MB>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"))) void q4_block(
+    const uint8_t* w, size_t ws, int64_t K, const XQuant& X, int64_t m0, float* out) {
+  __m512 acc[RB][MB];
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+  const int64_t nc = X.kp / 64, nl = X.kp / 4, groups = K / 32;
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  __m512 sw[RB];
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r) sw[r] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < nc; ++c) {
+    if (c % 8 == 0) {  // the next 16 groups' f16 scales of each row
+      const int64_t g0 = c * 2, ng = std::min<int64_t>(16, groups - g0);
+      const __mmask16 sm = ng >= 16 ? __mmask16(0xffff) : __mmask16((1u << ng) - 1);
+#pragma GCC unroll 4
+      for (int r = 0; r < RB; ++r)
+        sw[r] = _mm512_cvtph_ps(
+            _mm256_maskz_loadu_epi16(sm, w + size_t(r) * ws + size_t(K / 2 + g0 * 2)));
+    }
+    const __m512i idx = _mm512_load_si512(kQ4Idx[c % 8]);
+    const bool full = K - c * 64 >= 64;
+    __m512i wr[RB];
+    __m512 sc[RB];
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; ++r) {
+      const uint8_t* p = w + size_t(r) * ws + size_t(c) * 32;
+      _mm_prefetch(reinterpret_cast<const char*>(p + size_t(RB) * ws), _MM_HINT_T0);
+      const __m256i b = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
+                             : _mm256_maskz_loadu_epi8(0xffff, p);
+      const __m256i lo = _mm256_and_si256(b, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4);
+      wr[r] = _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
+      sc[r] = _mm512_permutexvar_ps(idx, sw[r]);
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) {
+      const int64_t xm = m0 + m;
+      const __m512i xq = _mm512_loadu_si512(X.q.data() + xm * X.kp + c * 64);
+      const __m512i cr = _mm512_loadu_si512(X.corr.data() + xm * nl + c * 16);
+      const __m512 dl = _mm512_loadu_ps(X.dl.data() + xm * nl + c * 16);
+#pragma GCC unroll 4
+      for (int r = 0; r < RB; ++r)
+        acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(cr, wr[r], xq)),
+                                    _mm512_mul_ps(sc[r], dl), acc[r][m]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum(acc[r][m]);
+}
+
+// Portable path: the same arithmetic, one row and one x row at a time.
+float bf16_generic(const uint8_t* w, int64_t K, const XBf16& X, int64_t m) {
+  const auto* wv = reinterpret_cast<const uint16_t*>(w);
+  const uint16_t* xv = X.v.data() + m * X.kp;
+  float s = 0.0f;
+  for (int64_t k = 0; k < K; ++k) s += bf16_to_f32(wv[k]) * bf16_to_f32(xv[k]);
+  return s;
+}
+
+float quant_generic(DType t, const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
+  const int8_t* xq = X.nat.data() + m * X.kp;
+  const float* dx = X.dx.data() + m * (X.kp / 32);
+  float s = 0.0f;
+  for (int64_t b = 0; b * 32 < K; ++b) {
+    int32_t dot = 0;
+    float dw = 1.0f;
+    if (t == DType::kQ8) {
+      for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) dot += (int(w[k]) - 128) * xq[k];
+    } else {
+      const uint8_t* g = w + b * 16;
+      for (int j = 0; j < 16; ++j)
+        dot += (int(g[j] & 15) - 8) * xq[b * 32 + j] + (int(g[j] >> 4) - 8) * xq[b * 32 + 16 + j];
+      uint16_t h;
+      std::memcpy(&h, w + K / 2 + b * 2, 2);
+      dw = f16_to_f32(h);
+    }
+    s += dw * dx[b] * float(dot);
+  }
+  return s;
+}
+
+}  // namespace
+
+bool gemv_handles(DType t) { return t == DType::kBF16 || dtype_packed(t); }
+
+void gemv_force_generic(bool on) { g_generic = on; }
+
+const char* gemv_impl(DType t) {
+  if (t == DType::kBF16) return cpu_bf16() ? "avx512_bf16" : "generic";
+  if (dtype_packed(t)) return cpu_vnni() ? "avx512_vnni" : "generic";
+  return "none";
+}
+
+namespace {
+
+// Dispatch on (RB, MB) for one type's kernel family.
+#define HYPIC_GEMV_DISPATCH(fn, X)                                                        \
+  [&](const uint8_t* w, int rb, int64_t m0, int mb, float* out) {                         \
+    switch (rb * 8 + mb) {                                                                \
+      case 4 * 8 + 4: return fn<4, 4>(w, ws, K, X, m0, out);                              \
+      case 4 * 8 + 3: return fn<4, 3>(w, ws, K, X, m0, out);                              \
+      case 4 * 8 + 2: return fn<4, 2>(w, ws, K, X, m0, out);                              \
+      case 4 * 8 + 1: return fn<4, 1>(w, ws, K, X, m0, out);                              \
+      case 1 * 8 + 4: return fn<1, 4>(w, ws, K, X, m0, out);                              \
+      case 1 * 8 + 3: return fn<1, 3>(w, ws, K, X, m0, out);                              \
+      case 1 * 8 + 2: return fn<1, 2>(w, ws, K, X, m0, out);                              \
+      default: return fn<1, 1>(w, ws, K, X, m0, out);                                     \
+    }                                                                                     \
+  }
+
+// Rows of W per task: enough to amortise scheduling, small enough to balance two cores.
+constexpr int64_t kRowsPerTask = 64;
+
+}  // namespace
+
+void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
+          bool accumulate) {
+  HYPIC_CHECK(W.ndim() == 2 && gemv_handles(W.dtype()) && M >= 1 && M <= kGemvMaxRows,
+              "gemv: needs BF16 / Q8 / Q4 [N, K] weights and 1..16 rows");
+  const DType t = W.dtype();
+  const int64_t N = W.dim(0), K = W.dim(1);
+  const size_t ws = dtype_row_bytes(t, K);
+  const auto* wbase = static_cast<const uint8_t*>(W.raw());
+  thread_local XBf16 xb;
+  thread_local XQuant xq;
+  const bool fast = t == DType::kBF16 ? cpu_bf16() : cpu_vnni();
+  if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
+  else prep_quant(x, ldx, M, K, t, xq);
+  const XBf16& XB = xb;
+  const XQuant& XQ = xq;
+  auto store = [&](int64_t n, int64_t m, float v) {
+    if (t == DType::kQ8) {
+      float d;
+      std::memcpy(&d, wbase + size_t(n) * ws + size_t(K), 4);
+      v *= d;
+    }
+    float& o = y[m * ldy + n];
+    o = accumulate ? o + v : v;
+  };
+  auto bf = HYPIC_GEMV_DISPATCH(bf16_block, XB);
+  auto k8 = HYPIC_GEMV_DISPATCH(q8_block, XQ);
+  auto k4 = HYPIC_GEMV_DISPATCH(q4_block, XQ);
+  const int64_t tasks = (N + kRowsPerTask - 1) / kRowsPerTask;
+  parallel_for(tasks, [&](int64_t task) {
+    const int64_t n0 = task * kRowsPerTask, n1 = std::min(N, n0 + kRowsPerTask);
+    float out[16];
+    for (int64_t n = n0; n < n1;) {
+      const int rb = n1 - n >= 4 ? 4 : 1;
+      const uint8_t* w = wbase + size_t(n) * ws;
+      for (int64_t m0 = 0; m0 < M; m0 += 4) {
+        const int mb = int(std::min<int64_t>(4, M - m0));
+        if (fast) {
+          if (t == DType::kBF16) bf(w, rb, m0, mb, out);
+          else if (t == DType::kQ8) k8(w, rb, m0, mb, out);
+          else k4(w, rb, m0, mb, out);
+        } else {
+          for (int r = 0; r < rb; ++r)
+            for (int m = 0; m < mb; ++m)
+              out[r * mb + m] = t == DType::kBF16
+                                    ? bf16_generic(w + size_t(r) * ws, K, XB, m0 + m)
+                                    : quant_generic(t, w + size_t(r) * ws, K, XQ, m0 + m);
+        }
+        for (int r = 0; r < rb; ++r)
+          for (int m = 0; m < mb; ++m) store(n + r, m0 + m, out[r * mb + m]);
+      }
+      n += rb;
+    }
+  });
+}
+
+void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out) {
+  const DType t = W.dtype();
+  const int64_t K = W.dim(1);
+  const size_t ws = dtype_row_bytes(t, K);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = n0; n < n1; ++n) {
+    dequantize_row(t, static_cast<const uint8_t*>(W.raw()) + size_t(n) * ws, K, row.data());
+    from_f32(DType::kBF16, row.data(), out + (n - n0) * K, size_t(K));
+  }
+}
+
+}  // namespace hypic::kernels

@@ -1,0 +1,243 @@
+// The quantized row formats (core/quant.h) and the decode GEMV kernels (kernels/gemv.h)
+// against plain references written here, in double: every dispatch path this CPU runs
+// (the AVX-512 kernels where present, and the portable path, forced).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/testutil.h"
+#include "core/quant.h"
+#include "core/tensor.h"
+#include "kernels/gemm.h"
+#include "kernels/gemv.h"
+
+namespace hypic::kernels {
+namespace {
+
+using test::randn;
+
+Tensor matrix(int64_t N, int64_t K, uint32_t seed, float scale = 0.05f) {
+  Tensor W = Tensor::zeros_f32({N, K});
+  auto w = randn(size_t(N * K), seed, scale);
+  std::copy(w.begin(), w.end(), W.f32());
+  return W;
+}
+
+// The activation quantization gemv documents, written independently: per block of 32,
+// d = max|x| / 127, code = round(x / d).
+void quantize_x(const float* x, int64_t K, std::vector<double>* deq) {
+  deq->assign(size_t(K), 0.0);
+  for (int64_t b = 0; b < K; b += 32) {
+    float amax = 0;
+    for (int64_t k = b; k < std::min(K, b + 32); ++k) amax = std::max(amax, std::fabs(x[k]));
+    const float d = amax / 127.0f;
+    for (int64_t k = b; k < std::min(K, b + 32); ++k)
+      (*deq)[size_t(k)] = d > 0 ? double(d) * std::nearbyint(x[k] * (1.0f / d)) : 0.0;
+  }
+}
+
+// Reference y = x' · W_deqᵀ in double, x' the activations as the kernel sees them
+// (bf16-rounded for BF16, block-quantized for Q8 / Q4); also Σ|terms| for the tolerance.
+void reference(const std::vector<float>& x, int64_t M, const Tensor& W, std::vector<double>* y,
+               std::vector<double>* mag) {
+  const int64_t N = W.dim(0), K = W.dim(1);
+  Tensor Wf = W.to(DType::kF32);
+  y->assign(size_t(M * N), 0.0);
+  mag->assign(size_t(M * N), 0.0);
+  std::vector<double> xd(static_cast<size_t>(K));
+  for (int64_t m = 0; m < M; ++m) {
+    const float* xm = x.data() + m * K;
+    if (W.dtype() == DType::kBF16) {
+      for (int64_t k = 0; k < K; ++k) xd[size_t(k)] = bf16_to_f32(f32_to_bf16(xm[k]));
+    } else {
+      quantize_x(xm, K, &xd);
+    }
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        const double t = xd[size_t(k)] * Wf.f32()[n * K + k];
+        (*y)[size_t(m * N + n)] += t;
+        (*mag)[size_t(m * N + n)] += std::fabs(t);
+      }
+  }
+}
+
+struct Case {
+  DType t;
+  int64_t M, N, K;
+};
+
+void check_against_reference(const Case& c, bool generic) {
+  gemv_force_generic(generic);
+  const Tensor W = matrix(c.N, c.K, uint32_t(7 + c.K)).to(c.t);
+  auto x = randn(size_t(c.M * c.K), uint32_t(11 + c.M));
+  std::vector<double> ref, mag;
+  reference(x, c.M, W, &ref, &mag);
+  std::vector<float> y(size_t(c.M * c.N), 0.5f);
+  gemv(x.data(), c.K, c.M, W, y.data(), c.N, false);
+  const std::string what = std::string(dtype_name(c.t)) + " " + gemv_impl(c.t) + " M=" +
+                           std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" +
+                           std::to_string(c.K);
+  // fp32 accumulation of K products, each exact or rounded once: ≤ K·2⁻²³·Σ|terms| (the
+  // integer block sums of Q8 / Q4 are exact; their block scales add two roundings per term).
+  for (size_t i = 0; i < ref.size(); ++i)
+    ASSERT_NEAR(y[i], ref[i], 1e-6 + double(c.K + 4) * 1.2e-7 * mag[i]) << what << " at " << i;
+  // accumulate adds onto y
+  std::vector<float> y2(y.size(), 1.0f);
+  gemv(x.data(), c.K, c.M, W, y2.data(), c.N, true);
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y2[i], y[i] + 1.0f, 1e-5) << what;
+  gemv_force_generic(false);
+}
+
+const Case kCases[] = {
+    {DType::kBF16, 1, 7, 64},     {DType::kBF16, 3, 130, 80},   {DType::kBF16, 16, 67, 2048},
+    {DType::kQ8, 1, 7, 64},       {DType::kQ8, 5, 130, 96},     {DType::kQ8, 16, 67, 2050},
+    {DType::kQ8, 2, 9, 1},        {DType::kQ4, 1, 7, 64},       {DType::kQ4, 5, 130, 96},
+    {DType::kQ4, 16, 67, 2080},   {DType::kQ4, 4, 257, 512},
+};
+
+}  // namespace
+
+TEST(Quant, RowRoundTripWithinHalfAStep) {
+  for (int64_t K : {32, 64, 96, 1000}) {
+    for (DType t : {DType::kQ8, DType::kQ4}) {
+      if (!check_quantizable(t, K).is_ok()) continue;
+      auto w = randn(size_t(K), uint32_t(K), 0.3f);
+      w[3] = 2.5f;  // an outlier sets its group's scale
+      std::vector<uint8_t> row(dtype_row_bytes(t, K));
+      std::vector<float> back(static_cast<size_t>(K));
+      quantize_row(t, w.data(), K, row.data());
+      dequantize_row(t, row.data(), K, back.data());
+      const int64_t g = t == DType::kQ8 ? K : kQ4Group;
+      for (int64_t b = 0; b < K; b += g) {
+        float amax = 0;
+        for (int64_t k = b; k < b + g; ++k) amax = std::max(amax, std::fabs(w[size_t(k)]));
+        // Half a step of d = amax / levels; Q4's d is f16-rounded (relative 2⁻¹¹), so its
+        // largest code may clip by that much more.
+        const double step = t == DType::kQ8 ? amax / 127.0 : amax / 7.0;
+        for (int64_t k = b; k < b + g; ++k)
+          ASSERT_LE(std::fabs(back[size_t(k)] - w[size_t(k)]), 0.5 * step + amax * 1e-3)
+              << dtype_name(t) << " K=" << K << " k=" << k;
+      }
+    }
+  }
+  // Storage sizes: int8 K + 4 bytes a row, q4 4.5 bits a weight.
+  EXPECT_EQ(dtype_row_bytes(DType::kQ8, 4096), 4100u);
+  EXPECT_EQ(dtype_row_bytes(DType::kQ4, 4096), 2048u + 256u);
+  EXPECT_EQ(Tensor::zeros(DType::kQ4, {3, 64}).nbytes(), 3u * 36u);
+}
+
+TEST(Quant, Q4RefusesAnInputDimensionOffTheGroup) {
+  const Status s = check_quantizable(DType::kQ4, 48);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("multiple"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("48"), std::string::npos) << s.message();
+  EXPECT_TRUE(check_quantizable(DType::kQ8, 48).is_ok());
+}
+
+TEST(Quant, RowsOfAPackedMatrixAreByteRanges) {
+  const Tensor W = matrix(6, 64, 3).to(DType::kQ4);
+  const Tensor r = W.rows(2, 5);
+  EXPECT_EQ(r.nbytes(), 3 * dtype_row_bytes(DType::kQ4, 64));
+  EXPECT_EQ(std::memcmp(r.raw(), static_cast<const char*>(W.raw()) + 2 * 36, r.nbytes()), 0);
+  const Tensor back = r.to(DType::kF32), all = W.to(DType::kF32);
+  for (int i = 0; i < 3 * 64; ++i) ASSERT_EQ(back.f32()[i], all.f32()[2 * 64 + i]);
+}
+
+TEST(Gemv, MatchesReferenceOnEveryPath) {
+  for (const Case& c : kCases) {
+    check_against_reference(c, /*generic=*/false);
+    check_against_reference(c, /*generic=*/true);
+  }
+}
+
+// Against the unquantized activations: the only further error is x's quantization, at most
+// half a step of each block's scale per term.
+TEST(Gemv, QuantizedActivationErrorWithinItsBound) {
+  for (DType t : {DType::kQ8, DType::kQ4}) {
+    const int64_t M = 2, N = 33, K = 512;
+    const Tensor W = matrix(N, K, 5).to(t);
+    const Tensor Wf = W.to(DType::kF32);
+    auto x = randn(size_t(M * K), 6);
+    x[17] = 40.0f;  // an outlier channel costs only its own block
+    std::vector<float> y(size_t(M * N));
+    gemv(x.data(), K, M, W, y.data(), N, false);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double exact = 0, bound = 1e-5;
+        for (int64_t b = 0; b < K; b += 32) {
+          float amax = 0;
+          for (int64_t k = b; k < b + 32; ++k) amax = std::max(amax, std::fabs(x[size_t(m * K + k)]));
+          for (int64_t k = b; k < b + 32; ++k) {
+            const double wk = Wf.f32()[n * K + k];
+            exact += wk * x[size_t(m * K + k)];
+            bound += std::fabs(wk) * amax / 127.0 * 0.5;
+          }
+        }
+        ASSERT_NEAR(y[size_t(m * N + n)], exact, bound) << dtype_name(t) << " " << m << "," << n;
+      }
+  }
+}
+
+// A row's result does not depend on the other rows decoded with it, nor on the threads.
+TEST(Gemv, RowsAreIndependentOfTheBatch) {
+  for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
+    const int64_t M = 11, N = 301, K = 320;
+    const Tensor W = matrix(N, K, 9).to(t);
+    auto x = randn(size_t(M * K), 10);
+    std::vector<float> all(size_t(M * N)), one(static_cast<size_t>(N));
+    gemv(x.data(), K, M, W, all.data(), N, false);
+    for (int64_t m = 0; m < M; ++m) {
+      gemv(x.data() + m * K, K, 1, W, one.data(), N, false);
+      for (int64_t n = 0; n < N; ++n)
+        ASSERT_EQ(one[size_t(n)], all[size_t(m * N + n)]) << dtype_name(t) << " " << m << "," << n;
+    }
+  }
+}
+
+// Many rows of a packed W: dequantized to bf16 panels on oneDNN's GEMM (kernels::linear),
+// against bf16(x) · bf16(W_deq) in double.
+TEST(Gemv, PackedPrefillPathMatchesDequantizedReference) {
+  for (DType t : {DType::kQ8, DType::kQ4}) {
+    const int64_t M = 40, N = 200, K = 256;
+    const Tensor W = matrix(N, K, 12).to(t);
+    const Tensor Wf = W.to(DType::kF32);
+    auto x = randn(size_t(M * K), 13);
+    std::vector<float> y(size_t(M * N), 2.0f);
+    linear(x.data(), M, W, y.data(), true);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double s = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double a = bf16_to_f32(f32_to_bf16(x[size_t(m * K + k)]));
+          const double b = bf16_to_f32(f32_to_bf16(Wf.f32()[n * K + k]));
+          s += a * b;
+          mag += std::fabs(a * b);
+        }
+        ASSERT_NEAR(y[size_t(m * N + n)], 2.0 + s, 1e-5 + K * 1.2e-7 * mag) << dtype_name(t);
+      }
+  }
+}
+
+// The bf16 GEMV and oneDNN's bf16 GEMM (17 rows and more) agree to fp32 summation order.
+TEST(Gemv, Bf16AgreesWithTheGemmPath) {
+  const int64_t N = 96, K = 1024;
+  const Tensor W = matrix(N, K, 14).to(DType::kBF16);
+  auto x = randn(size_t(17 * K), 15);
+  std::vector<float> big(size_t(17 * N)), small(static_cast<size_t>(N));
+  linear(x.data(), 17, W, big.data());
+  for (int64_t m = 0; m < 17; ++m) {
+    linear(x.data() + m * K, 1, W, small.data());
+    for (int64_t n = 0; n < N; ++n)
+      ASSERT_NEAR(small[size_t(n)], big[size_t(m * N + n)], 1e-4 * (1 + std::fabs(big[size_t(m * N + n)])));
+  }
+}
+
+TEST(Gemv, ReportsItsKernels) {
+  const std::string b = gemv_impl(DType::kBF16), q = gemv_impl(DType::kQ4);
+  EXPECT_TRUE(b == "avx512_bf16" || b == "generic") << b;
+  EXPECT_TRUE(q == "avx512_vnni" || q == "generic") << q;
+  EXPECT_EQ(std::string(gemv_impl(DType::kF32)), "none");
+}
+
+}  // namespace hypic::kernels
