@@ -1,6 +1,6 @@
 // Decode throughput of Model::decode_batch at B = 1, 8, 16 against B separate forward()
 // calls per step. A measurement, not a test (no timing assertions); run it explicitly:
-//   HYPIC_BENCH_MODEL=/path/to/checkpoint HYPIC_BENCH_DTYPE=bf16 test_model
+//   HYPIC_BENCH_MODEL=/path/to/checkpoint HYPIC_BENCH_DTYPE=bf16|int8|q4|f32 test_model
 //     --gtest_also_run_disabled_tests --gtest_filter='*DecodeBatchBench*'
 // HYPIC_BENCH_PROMPT: prompt tokens before the timed steps (default 32); HYPIC_BENCH_STEPS:
 // timed steps (default 8); HYPIC_BENCH_B: batch sizes (default "1,8,16").
@@ -21,7 +21,11 @@ TEST(DecodeBatchBench, DISABLED_TokensPerSecond) {
   const std::string dir =
       env ? env : std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_moe";
   const char* dt = std::getenv("HYPIC_BENCH_DTYPE");
-  const DType compute = dt && std::string(dt) == "bf16" ? DType::kBF16 : DType::kF32;
+  const std::string dts = dt ? dt : "f32";
+  const DType compute = dts == "bf16"   ? DType::kBF16
+                        : dts == "int8" ? DType::kQ8
+                        : dts == "q4"   ? DType::kQ4
+                                        : DType::kF32;
   auto env_int = [](const char* name, int def) {
     const char* v = std::getenv(name);
     return v ? std::atoi(v) : def;
