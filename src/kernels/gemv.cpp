@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -307,6 +308,11 @@ namespace {
 
 // Rows of W per task: enough to amortise scheduling, small enough to balance two cores.
 constexpr int64_t kRowsPerTask = 64;
+// Weight bytes × rows below which gemv runs on the calling thread alone (HYPIC_GEMV_INLINE_KB).
+const size_t kInlineBytes = [] {
+  const char* e = std::getenv("HYPIC_GEMV_INLINE_KB");
+  return size_t(e ? std::atol(e) : 1024) << 10;
+}();
 
 }  // namespace
 
@@ -338,7 +344,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   auto k8 = HYPIC_GEMV_DISPATCH(q8_block, XQ);
   auto k4 = HYPIC_GEMV_DISPATCH(q4_block, XQ);
   const int64_t tasks = (N + kRowsPerTask - 1) / kRowsPerTask;
-  parallel_for(tasks, [&](int64_t task) {
+  auto body = [&](int64_t task) {
     const int64_t n0 = task * kRowsPerTask, n1 = std::min(N, n0 + kRowsPerTask);
     float out[16];
     for (int64_t n = n0; n < n1;) {
@@ -362,7 +368,14 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       }
       n += rb;
     }
-  });
+  };
+  // A small matrix is cheaper on this thread than waking the others (a fork-join costs
+  // microseconds, as long as reading ~kInlineBytes from cache).
+  if (size_t(N) * ws * size_t(M) <= kInlineBytes) {
+    for (int64_t task = 0; task < tasks; ++task) body(task);
+  } else {
+    parallel_for(tasks, body);
+  }
 }
 
 void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out) {
