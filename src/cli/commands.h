@@ -16,6 +16,7 @@ int cmd_serve(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_worker(int argc, char** argv);
 int cmd_router(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
 // hypic bench compose (cmd_bench_compose.cpp), dispatched by cmd_bench.
 int bench_compose(int argc, char** argv);
 int bench_ttft(int argc, char** argv);

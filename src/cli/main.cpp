@@ -10,11 +10,12 @@
 namespace {
 
 std::string usage() {
-  return "hypic — serving engine for hybrid-attention LLMs (Qwen3-Next, Qwen3.5)\n\n"
+  return "hypic — serving engine for hybrid-attention LLMs (Qwen3.5, Qwen3-Next, Ring-linear, MiniMax, Kimi-Linear, Ling)\n\n"
          "usage: hypic <command> [options]      (hypic <command> --help for details)\n\n"
          "commands:\n"
          "  run       run one request: a prompt, or documents + a question; text or a JSON report\n"
          "  inspect   print a model's architecture summary and its checkpoint's tensors\n"
+         "  quantize  write a copy of a model with int8 / q4 matrices (converted once)\n"
          "  serve     OpenAI-compatible HTTP server (alone, or an instance behind hypic router)\n"
          "  worker    scatter worker: builds segment entries for a combine worker (gRPC)\n"
          "  router    cluster entry point: routes requests to instances by cache affinity\n"
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   if (cmd == "eval") return hypic::cli::cmd_eval(argc - 1, argv + 1);
   if (cmd == "worker") return hypic::cli::cmd_worker(argc - 1, argv + 1);
   if (cmd == "router") return hypic::cli::cmd_router(argc - 1, argv + 1);
+  if (cmd == "quantize") return hypic::cli::cmd_quantize(argc - 1, argv + 1);
   std::fprintf(stderr, "hypic: unknown command '%s'\n\n%s", cmd.c_str(), usage().c_str());
   return 2;
 }

@@ -12,6 +12,7 @@
 
 #include "core/json_bounded.h"
 #include "core/log.h"
+#include "model/stored_quant.h"
 
 namespace hypic {
 namespace {
@@ -238,6 +239,11 @@ Result<Tensor> Checkpoint::fetch(const std::string& name, const Shape* expected)
                      "config.json's architecture, or the checkpoint is incomplete");
   const SafetensorsFile& f = files_[it->second.file];
   const SafetensorsEntry& e = f.entries()[it->second.entry];
+  if (!e.float_dtype && stored_quant_dtype(e.dtype)) {  // hypic's int8 / q4, or FP8
+    HYPIC_ASSIGN_OR_RETURN(Tensor q, read_stored_quantized(*this, name, e, expected));
+    note_loaded(name, e.nbytes());
+    return q;
+  }
   if (expected && e.shape != *expected)
     return invalid_argument("tensor '" + name + "' in file '" + f.path() + "' has shape " +
                             shape_str(e.shape) + ", config implies " + shape_str(*expected) +

@@ -52,7 +52,9 @@ class Checkpoint {
   const std::string* file_of(const std::string& name) const;     // nullptr if absent
 
   // A float tensor (F32/BF16/F16, zero-copy) whose shape must equal `expected`:
-  // "tensor 'X' in file F has shape [..], config implies [..]".
+  // "tensor 'X' in file F has shape [..], config implies [..]". A matrix stored quantized
+  // (model/stored_quant.h: hypic's int8 / q4 codes + scales, block-scaled FP8) comes back as
+  // the engine's packed type or as owned BF16, its logical shape checked the same way.
   Result<Tensor> get(const std::string& name, const Shape& expected) const;
   // The same without the shape check, for callers that inspect shapes themselves.
   Result<Tensor> get_unchecked(const std::string& name) const;

@@ -8,6 +8,7 @@
 
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/quant.h"
 #include "core/timer.h"
 #include "model/arch.h"
 #include "model/checkpoint.h"
@@ -102,7 +103,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
   m->compute_ = opt.compute;
   m->dir_ = dir;
   const bool loud = opt.progress && ck.total_bytes() >= Checkpoint::kLargeBytes;
-  const WeightReader rd(ck, opt.compute);
+  const WeightReader rd(ck, opt.compute, opt.matrix_names);
   const std::string& P = cfg.weight_prefix;
   const int64_t H = cfg.hidden_size, V = cfg.vocab_size;
   auto& w = m->w_;
@@ -142,9 +143,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     if (!cfg.tie_word_embeddings)
       return not_found("lm_head.weight is missing from " + dir +
                        " and tie_word_embeddings is false; the checkpoint is incomplete");
-    auto t = rd.convert(w.embed, "lm_head (the tied embedding)");
-    if (!t.is_ok()) return t.status().with_context(ctx("lm_head"));
-    w.lm_head = t.value();
+    // Not through rd: the embedding itself stays as stored (its rows are looked up).
+    if (Status q = check_quantizable(opt.compute, H); !q.is_ok())
+      return q.with_context(ctx("lm_head (the tied embedding)"));
+    w.lm_head = w.embed.dtype() == opt.compute ? w.embed : w.embed.to(opt.compute);
   } else {
     auto t = rd.mat("lm_head.weight", {V, H});
     if (!t.is_ok()) return t.status().with_context(ctx("lm_head"));

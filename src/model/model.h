@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct LoadOptions {
   // router, conv weights) stay fp32 and the embedding as stored, whatever the type.
   DType compute = DType::kBF16;
   bool progress = true;  // log loading progress for large checkpoints
+  // When set, receives the checkpoint names of the tensors loaded as matrices (not the
+  // embedding, norms, router or conv weights): what quantize_checkpoint quantizes.
+  std::set<std::string>* matrix_names = nullptr;
 };
 
 enum class LogitsFor { kLast, kAll, kNone };

@@ -2,6 +2,7 @@
 // (model-internal; used by the architectures' loaders, model/arch/).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,20 +18,26 @@ Tensor concat_rows(const std::vector<Tensor>& parts, DType t);
 
 class WeightReader {
  public:
-  WeightReader(const Checkpoint& ck, DType compute) : ck_(ck), compute_(compute) {}
+  // `matrices` (optional): collects the checkpoint names of every tensor that ends up in a
+  // matrix (mat, or raw parts passed to stack / convert): what `hypic quantize` quantizes.
+  WeightReader(const Checkpoint& ck, DType compute, std::set<std::string>* matrices = nullptr)
+      : ck_(ck), compute_(compute), matrices_(matrices) {}
 
   // As stored (a view of the mapping).
   Result<Tensor> raw(const std::string& name, const Shape& shape) const {
-    return ck_.get(name, shape);
+    HYPIC_ASSIGN_OR_RETURN(Tensor t, ck_.get(name, shape));
+    if (matrices_) seen_.push_back({static_cast<const char*>(t.raw()), t.nbytes(), name});
+    return t;
   }
   // Matrix in the compute type (zero-copy when the checkpoint already stores it that way;
   // quantized at load for the packed types, whose row format must fit: core/quant.h).
   Result<Tensor> mat(const std::string& name, const Shape& shape) const {
-    HYPIC_ASSIGN_OR_RETURN(Tensor t, ck_.get(name, shape));
+    HYPIC_ASSIGN_OR_RETURN(Tensor t, raw(name, shape));
     return convert(t, name);
   }
   // `t` in the compute type; `what` names it in errors.
   Result<Tensor> convert(const Tensor& t, const std::string& what) const {
+    note_matrix(t);
     if (t.dtype() == compute_) return t;
     if (Status s = check_quantizable(compute_, t.dim(-1)); !s.is_ok())
       return s.with_context(what);
@@ -40,6 +47,7 @@ class WeightReader {
   Result<Tensor> stack(const std::vector<Tensor>& parts, const std::string& what) const {
     if (Status s = check_quantizable(compute_, parts.at(0).dim(-1)); !s.is_ok())
       return s.with_context(what);
+    for (const Tensor& p : parts) note_matrix(p);
     return concat_rows(parts, compute_);
   }
   // Vector (or router, gate) in F32, owned.
@@ -51,8 +59,23 @@ class WeightReader {
   DType compute() const { return compute_; }
 
  private:
+  struct Seen {
+    const char* data;
+    size_t bytes;
+    std::string name;
+  };
+  // Records the checkpoint tensor `t` is (a slice of), when collecting.
+  void note_matrix(const Tensor& t) const {
+    if (!matrices_) return;
+    const char* p = static_cast<const char*>(t.raw());
+    for (const Seen& s : seen_)
+      if (p >= s.data && p < s.data + s.bytes) matrices_->insert(s.name);
+  }
+
   const Checkpoint& ck_;
   DType compute_;
+  std::set<std::string>* matrices_;
+  mutable std::vector<Seen> seen_;
 };
 
 }  // namespace hypic
