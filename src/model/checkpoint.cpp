@@ -253,6 +253,11 @@ Result<Tensor> Checkpoint::fetch(const std::string& name, const Shape* expected)
   return t;
 }
 
+void Checkpoint::release_pages(const void* p, size_t n) const {
+  for (const SafetensorsFile& f : files_)
+    if (f.release_pages(p, n)) return;
+}
+
 Result<Tensor> Checkpoint::get(const std::string& name, const Shape& expected) const {
   return fetch(name, &expected);
 }

@@ -61,6 +61,12 @@ class Checkpoint {
   // Any dtype as raw bytes.
   Result<RawTensor> get_raw(const std::string& name) const;
 
+  // Drops a converted tensor's source pages from the resident set when they belong to one of
+  // the shards' mappings (SafetensorsFile::release_pages); anything else is left alone. The
+  // loader calls it once a mapped tensor has been copied into another type, so a checkpoint
+  // loaded as int8 / q4 (or from stored codes) holds one copy of the weights, not two.
+  void release_pages(const void* p, size_t n) const;
+
   // Replaces the progress callback (applies to get()).
   void set_progress_callback(CheckpointProgressFn fn);
 

@@ -33,12 +33,17 @@ Tensor concat_rows(const std::vector<Tensor>& parts, DType t) {
 
 namespace {
 
-// The process's resident set (/proc/self/statm), 0 where unavailable.
+// The process's anonymous resident memory (RssAnon of /proc/self/status: the weights it owns,
+// not the pages of the mapped checkpoint, which the kernel may drop), 0 where unavailable.
 size_t resident_bytes() {
-  std::ifstream f("/proc/self/statm");
-  size_t pages = 0, rss = 0;
-  if (!(f >> pages >> rss)) return 0;
-  return rss * size_t(sysconf(_SC_PAGESIZE));
+  std::ifstream f("/proc/self/status");
+  std::string key;
+  size_t kb = 0;
+  while (f >> key) {
+    if (key == "RssAnon:" && (f >> kb)) return kb << 10;
+    f.ignore(1 << 10, '\n');
+  }
+  return 0;
 }
 
 // Identity of the weights for segment keys, without hashing gigabytes at every start:
@@ -154,7 +159,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
   }
   m->fingerprint_ = checkpoint_fingerprint(dir, ck);
   if (loud)
-    HYPIC_LOG_INFO("loaded %s in %.1f s (matrices %s, resident %.2f GiB)", dir.c_str(),
+    HYPIC_LOG_INFO("loaded %s in %.1f s (matrices %s, %.2f GiB resident)", dir.c_str(),
                    timer.seconds(), dtype_name(opt.compute), double(resident_bytes()) / (1 << 30));
   return m;
 }

@@ -300,6 +300,16 @@ Result<RawTensor> SafetensorsFile::raw(std::string_view name) const {
   return r;
 }
 
+bool SafetensorsFile::release_pages(const void* p, size_t n) const {
+  const auto* a = static_cast<const uint8_t*>(map_->addr);
+  const auto* q = static_cast<const uint8_t*>(p);
+  if (a == nullptr || q < a || q + n > a + map_->len) return false;
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (uintptr_t(q) + page - 1) / page * page, e = (uintptr_t(q) + n) / page * page;
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+  return true;
+}
+
 Result<Tensor> SafetensorsFile::tensor(std::string_view name) const {
   const SafetensorsEntry* e = find(name);
   if (!e) return not_found("'" + path_ + "' has no tensor named '" + std::string(name) + "'");

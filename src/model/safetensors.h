@@ -82,6 +82,10 @@ class SafetensorsFile {
   Result<Tensor> tensor(std::string_view name) const;
   // Any tensor as raw bytes; `owner` keeps the mapping alive.
   Result<RawTensor> raw(std::string_view name) const;
+  // If [p, p + n) lies in this file's memory mapping: drops the pages wholly inside it from
+  // the process's resident set (madvise DONTNEED; a later read faults them in from the file
+  // again) and returns true. Memory that is not this file's mapping is left alone.
+  bool release_pages(const void* p, size_t n) const;
 
  private:
   struct Mapping;

@@ -68,6 +68,8 @@ Result<Tensor> read_hypic(const Checkpoint& ck, const std::string& name, const S
       std::memcpy(row + cb, scales.bytes.data() + size_t(r) * sb, sb);
     }
   });
+  ck.release_pages(codes.bytes.data(), codes.bytes.size());
+  ck.release_pages(scales.bytes.data(), scales.bytes.size());
   return out;
 }
 
@@ -102,6 +104,7 @@ Result<Tensor> read_fp8(const Checkpoint& ck, const std::string& name, const Saf
     const float* srow = scale.f32() + (n / B) * want_s[1];
     for (int64_t k = 0; k < K; ++k) dst[n * K + k] = f32_to_bf16(fp8_e4m3_to_f32(c[k]) * srow[k / B]);
   });
+  ck.release_pages(codes.bytes.data(), codes.bytes.size());
   return out;
 }
 

@@ -41,14 +41,18 @@ class WeightReader {
     if (t.dtype() == compute_) return t;
     if (Status s = check_quantizable(compute_, t.dim(-1)); !s.is_ok())
       return s.with_context(what);
-    return t.to(compute_);
+    Tensor c = t.to(compute_);
+    ck_.release_pages(t.raw(), t.nbytes());  // the source, when a view of the mapping
+    return c;
   }
   // Rows of `parts` stacked into one matrix of the compute type (concat_rows, checked).
   Result<Tensor> stack(const std::vector<Tensor>& parts, const std::string& what) const {
     if (Status s = check_quantizable(compute_, parts.at(0).dim(-1)); !s.is_ok())
       return s.with_context(what);
     for (const Tensor& p : parts) note_matrix(p);
-    return concat_rows(parts, compute_);
+    Tensor c = concat_rows(parts, compute_);
+    for (const Tensor& p : parts) ck_.release_pages(p.raw(), p.nbytes());
+    return c;
   }
   // Vector (or router, gate) in F32, owned.
   Result<Tensor> vec(const std::string& name, const Shape& shape) const {
