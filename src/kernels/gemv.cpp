@@ -109,6 +109,23 @@ __attribute__((target("avx512f"))) inline float hsum(__m512 v) {
   return t[0];
 }
 
+// The RB × MB accumulators of a kernel: cleared, and summed into out[r * MB + m].
+template <int RB, int MB>
+__attribute__((target("avx512f"), always_inline)) inline void zero(__m512 (&acc)[RB][MB]) {
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+}
+template <int RB, int MB>
+__attribute__((target("avx512f"), always_inline)) inline void store_sums(__m512 (&acc)[RB][MB],
+                                                                          float* out) {
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum(acc[r][m]);
+}
+
 // ---------------------------------------------------------------------------------------
 // Kernels: RB rows of W (starting at w, `ws` bytes apart) against MB rows of x (from m0);
 // out[r * MB + m] = the row's dot product (for Q8 before the row scale).
@@ -117,10 +134,7 @@ template <int RB, int MB>
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_block(
     const uint8_t* w, size_t ws, int64_t K, const XBf16& X, int64_t m0, float* out) {
   __m512 acc[RB][MB];
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r)
-#pragma GCC unroll 4
-    for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+  zero(acc);
   const int64_t nc = X.kp / 32;
   for (int64_t c = 0; c < nc; ++c) {
     const int64_t left = K - c * 32;
@@ -139,20 +153,14 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_block(
         acc[r][m] = _mm512_dpbf16_ps(acc[r][m], (__m512bh)wr[r], (__m512bh)xv);
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r)
-#pragma GCC unroll 4
-    for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum(acc[r][m]);
+  store_sums(acc, out);
 }
 
 template <int RB, int MB>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_block(
     const uint8_t* w, size_t ws, int64_t K, const XQuant& X, int64_t m0, float* out) {
   __m512 acc[RB][MB];
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r)
-#pragma GCC unroll 4
-    for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+  zero(acc);
   const int64_t nc = X.kp / 64, nl = X.kp / 4;
   for (int64_t c = 0; c < nc; ++c) {
     const int64_t left = K - c * 64;
@@ -175,10 +183,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_block(
                                     acc[r][m]);
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r)
-#pragma GCC unroll 4
-    for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum(acc[r][m]);
+  store_sums(acc, out);
 }
 
 // Lane → group index within 8 chunks' 16 scales, for chunk c % 8 (see q4_pos).
@@ -195,10 +200,7 @@ template <int RB, int MB>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"))) void q4_block(
     const uint8_t* w, size_t ws, int64_t K, const XQuant& X, int64_t m0, float* out) {
   __m512 acc[RB][MB];
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r)
-#pragma GCC unroll 4
-    for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+  zero(acc);
   const int64_t nc = X.kp / 64, nl = X.kp / 4, groups = K / 32;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m512 sw[RB];
@@ -240,10 +242,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"))) void q4_blo
                                     _mm512_mul_ps(sc[r], dl), acc[r][m]);
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r)
-#pragma GCC unroll 4
-    for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum(acc[r][m]);
+  store_sums(acc, out);
 }
 
 // Portable path: the same arithmetic, one row and one x row at a time.
