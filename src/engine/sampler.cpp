@@ -15,35 +15,66 @@ int32_t argmax(const float* x, int64_t n) {
 
 int32_t Sampler::sample(const float* logits, int64_t V) {
   if (p_.temperature <= 0.0f) return argmax(logits, V);
-  // Candidates sorted by logit, cut by top-k, softmax at temperature, cut by top-p.
-  std::vector<int32_t> idx(static_cast<size_t>(V));
-  std::iota(idx.begin(), idx.end(), 0);
+  const double T = p_.temperature;
+  const float mx = logits[argmax(logits, V)];
   const int64_t k = (p_.top_k > 0 && p_.top_k < V) ? p_.top_k : V;
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  if (k == V && p_.top_p >= 1.0f) {
+    // Plain temperature: the whole vocabulary in id order, one pass, nothing sorted.
+    pr_.resize(size_t(V));
+    double total = 0;
+    for (int64_t i = 0; i < V; ++i) total += (pr_[size_t(i)] = std::exp((double(logits[i]) - mx) / T));
+    double r = u(rng_) * total;
+    int64_t last = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      if (pr_[size_t(i)] <= 0) continue;
+      last = i;
+      if ((r -= pr_[size_t(i)]) <= 0) return int32_t(i);
+    }
+    return int32_t(last);
+  }
+  // Candidates by logit (ties: lower id first). Only the head of the order is ever sorted
+  // (partial_sort: a heap of the head, one comparison for most of the vocabulary): the top k,
+  // then for top-p a head of 64, 256, ... until its mass reaches p of the candidates' total.
+  const auto better = [&](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
-  idx.resize(size_t(k));
-  std::vector<double> pr(idx.size());
-  const double mx = logits[idx[0]];
-  double sum = 0;
-  for (size_t i = 0; i < idx.size(); ++i)
-    sum += (pr[i] = std::exp((double(logits[idx[i]]) - mx) / p_.temperature));
-  size_t keep = idx.size();
-  if (p_.top_p < 1.0f) {
+  };
+  idx_.resize(size_t(V));
+  std::iota(idx_.begin(), idx_.end(), 0);
+  if (k < V) std::partial_sort(idx_.begin(), idx_.begin() + k, idx_.end(), better);
+  idx_.resize(size_t(k));
+  pr_.resize(size_t(k));
+  double total = 0;
+  for (int64_t i = 0; i < k; ++i) total += (pr_[size_t(i)] = std::exp((double(logits[idx_[size_t(i)]]) - mx) / T));
+  int64_t sorted = k < V ? k : 0, keep = k;
+  for (int64_t m = std::min<int64_t>(k, 64);; m = std::min(k, 4 * m)) {
+    if (m > sorted) {
+      std::partial_sort(idx_.begin() + sorted, idx_.begin() + m, idx_.end(), better);
+      sorted = m;
+    }
+    if (p_.top_p >= 1.0f) break;  // top-k alone: the k are sorted
     double cum = 0;
-    for (size_t i = 0; i < idx.size(); ++i) {
-      cum += pr[i] / sum;
-      if (cum >= p_.top_p) { keep = i + 1; break; }
+    keep = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      cum += std::exp((double(logits[idx_[size_t(i)]]) - mx) / T) / total;
+      if (cum >= p_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    if (keep > 0) break;
+    if (m == k) {
+      keep = k;
+      break;
     }
   }
-  const double total = std::accumulate(pr.begin(), pr.begin() + long(keep), 0.0);
-  std::uniform_real_distribution<double> u(0.0, total);
-  double r = u(rng_);
-  for (size_t i = 0; i < keep; ++i) {
-    r -= pr[i];
-    if (r <= 0) return idx[i];
-  }
-  return idx[keep - 1];
+  double kept = 0;
+  for (int64_t i = 0; i < keep; ++i)
+    kept += (pr_[size_t(i)] = std::exp((double(logits[idx_[size_t(i)]]) - mx) / T));
+  double r = u(rng_) * kept;
+  for (int64_t i = 0; i < keep; ++i)
+    if ((r -= pr_[size_t(i)]) <= 0) return idx_[size_t(i)];
+  return idx_[size_t(keep - 1)];
 }
 
 }  // namespace hypic

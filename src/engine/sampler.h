@@ -1,4 +1,5 @@
-// Next-token sampling: greedy, temperature, top-k, top-p, seeded.
+// Next-token sampling: greedy, temperature, top-k, top-p, seeded. Linear in the vocabulary:
+// nothing but the head of the candidate order (top-k, or as much as top-p needs) is sorted.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,8 @@ class Sampler {
  private:
   SamplingParams p_;
   std::mt19937_64 rng_;
+  std::vector<int32_t> idx_;  // scratch, reused across calls: no allocation per token
+  std::vector<double> pr_;
 };
 
 int32_t argmax(const float* x, int64_t n);

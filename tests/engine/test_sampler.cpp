@@ -169,3 +169,28 @@ TEST(Sampler, NegativeInfinityLogitsAreNeverDrawn) {
 
 }  // namespace
 }  // namespace hypic
+
+namespace hypic {
+namespace {
+
+// A wide top-p set (about 2,000 of 6,000 near-equal logits) makes the sampler widen its sorted
+// head several times (64, 256, 1024, 4096): every draw must fall in the exact set computed by
+// the full sort of expected_probs, and the set's edge must be reachable.
+TEST(Sampler, WideTopPSetIsExactWithoutSortingTheVocabulary) {
+  std::vector<float> logits(6000);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = 0.001f * float((i * 7919) % 997);
+  for (float top_p : {0.3f, 0.9f}) {
+    const auto p = expected_probs(logits, 1.0f, 0, top_p);
+    const auto allowed = std::count_if(p.begin(), p.end(), [](double x) { return x > 0; });
+    EXPECT_GT(allowed, 1000) << top_p;
+    for (int32_t id : draws({1.0f, 0, top_p, 9}, logits, 4000))
+      ASSERT_GT(p[size_t(id)], 0.0) << "token " << id << " outside top-p " << top_p;
+    // with top-k inside the same vocabulary
+    const auto q = expected_probs(logits, 1.0f, 300, top_p);
+    for (int32_t id : draws({1.0f, 300, top_p, 10}, logits, 2000))
+      ASSERT_GT(q[size_t(id)], 0.0) << "token " << id << " outside top-k 300 / top-p " << top_p;
+  }
+}
+
+}  // namespace
+}  // namespace hypic
