@@ -126,6 +126,20 @@ __attribute__((target("avx512f"), always_inline)) inline void store_sums(__m512 
     for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum(acc[r][m]);
 }
 
+// 64 bytes of each of RB rows at byte offset `off` (those past `left` bytes read as zero), and
+// a prefetch of the same bytes RB rows further on: the next block's rows arrive while this
+// block computes.
+template <int RB>
+__attribute__((target("avx512f,avx512bw"), always_inline)) inline void load_rows(
+    const uint8_t* w, size_t ws, size_t off, int64_t left, __m512i (&wr)[RB]) {
+  const __mmask64 mk = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+#pragma GCC unroll 4
+  for (int r = 0; r < RB; ++r) {
+    wr[r] = _mm512_maskz_loadu_epi8(mk, w + size_t(r) * ws + off);
+    _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r + RB) * ws + off), _MM_HINT_T0);
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Kernels: RB rows of W (starting at w, `ws` bytes apart) against MB rows of x (from m0);
 // out[r * MB + m] = the row's dot product (for Q8 before the row scale).
@@ -137,14 +151,8 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_block(
   zero(acc);
   const int64_t nc = X.kp / 32;
   for (int64_t c = 0; c < nc; ++c) {
-    const int64_t left = K - c * 32;
-    const __mmask32 mk = left >= 32 ? ~__mmask32(0) : __mmask32((1u << left) - 1);
     __m512i wr[RB];
-#pragma GCC unroll 4
-    for (int r = 0; r < RB; ++r) {
-      wr[r] = _mm512_maskz_loadu_epi16(mk, w + size_t(r) * ws + size_t(c) * 64);
-      _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r + RB) * ws + size_t(c) * 64), _MM_HINT_T0);
-    }
+    load_rows(w, ws, size_t(c) * 64, (K - c * 32) * 2, wr);
 #pragma GCC unroll 4
     for (int m = 0; m < MB; ++m) {
       const __m512i xv = _mm512_loadu_si512(X.v.data() + (m0 + m) * X.kp + c * 32);
@@ -163,14 +171,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_block(
   zero(acc);
   const int64_t nc = X.kp / 64, nl = X.kp / 4;
   for (int64_t c = 0; c < nc; ++c) {
-    const int64_t left = K - c * 64;
-    const __mmask64 mk = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
     __m512i wr[RB];
-#pragma GCC unroll 4
-    for (int r = 0; r < RB; ++r) {
-      wr[r] = _mm512_maskz_loadu_epi8(mk, w + size_t(r) * ws + size_t(c) * 64);
-      _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r + RB) * ws + size_t(c) * 64), _MM_HINT_T0);
-    }
+    load_rows(w, ws, size_t(c) * 64, K - c * 64, wr);
 #pragma GCC unroll 4
     for (int m = 0; m < MB; ++m) {
       const int64_t xm = m0 + m;
