@@ -122,13 +122,15 @@ void linear_packed(const float* x, int64_t ldx, int64_t M, const Tensor& W, floa
   }
 }
 
-// HYPIC_GEMV=0 sends bf16 decode rows to oneDNN too (side-by-side benchmarks).
-bool gemv_enabled() {
+// Whether M rows against W go to the GEMV kernels: few rows of a type they handle.
+// HYPIC_GEMV=0 sends bf16 rows to oneDNN too (side-by-side benchmarks); packed types have no
+// other kernel for few rows.
+bool use_gemv(int64_t M, DType t) {
   static const bool on = [] {
     const char* e = std::getenv("HYPIC_GEMV");
     return e == nullptr || std::string(e) != "0";
   }();
-  return on;
+  return M <= kGemvMaxRows && gemv_handles(t) && (on || dtype_packed(t));
 }
 
 }  // namespace
@@ -137,8 +139,7 @@ void linear_strided(const float* x, int64_t ldx, int64_t M, const Tensor& W, flo
                     int64_t ldy, bool accumulate) {
   HYPIC_CHECK(W.ndim() == 2 && W.dtype() != DType::kF16,
               "linear needs F32 / BF16 / Q8 / Q4 [N, K] weights");
-  if (M <= kGemvMaxRows && gemv_handles(W.dtype()) && (gemv_enabled() || dtype_packed(W.dtype())))
-    return gemv(x, ldx, M, W, y, ldy, accumulate);
+  if (use_gemv(M, W.dtype())) return gemv(x, ldx, M, W, y, ldy, accumulate);
   if (dtype_packed(W.dtype())) return linear_packed(x, ldx, M, W, y, ldy, accumulate);
   const int64_t N = W.dim(0), K = W.dim(1);
   const bool bf16 = W.dtype() == DType::kBF16;
@@ -190,7 +191,7 @@ double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps
 }
 
 std::string matmul_impl_name(int64_t M, int64_t K, int64_t N, DType wt) {
-  if (M <= kGemvMaxRows && gemv_handles(wt) && (gemv_enabled() || dtype_packed(wt))) return std::string("hypic_gemv:") + gemv_impl(wt);
+  if (use_gemv(M, wt)) return std::string("hypic_gemv:") + gemv_impl(wt);
   const dt w = wt == DType::kBF16 || dtype_packed(wt) ? dt::bf16 : dt::f32;
   return get_prim(1, tile_rows(M), K, N, w, false, true, false, K, N).impl;
 }
