@@ -131,12 +131,12 @@ __attribute__((target("avx512f"), always_inline)) inline void store_sums(__m512 
 // block computes.
 template <int RB>
 __attribute__((target("avx512f,avx512bw"), always_inline)) inline void load_rows(
-    const uint8_t* w, size_t ws, size_t off, int64_t left, __m512i (&wr)[RB]) {
+    const uint8_t* w, size_t ws, size_t pf, size_t off, int64_t left, __m512i (&wr)[RB]) {
   const __mmask64 mk = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
 #pragma GCC unroll 4
   for (int r = 0; r < RB; ++r) {
     wr[r] = _mm512_maskz_loadu_epi8(mk, w + size_t(r) * ws + off);
-    _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r + RB) * ws + off), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r) * ws + pf + off), _MM_HINT_T0);
   }
 }
 
@@ -146,13 +146,13 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void load_rows
 
 template <int RB, int MB>
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_block(
-    const uint8_t* w, size_t ws, int64_t K, const XBf16& X, int64_t m0, float* out) {
+    const uint8_t* w, size_t ws, size_t pf, int64_t K, const XBf16& X, int64_t m0, float* out) {
   __m512 acc[RB][MB];
   zero(acc);
   const int64_t nc = X.kp / 32;
   for (int64_t c = 0; c < nc; ++c) {
     __m512i wr[RB];
-    load_rows(w, ws, size_t(c) * 64, (K - c * 32) * 2, wr);
+    load_rows(w, ws, pf, size_t(c) * 64, (K - c * 32) * 2, wr);
 #pragma GCC unroll 4
     for (int m = 0; m < MB; ++m) {
       const __m512i xv = _mm512_loadu_si512(X.v.data() + (m0 + m) * X.kp + c * 32);
@@ -166,13 +166,13 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_block(
 
 template <int RB, int MB>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_block(
-    const uint8_t* w, size_t ws, int64_t K, const XQuant& X, int64_t m0, float* out) {
+    const uint8_t* w, size_t ws, size_t pf, int64_t K, const XQuant& X, int64_t m0, float* out) {
   __m512 acc[RB][MB];
   zero(acc);
   const int64_t nc = X.kp / 64, nl = X.kp / 4;
   for (int64_t c = 0; c < nc; ++c) {
     __m512i wr[RB];
-    load_rows(w, ws, size_t(c) * 64, K - c * 64, wr);
+    load_rows(w, ws, pf, size_t(c) * 64, K - c * 64, wr);
 #pragma GCC unroll 4
     for (int m = 0; m < MB; ++m) {
       const int64_t xm = m0 + m;
@@ -200,7 +200,7 @@ alignas(64) const int32_t kQ4Idx[8][16] = {
 
 template <int RB, int MB>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"))) void q4_block(
-    const uint8_t* w, size_t ws, int64_t K, const XQuant& X, int64_t m0, float* out) {
+    const uint8_t* w, size_t ws, size_t pf, int64_t K, const XQuant& X, int64_t m0, float* out) {
   __m512 acc[RB][MB];
   zero(acc);
   const int64_t nc = X.kp / 64, nl = X.kp / 4, groups = K / 32;
@@ -224,7 +224,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"))) void q4_blo
 #pragma GCC unroll 4
     for (int r = 0; r < RB; ++r) {
       const uint8_t* p = w + size_t(r) * ws + size_t(c) * 32;
-      _mm_prefetch(reinterpret_cast<const char*>(p + size_t(RB) * ws), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + pf), _MM_HINT_T0);
       const __m256i b = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
                              : _mm256_maskz_loadu_epi8(0xffff, p);
       const __m256i lo = _mm256_and_si256(b, low4);
@@ -296,16 +296,26 @@ namespace {
 #define HYPIC_GEMV_DISPATCH(fn, X)                                                        \
   [&](const uint8_t* w, int rb, int64_t m0, int mb, float* out) {                         \
     switch (rb * 8 + mb) {                                                                \
-      case 4 * 8 + 4: return fn<4, 4>(w, ws, K, X, m0, out);                              \
-      case 4 * 8 + 3: return fn<4, 3>(w, ws, K, X, m0, out);                              \
-      case 4 * 8 + 2: return fn<4, 2>(w, ws, K, X, m0, out);                              \
-      case 4 * 8 + 1: return fn<4, 1>(w, ws, K, X, m0, out);                              \
-      case 1 * 8 + 4: return fn<1, 4>(w, ws, K, X, m0, out);                              \
-      case 1 * 8 + 3: return fn<1, 3>(w, ws, K, X, m0, out);                              \
-      case 1 * 8 + 2: return fn<1, 2>(w, ws, K, X, m0, out);                              \
-      default: return fn<1, 1>(w, ws, K, X, m0, out);                                     \
+      case 4 * 8 + 4: return fn<4, 4>(w, ws, pf, K, X, m0, out);                              \
+      case 4 * 8 + 3: return fn<4, 3>(w, ws, pf, K, X, m0, out);                              \
+      case 4 * 8 + 2: return fn<4, 2>(w, ws, pf, K, X, m0, out);                              \
+      case 4 * 8 + 1: return fn<4, 1>(w, ws, pf, K, X, m0, out);                              \
+      case 1 * 8 + 4: return fn<1, 4>(w, ws, pf, K, X, m0, out);                              \
+      case 1 * 8 + 3: return fn<1, 3>(w, ws, pf, K, X, m0, out);                              \
+      case 1 * 8 + 2: return fn<1, 2>(w, ws, pf, K, X, m0, out);                              \
+      default: return fn<1, 1>(w, ws, pf, K, X, m0, out);                                     \
     }                                                                                     \
   }
+
+// Bytes of each weight stream prefetched ahead of the kernels (HYPIC_GEMV_LOOKAHEAD). One row
+// block ahead (the first version) left int8 rows of 1 KiB short of memory-level parallelism:
+// single-sequence decode of the h1024 model in alternate runs, lookahead one block / 4 KiB /
+// 8 KiB: int8 130–139 / 134–135 / 149–155 tok/s, q4 155–168 / 188–195 / 194–203, bf16 71–74 /
+// 75 / 72–78.
+const size_t kLookahead = [] {
+  const char* e = std::getenv("HYPIC_GEMV_LOOKAHEAD");
+  return size_t(e ? std::atol(e) : 8192);
+}();
 
 // Rows of W per task: long runs of consecutive rows keep the hardware prefetchers streaming
 // (64-row tasks read the 248k × 1024 bf16 lm_head at 55–58 GB/s, 512-row tasks at 64–68 in
@@ -330,6 +340,10 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   thread_local XBf16 xb;
   thread_local XQuant xq;
   const bool fast = t == DType::kBF16 ? cpu_bf16() : cpu_vnni();
+  // Prefetch distance: the rows ≥ kLookahead bytes ahead (at least the next block of 4), so
+  // short rows (int8 at K = 1024: 1 KiB) still have a few row blocks in flight.
+  const int64_t ahead = (int64_t(kLookahead) + int64_t(ws) - 1) / int64_t(ws);  // rows
+  const size_t pf = ws * size_t(std::max<int64_t>(4, (ahead + 3) / 4 * 4));
   if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
   else prep_quant(x, ldx, M, K, t, xq);
   const XBf16& XB = xb;
