@@ -5,10 +5,13 @@
 // HYPIC_BENCH_PROMPT: prompt tokens before the timed steps (default 32); HYPIC_BENCH_STEPS:
 // timed steps (default 8); HYPIC_BENCH_B: batch sizes (default "1,8,16").
 // Default model: tests/models/qwen3_5_moe in f32 (tiny: shows per-call overhead only).
+// Prints a table, then the same figures as one JSON line.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "core/timer.h"
 #include "model/model.h"
@@ -46,6 +49,9 @@ TEST(DecodeBatchBench, DISABLED_TokensPerSecond) {
   std::printf("model %s (%s), prompt %d tokens, %d timed steps after 2 warm-up\n", dir.c_str(),
               dtype_name(compute), prompt_len, steps);
   std::printf("%4s  %14s  %14s  %8s\n", "B", "batched tok/s", "separate tok/s", "speedup");
+  nlohmann::json out = {{"model", dir}, {"dtype", dtype_name(compute)}, {"prompt", prompt_len},
+                        {"steps", steps}, {"gemv", std::getenv("HYPIC_GEMV") ? std::getenv("HYPIC_GEMV") : "1"},
+                        {"rows", nlohmann::json::array()}};
   for (int B : batches) {
     std::vector<SeqState> seqs;
     for (int b = 0; b < B; ++b) {
@@ -71,7 +77,9 @@ TEST(DecodeBatchBench, DISABLED_TokensPerSecond) {
     };
     const double rb = rate(batched), rs = rate(separate);
     std::printf("%4d  %14.1f  %14.1f  %7.2fx\n", B, rb, rs, rb / rs);
+    out["rows"].push_back({{"B", B}, {"batched_tps", rb}, {"separate_tps", rs}});
   }
+  std::printf("%s\n", out.dump().c_str());  // one JSON line for bench/results and bench/plots.py
 }
 
 }  // namespace
