@@ -3,15 +3,17 @@
 
     .venv/bin/python bench/peer_llamacpp.py --model DIR [--types bf16,int8,q4] [--pairs 3]
 
-DIR is a dense Qwen3.5 checkpoint in Hugging Face format (config.json + safetensors; e.g.
-`hypic bench make-model --shape qwen3.5-h1024` or models/hypic-tiny). The script
+DIR is a Qwen3.5 checkpoint, dense or MoE, in Hugging Face format (config.json + safetensors;
+e.g. models/hypic-tiny, `hypic bench make-model --shape qwen3.5-h1024 | qwen3.5-35b-a3b`). The
+script
 
   1. fetches llama.cpp as vendored by the llama-cpp-python source package on PyPI
      (`pip download llama-cpp-python==0.3.36 --no-binary :all:`) into --cache and builds
      llama-bench and llama-quantize there (cmake, native CPU flags); a clear message and exit
      status 2 when pip or the build fails;
   2. writes the checkpoint as GGUF itself (numpy + the `gguf` package, no torch): llama.cpp's
-     qwen35 tensor names and hyper-parameters, norms stored as 1 + w (llama.cpp multiplies by
+     qwen35 / qwen35moe tensor names and hyper-parameters (experts stacked [E, out, in], the
+     router and the shared expert's gate in F32), norms stored as 1 + w (llama.cpp multiplies by
      the stored weight, Qwen3.5 by 1 + w), ssm_a = −exp(A_log), V heads reordered from grouped
      to tiled when there are more value than key heads, matrices in BF16; Q8_0 and Q4_0 files
      by llama.cpp's own llama-quantize from it. The vocabulary is a placeholder of the right
@@ -123,9 +125,8 @@ def as_f32(t):
 
 def bf16_bits(x):
     """float32 → bf16 bit patterns, round to nearest even."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = u + 0x7FFF + ((u >> 16) & 1)
-    return (u >> 16).astype(np.uint16)
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return ((u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 # ----------------------------------------------------------------------------------------
@@ -175,9 +176,10 @@ def write_vocab(w, model_dir, V, cfg):
 def write_gguf(model_dir, out):
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     t = cfg.get("text_config", cfg)
-    if t.get("num_experts") or "qwen3_5" not in t.get("model_type", cfg.get("model_type", "")):
-        sys.exit("peer_llamacpp: only dense Qwen3.5 checkpoints are written as GGUF so far "
-                 f"(model_type {t.get('model_type')}, experts {t.get('num_experts')})")
+    if "qwen3_5" not in t.get("model_type", cfg.get("model_type", "")):
+        sys.exit("peer_llamacpp: only Qwen3.5 checkpoints (dense or MoE) are written as GGUF "
+                 f"(model_type {t.get('model_type')})")
+    E = t.get("num_experts") or 0
     ts = read_safetensors(model_dir)
     emb = next(n for n in ts if n.endswith("embed_tokens.weight"))
     P = emb[: -len("embed_tokens.weight")]
@@ -194,11 +196,17 @@ def write_gguf(model_dir, out):
         "full_attention" if (i + 1) % t.get("full_attention_interval", 4) == 0 else "linear_attention"
         for i in range(L)]
 
-    w = gguf.GGUFWriter(out, "qwen35")
+    w = gguf.GGUFWriter(out, "qwen35moe" if E else "qwen35")
     w.add_context_length(t.get("max_position_embeddings", 262144))
     w.add_embedding_length(H)
     w.add_block_count(L)
-    w.add_feed_forward_length(t["intermediate_size"])
+    if E:
+        w.add_expert_count(E)
+        w.add_expert_used_count(t["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(t["moe_intermediate_size"])
+        w.add_expert_shared_feed_forward_length(t["shared_expert_intermediate_size"])
+    else:
+        w.add_feed_forward_length(t["intermediate_size"])
     w.add_head_count(t["num_attention_heads"])
     w.add_head_count_kv(t["num_key_value_heads"])
     w.add_key_length(t["head_dim"])
@@ -267,9 +275,27 @@ def write_gguf(model_dir, out):
             mat(name(T.ATTN_OUT, i), g(a + "o_proj.weight"))
             vec(name(T.ATTN_Q_NORM, i), g(a + "q_norm.weight") + 1.0)
             vec(name(T.ATTN_K_NORM, i), g(a + "k_norm.weight") + 1.0)
-        mat(name(T.FFN_GATE, i), g("mlp.gate_proj.weight"))
-        mat(name(T.FFN_UP, i), g("mlp.up_proj.weight"))
-        mat(name(T.FFN_DOWN, i), g("mlp.down_proj.weight"))
+        if not E:
+            mat(name(T.FFN_GATE, i), g("mlp.gate_proj.weight"))
+            mat(name(T.FFN_UP, i), g("mlp.up_proj.weight"))
+            mat(name(T.FFN_DOWN, i), g("mlp.down_proj.weight"))
+            continue
+        # MoE: the router and the shared expert's gate in f32, experts stacked [E, out, in].
+        vec(name(T.FFN_GATE_INP, i), g("mlp.gate.weight"))
+        vec(name(T.FFN_GATE_INP_SHEXP, i), g("mlp.shared_expert_gate.weight").reshape(-1))
+        for kind, hf in ((T.FFN_GATE_SHEXP, "gate_proj"), (T.FFN_UP_SHEXP, "up_proj"),
+                         (T.FFN_DOWN_SHEXP, "down_proj")):
+            mat(name(kind, i), g(f"mlp.shared_expert.{hf}.weight"))
+        packed = p + "mlp.experts.gate_up_proj"
+        for kind, hf in ((T.FFN_GATE_EXP, "gate_proj"), (T.FFN_UP_EXP, "up_proj"),
+                         (T.FFN_DOWN_EXP, "down_proj")):
+            if packed in ts:  # transformers' packed layout: gate_up [E, 2I, H], down [E, H, I]
+                I = t["moe_intermediate_size"]
+                a3 = as_f32(ts[p + "mlp.experts.down_proj"]) if hf == "down_proj" else \
+                    as_f32(ts[packed])[:, :I] if hf == "gate_proj" else as_f32(ts[packed])[:, I:]
+            else:
+                a3 = np.stack([g(f"mlp.experts.{e}.{hf}.weight") for e in range(E)])
+            mat(name(kind, i), a3)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file(progress=False)
@@ -326,7 +352,7 @@ def stats(xs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="dense Qwen3.5 checkpoint directory (HF format)")
+    ap.add_argument("--model", required=True, help="Qwen3.5 checkpoint directory (HF format, dense or MoE)")
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/hypic/llamacpp"),
                     help="where llama.cpp's source, build and the GGUF files go")
     ap.add_argument("--types", default="bf16,int8,q4", help="hypic types to compare")
