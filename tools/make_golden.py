@@ -618,13 +618,18 @@ def name_patterns(layout: list[tuple[str, str, list[int]]]) -> list[str]:
     return out
 
 
-def print_report(results: list[dict]) -> None:
-    """Tensor layouts, then one line of figures per model (make_golden_lightning / _kda results)."""
+def print_layouts(results: list[dict]) -> None:
+    """Each written model's tensor layout (name patterns, dtypes, shapes)."""
     for r in results:
         print(f"\n{r['name']} tensor layout:")
         for line in name_patterns(r["layout"]):
             print("   ", line)
     print()
+
+
+def print_report(results: list[dict]) -> None:
+    """Tensor layouts, then one line of figures per model (make_golden_lightning / _kda results)."""
+    print_layouts(results)
     for r in results:
         print(f"{r['name']}: seed {r['seed']}, prompt {r['T']} tokens, min margin {r['min_margin']:.4f}, "
               f"bf16 dev {r['dev_bf16'][0]:.3f}-{r['dev_bf16'][1]:.3f} (w-rounded {r['dev_wround'][0]:.3f}-"
@@ -979,11 +984,7 @@ def main() -> int:
         results[-1]["ref_diff"] = (dp, dd)
         assert max(dp, dd) < 1e-3, (name, dp, dd)
 
-    for r in results:
-        print(f"\n{r['name']} tensor layout:")
-        for line in name_patterns(r["layout"]):
-            print("   ", line)
-    print()
+    print_layouts(results)
     for r in results:
         print(f"{r['name']}: seed {r['seed']}, prompt {r['T']} tokens, min margin {r['min_margin']:.4f}, "
               f"decode-vs-prefill max|diff| {r['dec_vs_prefill']:.3e}, independent reference vs golden "
