@@ -102,9 +102,10 @@ Status quantize_checkpoint(const std::string& dir, const std::string& out, const
     if (is_quant_companion(ck, name) && !mats.count(name)) continue;  // rewritten with its matrix
     const SafetensorsEntry* e = ck.entry(name);
     uint64_t bytes = e->nbytes();
-    if (mats.count(name)) {
-      HYPIC_ASSIGN_OR_RETURN(Tensor t, ck.get_unchecked(name));
-      bytes = uint64_t(t.numel() / t.dim(-1)) * dtype_row_bytes(o.dtype, t.dim(-1));
+    if (mats.count(name)) {  // the matrix's logical shape, from the header alone
+      Shape sh = e->shape;
+      if (e->dtype == "U8") sh.back() *= 2;  // stored q4 codes: two per byte
+      bytes = uint64_t(shape_numel(sh) / sh.back()) * dtype_row_bytes(o.dtype, sh.back());
     }
     if (in_shard > 0 && in_shard + bytes > o.shard_bytes) {
       shards.emplace_back();
