@@ -123,8 +123,8 @@ void linear_packed(const float* x, int64_t ldx, int64_t M, const Tensor& W, floa
 }
 
 // Whether M rows against W go to the GEMV kernels: few rows of a type they handle.
-// HYPIC_GEMV=0 sends bf16 rows to oneDNN too (side-by-side benchmarks); packed types have no
-// other kernel for few rows.
+// HYPIC_GEMV=0 sends f32 and bf16 rows to oneDNN too (side-by-side benchmarks); packed types
+// have no other kernel for few rows.
 bool use_gemv(int64_t M, DType t) {
   static const bool on = [] {
     const char* e = std::getenv("HYPIC_GEMV");

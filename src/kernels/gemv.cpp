@@ -25,6 +25,10 @@ bool cpu_bf16() {
   static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
   return h && !g_generic;
 }
+bool cpu_f32() {
+  static const bool h = __builtin_cpu_supports("avx512bw");
+  return h && !g_generic;
+}
 bool cpu_vnni() {
   static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
   return h && !g_generic;
@@ -45,6 +49,18 @@ void prep_bf16(const float* x, int64_t ldx, int64_t M, int64_t K, XBf16& X) {
   X.kp = round_up(K, 32);
   X.v.assign(size_t(M * X.kp), 0);
   for (int64_t m = 0; m < M; ++m) from_f32(DType::kBF16, x + m * ldx, X.v.data() + m * X.kp, size_t(K));
+}
+
+// F32: [M][kp] fp32, kp = K rounded up to 16, zero padded.
+struct XF32 {
+  int64_t kp = 0;
+  std::vector<float> v;
+};
+
+void prep_f32(const float* x, int64_t ldx, int64_t M, int64_t K, XF32& X) {
+  X.kp = round_up(K, 16);
+  X.v.assign(size_t(M * X.kp), 0.0f);
+  for (int64_t m = 0; m < M; ++m) std::copy(x + m * ldx, x + m * ldx + K, X.v.data() + m * X.kp);
 }
 
 // Q8 / Q4: x quantized per block of 32 (kp = K rounded up to 64, zero padded).
@@ -164,6 +180,26 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void bf16_block(
   store_sums(acc, out);
 }
 
+template <int RB, int MB>
+__attribute__((target("avx512f,avx512bw"))) void f32_block(
+    const uint8_t* w, size_t ws, size_t pf, int64_t K, const XF32& X, int64_t m0, float* out) {
+  __m512 acc[RB][MB];
+  zero(acc);
+  const int64_t nc = X.kp / 16;
+  for (int64_t c = 0; c < nc; ++c) {
+    __m512i wr[RB];
+    load_rows(w, ws, pf, size_t(c) * 64, (K - c * 16) * 4, wr);
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) {
+      const __m512 xv = _mm512_loadu_ps(X.v.data() + (m0 + m) * X.kp + c * 16);
+#pragma GCC unroll 4
+      for (int r = 0; r < RB; ++r)
+        acc[r][m] = _mm512_fmadd_ps(_mm512_castsi512_ps(wr[r]), xv, acc[r][m]);
+    }
+  }
+  store_sums(acc, out);
+}
+
 // (q8_block and q4_block load x's lanes inline rather than through a shared helper: a helper
 // returning the three vectors cost q4 ~15 % at 4 rows in alternate GemvBench runs.)
 template <int RB, int MB>
@@ -200,50 +236,54 @@ alignas(64) const int32_t kQ4Idx[8][16] = {
 #undef HYPIC_Q4_IDX
 };
 
+// Per 8 chunks (16 groups) the products d_w,g · d_x,g of each row pair are formed once in
+// group order; a chunk's lanes take theirs by one permute (kQ4Idx). The 32 packed bytes of a
+// chunk are broadcast to both halves of a register and only the upper half shifted, so one
+// AND leaves the low nibbles in bytes 0–31 and the high nibbles in bytes 32–63.
 template <int RB, int MB>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"))) void q4_block(
     const uint8_t* w, size_t ws, size_t pf, int64_t K, const XQuant& X, int64_t m0, float* out) {
   __m512 acc[RB][MB];
   zero(acc);
-  const int64_t nc = X.kp / 64, nl = X.kp / 4, groups = K / 32;
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  __m512 sw[RB];
-#pragma GCC unroll 4
-  for (int r = 0; r < RB; ++r) sw[r] = _mm512_setzero_ps();
+  const int64_t nc = X.kp / 64, nl = X.kp / 4, nb = X.kp / 32, groups = K / 32;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  alignas(64) float swx[RB][MB][16];
   for (int64_t c = 0; c < nc; ++c) {
-    if (c % 8 == 0) {  // the next 16 groups' f16 scales of each row
+    if (c % 8 == 0) {  // the next 16 groups' scale products
       const int64_t g0 = c * 2, ng = std::min<int64_t>(16, groups - g0);
       const __mmask16 sm = ng >= 16 ? __mmask16(0xffff) : __mmask16((1u << ng) - 1);
 #pragma GCC unroll 4
-      for (int r = 0; r < RB; ++r)
-        sw[r] = _mm512_cvtph_ps(
+      for (int r = 0; r < RB; ++r) {
+        const __m512 sw = _mm512_cvtph_ps(
             _mm256_maskz_loadu_epi16(sm, w + size_t(r) * ws + size_t(K / 2 + g0 * 2)));
+#pragma GCC unroll 4
+        for (int m = 0; m < MB; ++m)
+          _mm512_store_ps(swx[r][m], _mm512_mul_ps(sw, _mm512_maskz_loadu_ps(
+                                                           sm, X.dx.data() + (m0 + m) * nb + g0)));
+      }
     }
     const __m512i idx = _mm512_load_si512(kQ4Idx[c % 8]);
     const bool full = K - c * 64 >= 64;
     __m512i wr[RB];
-    __m512 sc[RB];
 #pragma GCC unroll 4
     for (int r = 0; r < RB; ++r) {
       const uint8_t* p = w + size_t(r) * ws + size_t(c) * 32;
-      _mm_prefetch(reinterpret_cast<const char*>(p + pf), _MM_HINT_T0);
+      if (c % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(p + pf), _MM_HINT_T0);
       const __m256i b = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
                              : _mm256_maskz_loadu_epi8(0xffff, p);
-      const __m256i lo = _mm256_and_si256(b, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), low4);
-      wr[r] = _mm512_inserti64x4(_mm512_zextsi256_si512(lo), hi, 1);
-      sc[r] = _mm512_permutexvar_ps(idx, sw[r]);
+      const __m512i bb = _mm512_broadcast_i64x4(b);
+      wr[r] = _mm512_and_si512(_mm512_mask_srli_epi16(bb, 0xffff0000u, bb, 4), low4);
     }
 #pragma GCC unroll 4
     for (int m = 0; m < MB; ++m) {
       const int64_t xm = m0 + m;
       const __m512i xq = _mm512_loadu_si512(X.q.data() + xm * X.kp + c * 64);
       const __m512i cr = _mm512_loadu_si512(X.corr.data() + xm * nl + c * 16);
-      const __m512 dl = _mm512_loadu_ps(X.dl.data() + xm * nl + c * 16);
 #pragma GCC unroll 4
       for (int r = 0; r < RB; ++r)
         acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(cr, wr[r], xq)),
-                                    _mm512_mul_ps(sc[r], dl), acc[r][m]);
+                                    _mm512_permutexvar_ps(idx, _mm512_load_ps(swx[r][m])),
+                                    acc[r][m]);
     }
   }
   store_sums(acc, out);
@@ -255,6 +295,14 @@ float bf16_generic(const uint8_t* w, int64_t K, const XBf16& X, int64_t m) {
   const uint16_t* xv = X.v.data() + m * X.kp;
   float s = 0.0f;
   for (int64_t k = 0; k < K; ++k) s += bf16_to_f32(wv[k]) * bf16_to_f32(xv[k]);
+  return s;
+}
+
+float f32_generic(const uint8_t* w, int64_t K, const XF32& X, int64_t m) {
+  const auto* wv = reinterpret_cast<const float*>(w);
+  const float* xv = X.v.data() + m * X.kp;
+  float s = 0.0f;
+  for (int64_t k = 0; k < K; ++k) s += wv[k] * xv[k];
   return s;
 }
 
@@ -282,11 +330,12 @@ float quant_generic(DType t, const uint8_t* w, int64_t K, const XQuant& X, int64
 
 }  // namespace
 
-bool gemv_handles(DType t) { return t == DType::kBF16 || dtype_packed(t); }
+bool gemv_handles(DType t) { return t == DType::kF32 || t == DType::kBF16 || dtype_packed(t); }
 
 void gemv_force_generic(bool on) { g_generic = on; }
 
 const char* gemv_impl(DType t) {
+  if (t == DType::kF32) return cpu_f32() ? "avx512f" : "generic";
   if (t == DType::kBF16) return cpu_bf16() ? "avx512_bf16" : "generic";
   if (dtype_packed(t)) return cpu_vnni() ? "avx512_vnni" : "generic";
   return "none";
@@ -334,20 +383,23 @@ const size_t kInlineBytes = [] {
 void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
           bool accumulate) {
   HYPIC_CHECK(W.ndim() == 2 && gemv_handles(W.dtype()) && M >= 1 && M <= kGemvMaxRows,
-              "gemv: needs BF16 / Q8 / Q4 [N, K] weights and 1..16 rows");
+              "gemv: needs F32 / BF16 / Q8 / Q4 [N, K] weights and 1..16 rows");
   const DType t = W.dtype();
   const int64_t N = W.dim(0), K = W.dim(1);
   const size_t ws = dtype_row_bytes(t, K);
   const auto* wbase = static_cast<const uint8_t*>(W.raw());
+  thread_local XF32 xf;
   thread_local XBf16 xb;
   thread_local XQuant xq;
-  const bool fast = t == DType::kBF16 ? cpu_bf16() : cpu_vnni();
+  const bool fast = t == DType::kF32 ? cpu_f32() : t == DType::kBF16 ? cpu_bf16() : cpu_vnni();
   // Prefetch distance: the rows ≥ kLookahead bytes ahead (at least the next block of 4), so
   // short rows (int8 at K = 1024: 1 KiB) still have a few row blocks in flight.
   const int64_t ahead = (int64_t(kLookahead) + int64_t(ws) - 1) / int64_t(ws);  // rows
   const size_t pf = ws * size_t(std::max<int64_t>(4, (ahead + 3) / 4 * 4));
-  if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
+  if (t == DType::kF32) prep_f32(x, ldx, M, K, xf);
+  else if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
   else prep_quant(x, ldx, M, K, t, xq);
+  const XF32& XF = xf;
   const XBf16& XB = xb;
   const XQuant& XQ = xq;
   auto store = [&](int64_t n, int64_t m, float v) {
@@ -359,6 +411,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
     float& o = y[m * ldy + n];
     o = accumulate ? o + v : v;
   };
+  auto f32 = HYPIC_GEMV_DISPATCH(f32_block, XF);
   auto bf = HYPIC_GEMV_DISPATCH(bf16_block, XB);
   auto k8 = HYPIC_GEMV_DISPATCH(q8_block, XQ);
   auto k4 = HYPIC_GEMV_DISPATCH(q4_block, XQ);
@@ -372,15 +425,16 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       for (int64_t m0 = 0; m0 < M; m0 += 4) {
         const int mb = int(std::min<int64_t>(4, M - m0));
         if (fast) {
-          if (t == DType::kBF16) bf(w, rb, m0, mb, out);
+          if (t == DType::kF32) f32(w, rb, m0, mb, out);
+          else if (t == DType::kBF16) bf(w, rb, m0, mb, out);
           else if (t == DType::kQ8) k8(w, rb, m0, mb, out);
           else k4(w, rb, m0, mb, out);
         } else {
           for (int r = 0; r < rb; ++r)
             for (int m = 0; m < mb; ++m)
-              out[r * mb + m] = t == DType::kBF16
-                                    ? bf16_generic(w + size_t(r) * ws, K, XB, m0 + m)
-                                    : quant_generic(t, w + size_t(r) * ws, K, XQ, m0 + m);
+              out[r * mb + m] = t == DType::kF32    ? f32_generic(w + size_t(r) * ws, K, XF, m0 + m)
+                                : t == DType::kBF16 ? bf16_generic(w + size_t(r) * ws, K, XB, m0 + m)
+                                                    : quant_generic(t, w + size_t(r) * ws, K, XQ, m0 + m);
         }
         for (int r = 0; r < rb; ++r)
           for (int m = 0; m < mb; ++m) store(n + r, m0 + m, out[r * mb + m]);
@@ -397,13 +451,62 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   }
 }
 
+namespace {
+
+// One packed row dequantized to bf16: d·(q − offset) in fp32, rounded to nearest even, the
+// arithmetic of dequantize_row + f32_to_bf16 (so the result is bit-identical to it).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c"))) void dequant_row_q4(
+    const uint8_t* in, int64_t K, uint16_t* out) {
+  const uint8_t* scales = in + K / 2;
+  const __m128i low4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+  for (int64_t g = 0; g < K / 32; ++g) {
+    uint16_t h;
+    std::memcpy(&h, scales + 2 * g, 2);
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + g * 16));
+    const __m128i lo = _mm_sub_epi8(_mm_and_si128(b, low4), eight);  // codes j
+    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), low4), eight);  // j + 16
+    const __m512 flo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)));
+    const __m512 fhi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)));
+    _mm512_storeu_si512(out + g * 32, (__m512i)_mm512_cvtne2ps_pbh(fhi, flo));
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void dequant_row_q8(
+    const uint8_t* in, int64_t K, uint16_t* out) {
+  float dv;
+  std::memcpy(&dv, in + K, 4);
+  const __m512 d = _mm512_set1_ps(dv);
+  const __m512i off = _mm512_set1_epi32(128);
+  for (int64_t k = 0; k < K; k += 32) {
+    const int64_t left = std::min<int64_t>(32, K - k);
+    const __mmask32 mk = left >= 32 ? ~__mmask32(0) : (__mmask32(1) << left) - 1;
+    const __m256i b = _mm256_maskz_loadu_epi8(mk, in + k);
+    const __m512 f0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(
+                                           _mm512_cvtepu8_epi32(_mm256_castsi256_si128(b)), off)));
+    const __m512 f1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(
+                                           _mm512_cvtepu8_epi32(_mm256_extracti128_si256(b, 1)), off)));
+    _mm512_mask_storeu_epi16(out + k, mk, (__m512i)_mm512_cvtne2ps_pbh(f1, f0));
+  }
+}
+
+}  // namespace
+
 void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out) {
   const DType t = W.dtype();
   const int64_t K = W.dim(1);
   const size_t ws = dtype_row_bytes(t, K);
+  const auto* base = static_cast<const uint8_t*>(W.raw());
+  if (cpu_bf16()) {
+    for (int64_t n = n0; n < n1; ++n) {
+      if (t == DType::kQ4) dequant_row_q4(base + size_t(n) * ws, K, out + (n - n0) * K);
+      else dequant_row_q8(base + size_t(n) * ws, K, out + (n - n0) * K);
+    }
+    return;
+  }
   std::vector<float> row(static_cast<size_t>(K));
   for (int64_t n = n0; n < n1; ++n) {
-    dequantize_row(t, static_cast<const uint8_t*>(W.raw()) + size_t(n) * ws, K, row.data());
+    dequantize_row(t, base + size_t(n) * ws, K, row.data());
     from_f32(DType::kBF16, row.data(), out + (n - n0) * K, size_t(K));
   }
 }

@@ -6,11 +6,12 @@
 // on the batch it decodes in).
 //
 // Arithmetic per weight type (W as in kernels/gemm.h, [N, K] rows; packed types core/quant.h):
+//   F32:  products summed in fp32 (routers and gates kept in fp32, f32 models).
 //   BF16: x rounded to bf16, products summed in fp32 (as the oneDNN bf16 GEMM does).
 //   Q8, Q4: x quantized per block of 32 along K to int8 (d_x = max|x_b| / 127, round to
 //           nearest), integer dot products per block, then Σ_b d_w·d_x,b·dot_b in fp32.
-// Kernels are chosen at run time: AVX512-BF16 for BF16, AVX512-VNNI for Q8 / Q4, otherwise a
-// portable path with the same arithmetic.
+// Kernels are chosen at run time: AVX-512 for F32, AVX512-BF16 for BF16, AVX512-VNNI for
+// Q8 / Q4, otherwise a portable path with the same arithmetic.
 #pragma once
 
 #include <cstdint>
@@ -22,14 +23,15 @@ namespace hypic::kernels {
 // Row counts up to this take gemv (kernels::linear dispatches).
 constexpr int64_t kGemvMaxRows = 16;
 
-// Whether gemv handles weights of type t (BF16, Q8, Q4).
+// Whether gemv handles weights of type t (F32, BF16, Q8, Q4).
 bool gemv_handles(DType t);
 
 // y rows ldy apart (+)= x rows ldx apart · Wᵀ, M ≤ kGemvMaxRows, W [N, K] of a handled type.
 void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
           bool accumulate);
 
-// The kernel gemv runs for type t on this CPU: "avx512_bf16", "avx512_vnni" or "generic";
+// The kernel gemv runs for type t on this CPU: "avx512f", "avx512_bf16", "avx512_vnni" or
+// "generic" ("none" for a type it does not handle);
 // `force_generic` (tests) selects the portable path everywhere.
 const char* gemv_impl(DType t);
 void gemv_force_generic(bool on);

@@ -41,7 +41,10 @@ void Moe::forward(const float* x, int64_t L, float* h) const {
   Workspace& ws = Workspace::local();
   Tensor probs_t = ws.f32(slot::kMoeProbs, {L, E});
   float* probs = probs_t.f32();
-  kernels::linear(x, L, w.router, probs);
+  {
+    HYPIC_PROFILE_SCOPE("moe_router");
+    kernels::linear(x, L, w.router, probs);
+  }
   std::vector<int> top(static_cast<size_t>(L * k));
   std::vector<float> topw(static_cast<size_t>(L * k));
   parallel_for(L, [&](int64_t t) {
@@ -92,6 +95,7 @@ void Moe::forward(const float* x, int64_t L, float* h) const {
     for (int j = 1; j < k; ++j) kernels::axpy(1.0f, Y.f32() + (t * k + j) * H, o, H);
   });
   if (w.has_shared) {
+    HYPIC_PROFILE_SCOPE("moe_shared");
     Tensor sh = ws.f32(slot::kMoeShared, {L, H});
     std::fill(sh.f32(), sh.f32() + L * H, 0.0f);
     swiglu_forward(w.shared, x, L, sh.f32());
