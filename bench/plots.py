@@ -11,6 +11,10 @@ drawn from the JSON the benchmark printed, never from numbers typed in here:
         model (medians, min–max as error bars)
   decode_batch_<model>_<date>.jsonl  (DecodeBatchBench, one JSON line per type)
       → decode_batch_<model>.png: decode tokens/s against the batch size, one line per type
+  ttft_<model>_<date>.json  (hypic bench ttft)
+      → ttft_<model>.png: p50 and p99 time to first token per mode on the RAG trace
+  scatter_<model>_<date>.json  (hypic bench scatter)
+      → scatter_<model>.png: cold TTFT against workers, measured and simulated per policy
 """
 import argparse
 import glob
@@ -25,6 +29,12 @@ try:
     import matplotlib.pyplot as plt
 except ImportError:
     sys.exit("plots.py: matplotlib is missing: pip install matplotlib")
+
+
+def save(fig, out):
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
 
 
 def peer_plot(files, out):
@@ -56,9 +66,7 @@ def peer_plot(files, out):
             if row == 0 and col == 0:
                 ax.legend()
     fig.suptitle("hypic against llama.cpp, same weights, 2 threads (ratio = hypic / llama.cpp)")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    save(fig, out)
 
 
 def batch_plot(path, out):
@@ -74,9 +82,61 @@ def batch_plot(path, out):
                  f"prompt {r['prompt']} tokens")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    save(fig, out)
+
+
+def ttft_plot(path, out, model):
+    r = json.load(open(path))
+    order = ["full", "prefix", "hypic", "naive"]
+    modes = sorted(r["modes"], key=lambda m: order.index(m) if m in order else len(order))
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for k, (key, color) in enumerate((("p50_ttft_ms", "#1f77b4"), ("p99_ttft_ms", "#aec7e8"))):
+        vals = [r["modes"][m][key] / 1000 for m in modes]
+        xs = [i + (k - 0.5) * 0.38 for i in range(len(modes))]
+        ax.bar(xs, vals, 0.38, color=color, label=key.split("_")[0])
+        for x, v in zip(xs, vals):
+            ax.annotate(f"{v:.2f} s", (x, v), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(modes)))
+    ax.set_xticklabels([f"{m}\nhits {100 * r['modes'][m]['segment_hit_rate']:.0f} %"
+                        if m in ("hypic", "naive") else m for m in modes])
+    ax.set_yscale("log")
+    ax.set_ylabel("time to first token (s, log scale)")
+    ratio = r.get("ratio_p50_prefix_over_hypic")
+    ax.set_title(f"RAG trace, {model}"
+                 + (f": prefix / hypic p50 = {ratio:.1f}×" if ratio else ""))
+    ax.legend()
+    save(fig, out)
+
+
+def scatter_plot(path, out, model):
+    r = json.load(open(path))
+    proj = r["projection"]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    policies = sorted((k for k, v in proj.items() if isinstance(v, list) and k != "equal_lengths_lpt"),
+                      key=lambda k: k != "lpt")
+    for pol, color in zip(policies, ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")):
+        ax.plot([x["workers"] for x in proj[pol]], [x["ttft_s"] for x in proj[pol]], color=color,
+                label=f"{pol}, simulated")
+        # measured: the overlapped composition (what `hypic serve` runs); 1 worker is any policy
+        pts = [m for m in r["measured"]
+               if m["policy"] in (pol, "any") and m.get("compose", "overlap") == "overlap"]
+        ax.plot([m["workers"] for m in pts], [m["ttft_median_s"] for m in pts], "o", color=color,
+                label=f"{pol}, measured")
+    eq = proj.get("equal_lengths_lpt")
+    if eq:
+        ax.plot([x["workers"] for x in eq], [x["ttft_s"] for x in eq], "--", color="gray",
+                label="lpt, equal segment lengths, simulated")
+    for b in r.get("single_instance", []):
+        ax.axhline(b["ttft_median_s"], color="black", lw=0.8, ls=":")
+        ax.annotate(f"single instance, {b['mode']}, {b['threads']} thread(s)",
+                    (ax.get_xlim()[1], b["ttft_median_s"]), ha="right", va="bottom", fontsize=7)
+    ax.set_xlabel("segment workers (one core each)")
+    ax.set_ylabel("cold time to first token (s)")
+    ax.set_title(f"{model}: cold TTFT of one {r['request']['tokens']}-token request, "
+                 f"{r['request']['segments']} segments")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    save(fig, out)
 
 
 def main():
@@ -94,6 +154,11 @@ def main():
         model = os.path.basename(f)[len("decode_batch_"):].rsplit("_", 1)[0]
         made.append(os.path.join(a.out, f"decode_batch_{model}.png"))
         batch_plot(f, made[-1])
+    for kind, fn in (("ttft", ttft_plot), ("scatter", scatter_plot)):
+        for f in sorted(glob.glob(os.path.join(a.results, f"{kind}_*.json"))):
+            model = os.path.basename(f)[len(kind) + 1:].rsplit("_", 1)[0]
+            made.append(os.path.join(a.out, f"{kind}_{model}.png"))
+            fn(f, made[-1], model)
     if not made:
         sys.exit(f"plots.py: no benchmark JSON in {a.results}")
     for m in made:

@@ -95,13 +95,16 @@ int bench_make_model(int argc, char** argv) {
   std::string shapes;
   for (const auto& s : synthetic_shapes()) shapes += " " + s;
   Args a("hypic bench make-model --shape NAME --layers N --out DIR",
-         "Writes a random-weight checkpoint (bf16, HF format, sharded) with a real model's\n"
-         "widths and only N layers. Shapes:" + shapes);
+         "Writes a random-weight checkpoint (HF format, sharded) with a real model's widths\n"
+         "and only N layers, its matrices in bf16 or stored quantized. Shapes:" + shapes);
   a.opt("shape", "NAME", "model shape", "qwen3.5-35b-a3b")
       .opt("layers", "N", "number of layers (the model's linear : full pattern at this depth)", "4")
       .opt("experts", "E", "routed experts per MoE layer instead of the model's (each at its "
            "real width, top-k kept: a token's work is unchanged, the bytes shrink); 0 = the model's", "0")
       .opt("out", "DIR", "output directory")
+      .opt("dtype", "bf16|int8|q4", "matrices as written: bf16, or quantized as `hypic quantize` "
+           "stores them (for a full-size model whose bf16 form does not fit the disk); the "
+           "loader's list of matrices comes from a small probe model written and removed first", "bf16")
       .opt("seed", "S", "random seed", "1")
       .opt("tokenizer-dir", "DIR", "tokenizer files to copy into the checkpoint (tiktoken.model + "
            "tokenizer_config.json, or tokenizer.json); qwen3.5-* shapes default to the real "
@@ -115,11 +118,15 @@ int bench_make_model(int argc, char** argv) {
   if (!layers || !seed || !experts || !a.has("out"))
     return report_error("bench make-model",
                         invalid_argument("need --out DIR and integer --layers/--experts/--seed"));
+  auto dt = parse_dtype(a.str("dtype"));
+  if (!dt || *dt == DType::kF32)
+    return report_error("bench make-model", invalid_argument("--dtype must be bf16, int8 or q4"));
   Timer t;
   SyntheticOptions opt;
   opt.layers = int(*layers);
   opt.experts = int(*experts);
   opt.seed = uint64_t(*seed);
+  opt.dtype = *dt;
   const std::string shape = a.str("shape");
   const bool qwen35 = shape.rfind("qwen3.5", 0) == 0;
   const bool explicit_dir = a.has("tokenizer-dir") && a.str("tokenizer-dir") != "none";

@@ -31,8 +31,9 @@ RawTensor owned(const std::string& dtype, Shape shape, std::vector<uint8_t> byte
   return r;
 }
 
-// A packed [..., K] tensor split into the stored codes and scales (stored_quant.h).
-std::pair<RawTensor, RawTensor> split(const Tensor& q) {
+}  // namespace
+
+std::pair<RawTensor, RawTensor> stored_quant_parts(const Tensor& q) {
   const bool q8 = q.dtype() == DType::kQ8;
   const int64_t K = q.dim(-1), rows = q.numel() / K;
   const size_t rb = dtype_row_bytes(q.dtype(), K), cb = size_t(q8 ? K : K / 2), sb = rb - cb;
@@ -59,6 +60,26 @@ std::pair<RawTensor, RawTensor> split(const Tensor& q) {
           owned(q8 ? "F32" : "F16", ss, std::move(scales))};
 }
 
+nlohmann::json stored_quant_config(DType t) {
+  nlohmann::json q = {{"quant_method", "hypic"},
+                      {"hypic_dtype", t == DType::kQ8 ? "int8" : "q4"},
+                      {"format", "model/stored_quant.h: codes X (I8 / U8) and scales X.scale"}};
+  if (t == DType::kQ4) q["group_size"] = kQ4Group;
+  return q;
+}
+
+Result<std::set<std::string>> loaded_matrix_names(const std::string& dir, DType t, bool progress) {
+  std::set<std::string> mats;
+  LoadOptions lo;
+  lo.compute = t;
+  lo.progress = progress;
+  lo.matrix_names = &mats;
+  HYPIC_ASSIGN_OR_RETURN(auto model, Model::load(dir, lo));
+  return mats;
+}
+
+namespace {
+
 Status write_config(const std::string& dir, const std::string& tmp, DType t) {
   std::ifstream in(dir + "/config.json");
   nlohmann::json cfg;
@@ -67,11 +88,7 @@ Status write_config(const std::string& dir, const std::string& tmp, DType t) {
   } catch (const std::exception& e) {
     return invalid_argument(dir + "/config.json: " + e.what());
   }
-  nlohmann::json q = {{"quant_method", "hypic"},
-                      {"hypic_dtype", t == DType::kQ8 ? "int8" : "q4"},
-                      {"format", "model/stored_quant.h: codes X (I8 / U8) and scales X.scale"}};
-  if (t == DType::kQ4) q["group_size"] = kQ4Group;
-  cfg["quantization_config"] = q;
+  cfg["quantization_config"] = stored_quant_config(t);
   std::ofstream out(tmp + "/config.json");
   out << cfg.dump(2) << "\n";
   return out.good() ? Status::ok() : io_error("cannot write " + tmp + "/config.json");
@@ -85,15 +102,8 @@ Status quantize_checkpoint(const std::string& dir, const std::string& out, const
   if (fs::exists(out, ec))
     return invalid_argument(out + " exists; choose a new output directory (nothing was written)");
   Timer timer;
-  std::set<std::string> mats;
-  {
-    // The loader decides which tensors are matrices and checks that they fit the type.
-    LoadOptions lo;
-    lo.compute = o.dtype;
-    lo.progress = o.progress;
-    lo.matrix_names = &mats;
-    HYPIC_ASSIGN_OR_RETURN(auto model, Model::load(dir, lo));
-  }
+  // The loader decides which tensors are matrices and checks that they fit the type.
+  HYPIC_ASSIGN_OR_RETURN(const std::set<std::string> mats, loaded_matrix_names(dir, o.dtype, o.progress));
   HYPIC_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir));
   // Shards planned by output size before anything is quantized (one shard in memory at once).
   std::vector<std::vector<std::string>> shards(1);
@@ -135,7 +145,7 @@ Status quantize_checkpoint(const std::string& dir, const std::string& out, const
         auto t = ck.get_unchecked(name);
         if (!t.is_ok()) return fail(t.status());
         const Tensor q = t->dtype() == o.dtype ? *t : t->to(o.dtype);
-        auto [codes, scales] = split(q);
+        auto [codes, scales] = stored_quant_parts(q);
         tensors.emplace_back(name, std::move(codes));
         tensors.emplace_back(name + ".scale", std::move(scales));
         index["weight_map"][name + ".scale"] = fname;

@@ -3,10 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "core/tensor.h"
+#include "model/safetensors.h"
 
 namespace hypic {
 
@@ -22,5 +28,16 @@ struct QuantizeOptions {
 // `out`.partial and renamed at the end: a failure leaves no `out`. Loading `out` with the same
 // dtype gives the same matrices, byte for byte, as quantizing `dir` at load.
 Status quantize_checkpoint(const std::string& dir, const std::string& out, const QuantizeOptions& o);
+
+// The names of the checkpoint tensors `dir`'s model loads as matrices, loading it in type t
+// (so a matrix t cannot hold is an error here, naming it).
+Result<std::set<std::string>> loaded_matrix_names(const std::string& dir, DType t, bool progress);
+
+// The stored form of a packed tensor q (kQ8 / kQ4): its codes, stored under the matrix's
+// name, and its scales, stored under name + ".scale" (model/stored_quant.h).
+std::pair<RawTensor, RawTensor> stored_quant_parts(const Tensor& q);
+
+// config.json's "quantization_config" for matrices stored in type t (kQ8 / kQ4).
+nlohmann::json stored_quant_config(DType t);
 
 }  // namespace hypic

@@ -1,13 +1,16 @@
 // write_synthetic_checkpoint: a family's Layout (synthetic_<family>.cpp) written as bf16
-// shards with an index.
+// shards with an index (or with the matrices stored quantized).
 #include "model/synthetic.h"
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "core/log.h"
 #include "core/parallel.h"
+#include "model/quantize_checkpoint.h"
 #include "model/safetensors.h"
 #include "model/synthetic_layout.h"
 
@@ -48,6 +51,31 @@ Tensor random_bf16(Shape s, float mean, float stddev, uint64_t seed) {
   return t;
 }
 
+// A tensor name with every run of digits replaced by '#': the same pattern for every layer
+// and expert index.
+std::string name_pattern(const std::string& name) {
+  std::string r;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+      if (r.empty() || r.back() != '#') r += '#';
+    } else {
+      r += name[i];
+    }
+  }
+  return r;
+}
+
+// A tensor as the safetensors writer takes it, keeping its storage alive.
+RawTensor raw_of(const Tensor& t) {
+  auto keep = std::make_shared<Tensor>(t);
+  RawTensor r;
+  r.dtype = safetensors_dtype_name(t.dtype());
+  r.shape = t.shape();
+  r.bytes = {static_cast<const uint8_t*>(keep->raw()), keep->nbytes()};
+  r.owner = keep;
+  return r;
+}
+
 }  // namespace
 
 namespace synthetic {
@@ -79,9 +107,29 @@ Status write_synthetic_checkpoint(const std::string& shape, const SyntheticOptio
   }
   if (opt.layers < 1 || opt.layers > 128) return invalid_argument("--layers must be in 1..128");
   if (opt.experts < 0) return invalid_argument("--experts must not be negative");
+  if (opt.dtype != DType::kBF16 && !dtype_packed(opt.dtype))
+    return invalid_argument("make-model writes bf16, int8 or q4 matrices");
   HYPIC_ASSIGN_OR_RETURN(synthetic::Layout L, it->second(opt));
   namespace fs = std::filesystem;
   std::error_code ec;
+  std::set<std::string> matrices;  // name patterns (name_pattern) of the loader's matrices
+  if (dtype_packed(opt.dtype)) {
+    SyntheticOptions probe = opt;
+    probe.dtype = DType::kBF16;
+    probe.layers = std::min(opt.layers, 8);
+    // Top-k experts keep the probe small (0 = the model's: a dense model).
+    const nlohmann::json& tc = L.config.contains("text_config") ? L.config["text_config"] : L.config;
+    probe.experts = tc.value("num_experts_per_tok", 0);
+    const std::string dir = out_dir + ".probe";
+    fs::remove_all(dir, ec);
+    Status s = write_synthetic_checkpoint(shape, probe, dir);
+    auto names = s.is_ok() ? loaded_matrix_names(dir, opt.dtype, false)
+                           : Result<std::set<std::string>>(s);
+    fs::remove_all(dir, ec);
+    if (!names.is_ok()) return names.status().with_context("make-model: the probe model");
+    for (const std::string& n : *names) matrices.insert(name_pattern(n));
+    L.config["quantization_config"] = stored_quant_config(opt.dtype);
+  }
   fs::create_directories(out_dir, ec);
   if (ec) return io_error("cannot create '" + out_dir + "': " + ec.message());
   {
@@ -99,18 +147,27 @@ Status write_synthetic_checkpoint(const std::string& shape, const SyntheticOptio
   };
   for (int k = 0; k < shards; ++k) {
     const auto& specs = k + 1 == shards ? L.globals : L.layers[size_t(k)];
-    std::vector<std::pair<std::string, Tensor>> ts;
-    for (const synthetic::TensorSpec& s : specs)
-      ts.push_back({s.name, random_bf16(s.shape, s.mean, s.sd, ++tensor_seed)});
+    std::vector<std::pair<std::string, RawTensor>> ts;
+    for (const synthetic::TensorSpec& s : specs) {
+      const Tensor t = random_bf16(s.shape, s.mean, s.sd, ++tensor_seed);
+      if (matrices.count(name_pattern(s.name))) {
+        auto [codes, scales] = stored_quant_parts(t.to(opt.dtype));
+        ts.emplace_back(s.name + ".scale", std::move(scales));
+        ts.emplace_back(s.name, std::move(codes));
+      } else {
+        ts.emplace_back(s.name, raw_of(t));
+      }
+    }
     for (const auto& [name, t] : ts) {
       weight_map[name] = shard_name(k);
-      total += t.nbytes();
+      total += t.bytes.size();
     }
-    HYPIC_RETURN_IF_ERROR(write_safetensors(out_dir + "/" + shard_name(k), ts, {{"format", "pt"}}));
+    HYPIC_RETURN_IF_ERROR(write_safetensors_raw(out_dir + "/" + shard_name(k), ts, {{"format", "pt"}}));
     HYPIC_LOG_INFO("make-model: wrote shard %d/%d (%.2f GiB so far)", k + 1, shards,
                    double(total) / (1u << 30));
   }
   nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  if (dtype_packed(opt.dtype)) index["metadata"]["hypic_quantized"] = true;
   std::ofstream f(out_dir + "/model.safetensors.index.json");
   f << index.dump(2) << "\n";
   if (!f) return io_error("cannot write the index in " + out_dir);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/status.h"
 
 namespace hypic {
@@ -23,6 +24,9 @@ struct SyntheticOptions {
   // MiniMax-M1, whose 32 experts of 3 × 6144 × 9216 are 10.9 GB per layer in bf16).
   int experts = 0;
   uint64_t seed = 1;
+  // kQ8 / kQ4: the matrices are written quantized, as `hypic quantize` stores them
+  // (model/stored_quant.h), for models whose bf16 form does not fit the disk.
+  DType dtype = DType::kBF16;
 };
 
 // Writes <out_dir>/config.json, model-0000K-of-0000N.safetensors (one shard per layer plus
@@ -31,7 +35,10 @@ struct SyntheticOptions {
 // this depth (Qwen: 3 linear : 1 full; Ring: its layer_group_size, capped at the depth;
 // MiniMax-M1: 7 Lightning : 1 softmax, the last layer softmax when the depth is below 8;
 // Kimi-Linear: 3 KDA : 1 MLA; Ling-3.0: 5 KDA : 1 MLA, the group capped at the depth).
-// Logs progress per shard.
+// Quantized (opt.dtype): which tensors are matrices is what the loader says of a probe model
+// of the same shape (at most 8 layers, top-k experts) written first into <out_dir>.probe
+// and removed; each matrix is drawn in bf16 and quantized before it is written. Logs
+// progress per shard.
 Status write_synthetic_checkpoint(const std::string& shape, const SyntheticOptions& opt,
                                   const std::string& out_dir);
 
