@@ -67,7 +67,7 @@ void prep_f32(const float* x, int64_t ldx, int64_t M, int64_t K, XF32& X) {
 //   nat [M][kp] codes in natural order, dx [M][kp/32] block scales (the portable path);
 //   q [M][kp] codes in the kernel's byte order, and per dword lane of q (4 codes):
 //   corr [M][kp/4] = −offset · Σ of the lane's codes (the weights' offset-binary bias),
-//   dl [M][kp/4] = d_x of the lane's block (the VNNI path).
+//   dl [M][kp/4] = d_x of the lane's block (the VNNI path of Q8; Q4's reads dx per group).
 struct XQuant {
   int64_t kp = 0;
   std::vector<int8_t> nat, q;

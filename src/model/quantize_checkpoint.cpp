@@ -103,7 +103,8 @@ Status quantize_checkpoint(const std::string& dir, const std::string& out, const
     return invalid_argument(out + " exists; choose a new output directory (nothing was written)");
   Timer timer;
   // The loader decides which tensors are matrices and checks that they fit the type.
-  HYPIC_ASSIGN_OR_RETURN(const std::set<std::string> mats, loaded_matrix_names(dir, o.dtype, o.progress));
+  HYPIC_ASSIGN_OR_RETURN(const std::set<std::string> mats,
+                         loaded_matrix_names(dir, o.dtype, o.progress));
   HYPIC_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir));
   // Shards planned by output size before anything is quantized (one shard in memory at once).
   std::vector<std::vector<std::string>> shards(1);

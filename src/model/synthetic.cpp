@@ -121,6 +121,8 @@ Status write_synthetic_checkpoint(const std::string& shape, const SyntheticOptio
     const nlohmann::json& tc = L.config.contains("text_config") ? L.config["text_config"] : L.config;
     probe.experts = tc.value("num_experts_per_tok", 0);
     const std::string dir = out_dir + ".probe";
+    HYPIC_LOG_INFO("make-model: a %d-layer bf16 probe of the shape in %s first (which tensors "
+                   "the loader quantizes)", probe.layers, dir.c_str());
     fs::remove_all(dir, ec);
     Status s = write_synthetic_checkpoint(shape, probe, dir);
     auto names = s.is_ok() ? loaded_matrix_names(dir, opt.dtype, false)
