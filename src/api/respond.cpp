@@ -117,9 +117,11 @@ void when_finished(std::shared_ptr<Ticket> ticket, std::function<void(std::strin
 void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, ReplyDone done) {
   if (!m.stream) {
     return when_finished(std::move(ticket), [reply, m, done](std::string, Outcome o) {
+      // The end is reported (the log line written) before the answer goes out, so a client
+      // that has its answer finds the request in the log.
       if (o.error) {
-        reply(error_reply(*o.error));
-        return done(o.error->http_status, nullptr, o.error->code);
+        done(o.error->http_status, nullptr, o.error->code);
+        return reply(error_reply(*o.error));
       }
       json choice{{"index", 0}, {"finish_reason", o.result["finish_reason"]}, {"logprobs", nullptr}};
       if (m.chat) choice["message"] = {{"role", "assistant"}, {"content", o.result["text"]}};
@@ -127,8 +129,8 @@ void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, 
       json body{{"id", m.id}, {"object", m.chat ? "chat.completion" : "text_completion"},
                 {"created", m.created}, {"model", m.model}, {"choices", json::array({choice})},
                 {"usage", o.result["usage"]}};
-      reply(json_reply(body));
       done(200, o.result["usage"], "");
+      reply(json_reply(body));
     });
   }
   auto end = std::make_shared<Once>();

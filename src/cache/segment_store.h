@@ -55,8 +55,10 @@
 // every byte the store holds.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -78,7 +80,7 @@ class SegmentStore {
     uint64_t hits_mem = 0, hits_disk = 0, misses = 0;  // one of the three per lookup()
     uint64_t disk_reads = 0;       // files read (concurrent lookups of one key share a read)
     uint64_t evictions = 0;        // entries removed from memory to make room
-    uint64_t spills = 0;           // files written (evicted or not admitted)
+    uint64_t spills = 0;           // files written (evicted, not admitted, persisted, flushed)
     uint64_t corrupt_dropped = 0;  // files that failed verification and were deleted
     uint64_t rejected = 0;         // entries not admitted to memory
   };
@@ -101,6 +103,20 @@ class SegmentStore {
   bool erase(const std::string& key);
   // erase() of everything.
   void clear();
+
+  // Writes `key`'s resident entry to the disk tier unless its file exists (write-through for
+  // what must survive a crash: registrations). OK when there is no disk tier; not-found when
+  // the key is not resident; an error when the disk budget has no room or the write failed.
+  Status persist(const std::string& key);
+  // Warm restart: writes every resident entry that has no file to the disk tier, the most
+  // valuable (GDSF priority) first, until `deadline`; progress(written, total) after each
+  // file. Entries stay resident. A no-op without a disk tier.
+  struct FlushReport {
+    size_t candidates = 0, written = 0, failed = 0, bytes = 0;
+    bool timed_out = false;  // the deadline came before every candidate was written
+  };
+  FlushReport flush(std::chrono::steady_clock::time_point deadline,
+                    const std::function<void(size_t written, size_t total)>& progress = {});
 
   Stats stats() const;
   const Options& options() const;

@@ -144,6 +144,10 @@ struct SegmentStore::Impl : std::enable_shared_from_this<SegmentStore::Impl> {
   void finish_write_locked(const std::string& stem, uint64_t version, bool ok, size_t size);
   void touch_file_locked(const std::string& stem, DiskEntry& d);
   Status scan_dir();
+  // Writes a resident entry's file under the lock's protocol (reserve, write unlocked,
+  // finish); kPresent: it had one.
+  Reserve write_resident(std::unique_lock<std::mutex>& lk, const std::string& key, Data* keep,
+                         Status* s, size_t* size);
 
   // ---- operations ----------------------------------------------------------------------
 

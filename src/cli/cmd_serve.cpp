@@ -36,7 +36,9 @@ int cmd_serve(int argc, char** argv) {
       .opt("api-key", "KEY", "require 'Authorization: Bearer KEY' (also $HYPIC_API_KEY)")
       .opt("served-model-name", "NAME", "model id clients send (default: the directory name)")
       .opt("cache-mem", "MiB", "segment / prefix cache memory budget", "1024")
-      .opt("cache-dir", "DIR", "disk tier for evicted segment entries")
+      .opt("cache-dir", "DIR", "disk tier for segment entries, and the registry of /v1/segments: a restart with the same "
+                               "DIR answers every unexpired segment id and starts warm")
+      .opt("flush-timeout", "S", "on SIGTERM, after the drain: seconds to write the memory tier's entries to --cache-dir", "30")
       .opt("max-concurrency", "N", "requests in flight at once (decoded together: continuous batching)", "16")
       .opt("prefill-threads", "N", "threads prefilling new requests while the batch decodes", "1")
       .opt("max-queue", "N", "requests waiting for a worker before 429", "16")
@@ -68,6 +70,9 @@ int cmd_serve(int argc, char** argv) {
   auto segs = a.integer("max-segments");
   auto regmem = a.has("registered-mem") ? a.integer("registered-mem") : Result<int64_t>(int64_t(-1));
   auto regs = a.integer("max-registered-segments");
+  auto flush_s = a.integer("flush-timeout");
+  if (!flush_s) return report_error("serve", flush_s.status());
+  if (*flush_s < 0 || *flush_s > 86400) return report_error("serve", invalid_argument("need 0 <= --flush-timeout <= 86400"));
   for (const Status* s : {&port.status(), &mem.status(), &conc.status(), &queue.status(),
                           &maxtok.status(), &body.status(), &segs.status(), &regmem.status(),
                           &regs.status()})
@@ -93,6 +98,7 @@ int cmd_serve(int argc, char** argv) {
   if (so.model_name.empty()) so.model_name = std::filesystem::path(dir).parent_path().filename().string();
   so.cache_mem_bytes = size_t(*mem) << 20;
   so.cache_dir = a.str("cache-dir");
+  so.flush_timeout_ms = int(*flush_s) * 1000;
   so.scheduler.max_batch = int(*conc);
   so.scheduler.workers = int(*prefill_threads);
   so.scheduler.max_queue = int(*queue);

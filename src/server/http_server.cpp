@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 
+#include "core/log.h"
 #include "engine/prompt.h"
 #include "engine/runner.h"
 #include "model/safetensors.h"
@@ -70,6 +72,8 @@ struct HttpServer::Impl {
   std::optional<ApiError> query_salt(const HttpRequest& req, std::string* salt) const;
   void sweep_registry(Clock::time_point now);
   void setup_routes();
+  // Writes the memory tier's entries to the disk tier (bounded by opt.flush_timeout_ms).
+  void flush_cache();
   void log_line(const json& j) {
     if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
   }
@@ -136,8 +140,8 @@ void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, En
   ApiRequest r;
   PromptParts parts;
   if (auto e = prepare(req.body, ep, &r, &parts)) {
-    reply(error_reply(*e));
-    return done()(e->http_status, nullptr, e->code);
+    done()(e->http_status, nullptr, e->code);
+    return reply(error_reply(*e));
   }
   m.stream = r.stream;
   m.include_usage = r.include_usage;
@@ -148,8 +152,8 @@ void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, En
   r.client_gone = req.client_gone();
   auto admitted = submit(std::move(r), std::move(parts), arrival);
   if (auto* e = std::get_if<ApiError>(&admitted)) {
-    reply(error_reply(*e));
-    return done()(e->http_status, nullptr, e->code);
+    done()(e->http_status, nullptr, e->code);
+    return reply(error_reply(*e));
   }
   m.created = std::time(nullptr);
   reply_completion(std::move(reply), std::get<std::shared_ptr<Ticket>>(std::move(admitted)), std::move(m), done());
@@ -159,11 +163,11 @@ void HttpServer::Impl::handle_register(const HttpRequest& req, Reply reply) {
   const Timer arrival;
   json log{{"event", "segment.register"}, {"path", req.path}};
   auto fail = [this, reply, arrival](json log, const ApiError& e) {
-    reply(error_reply(e));
     log["status"] = e.http_status;
     log["error"] = e.code;
     log["ms"] = arrival.ms();
-    log_line(log);
+    log_line(log);  // before the answer, as for completions
+    reply(error_reply(e));
   };
   SegmentRequest sr;
   if (auto e = parse_segment_request(req.body, opt.limits, &sr)) return fail(log, *e);
@@ -191,11 +195,11 @@ void HttpServer::Impl::handle_register(const HttpRequest& req, Reply reply) {
   if (auto* e = std::get_if<ApiError>(&admitted)) return fail(log, *e);
   when_finished(std::get<std::shared_ptr<Ticket>>(admitted), [this, reply, log, arrival, fail](std::string, Outcome o) mutable {
     if (o.error) return fail(log, *o.error);
-    reply(json_reply(o.result));
     for (const char* k : {"id", "tokens", "cached", "bytes", "seam"}) log[k] = o.result[k];
     log["status"] = 200;
     log["ms"] = arrival.ms();
     log_line(log);
+    reply(json_reply(o.result));
   });
 }
 
@@ -210,9 +214,17 @@ void HttpServer::Impl::handle_segment(const HttpRequest& req, Reply reply, bool 
     if (!s) return reply(error_reply(segment_not_found(sid)));
     return reply(json_reply(segment_json(*s)));
   }
-  const bool ok = registry->erase(sid, salt, now);
-  log_line(json{{"event", "segment.delete"}, {"id", sid}, {"status", ok ? 200 : 404}});
-  if (!ok) return reply(error_reply(segment_not_found(sid)));
+  Status why;
+  const auto erased = registry->erase(sid, salt, now, &why);
+  const int status = erased == SegmentRegistry::Erased::kOk ? 200 : erased == SegmentRegistry::Erased::kUnknown ? 404 : 503;
+  json log{{"event", "segment.delete"}, {"id", sid}, {"status", status}};
+  if (!why.is_ok()) log["error"] = why.to_string();
+  log_line(log);
+  if (status == 404) return reply(error_reply(segment_not_found(sid)));
+  if (status == 503)
+    return reply(error_reply(make_error(503, "the registration could not be deleted durably (the registry's storage "
+                                             "failed; see the server log); it is unchanged, try again",
+                                        "server_error", "registry_unavailable")));
   reply(json_reply(json{{"id", sid}, {"object", "segment.deleted"}, {"deleted", true}}));
 }
 
@@ -297,6 +309,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   ro.max_bytes = impl->opt.registered_mem_bytes > 0 ? impl->opt.registered_mem_bytes
                                                     : impl->opt.cache_mem_bytes / 2;
   ro.max_segments = std::max(0, impl->opt.max_registered_segments);
+  ro.model = model.fingerprint();
+  if (!impl->opt.cache_dir.empty()) {  // registrations outlive the process
+    auto rec = open_sqlite_records((std::filesystem::path(impl->opt.cache_dir) / kRegistryFile).string());
+    if (!rec) return rec.status();
+    ro.records = std::move(rec).value();
+  }
   impl->registry = std::make_unique<SegmentRegistry>(ro);
   impl->store = std::shared_ptr<SegmentStore>(std::move(store).value());
   const bool parallel = !impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1;
@@ -310,11 +328,18 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   jo.parallel = parallel;
   jo.debug_delay_ms = impl->opt.debug_delay_ms;
   jo.debug_piece_delay_ms = impl->opt.debug_piece_delay_ms;
+  jo.store = impl->store.get();
   impl->jobs = std::make_unique<Jobs>(*impl->runner, *impl->registry, impl->metrics, jo,
                                       [p] { return p->scheduler->cutting(); });
   impl->scheduler = std::make_unique<Scheduler>(
       impl->opt.scheduler, [jobs = impl->jobs.get()](const Scheduler::Job& j) { return jobs->run(j); },
       &model, &tok);
+  if (ro.records) {
+    auto recs = ro.records->load(ro.model, int64_t(std::time(nullptr)));
+    if (!recs) return recs.status().with_context("reading the registered segments");
+    auto restored = impl->jobs->restore(*recs);
+    if (!restored) return restored.status();
+  }
   impl->setup_routes();
   if (impl->opt.grpc_port >= 0) {
     CombineHooks h;
@@ -373,7 +398,25 @@ void HttpServer::stop() {
     i.http->stop();
     if (i.opt.log_requests)
       i.log_line(json{{"event", "drain"}, {"ms", t.ms()}, {"cut", cut}, {"drain_timeout_s", i.opt.drain_timeout_ms / 1000.0}});
+    i.flush_cache();
   });
+}
+
+void HttpServer::Impl::flush_cache() {
+  if (store->options().disk_dir.empty()) return;
+  // Warm restart: what is only in memory goes to the disk tier, whose index the next start reads.
+  const Timer t;
+  double last = -1e9;
+  const auto rep = store->flush(Clock::now() + std::chrono::milliseconds(std::max(0, opt.flush_timeout_ms)),
+                                [&](size_t done, size_t total) {
+                                  if (t.ms() - last < 1000) return;
+                                  last = t.ms();
+                                  HYPIC_LOG_INFO("warm restart: %zu of %zu cache entries written to %s", done, total,
+                                                 store->options().disk_dir.c_str());
+                                });
+  if (opt.log_requests)
+    log_line(json{{"event", "cache.flush"}, {"ms", t.ms()}, {"entries", rep.candidates}, {"written", rep.written},
+                  {"failed", rep.failed}, {"bytes", rep.bytes}, {"timed_out", rep.timed_out}});
 }
 
 }  // namespace hypic::server

@@ -43,6 +43,8 @@ struct ServerOptions {
   RequestLimits limits;
   Scheduler::Options scheduler;
   size_t cache_mem_bytes = size_t(1) << 30;
+  // The disk tier and the durable registry of /v1/segments (kRegistryFile there): a restart
+  // with the same directory answers every unexpired segment id and starts warm.
   std::string cache_dir;
   // Segment parallelism (combine worker): when scatter.workers is non-empty or
   // scatter.local_lanes > 1, the cold segments of hypic / naive requests are built by
@@ -59,10 +61,16 @@ struct ServerOptions {
   // The Combine gRPC service (a router forwards requests to it): its port, 0 for any free
   // one, −1 for none. It listens on `host`.
   int grpc_port = -1;
+  // After the drain, the memory tier's entries are written to the disk tier (cache_dir) for
+  // a warm restart, for at most this long.
+  int flush_timeout_ms = 30000;
   bool log_requests = true;         // one JSON line per request on stderr
   int debug_delay_ms = 0;           // tests: each job sleeps this long before running
   int debug_piece_delay_ms = 0;     // tests: and this long after each piece of text
 };
+
+// The registered segments' database in cache_dir.
+inline constexpr const char* kRegistryFile = "registry.sqlite";
 
 class HttpServer {
  public:

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "api/http_util.h"
+#include "core/log.h"
 #include "server/usage.h"
 
 namespace hypic::server {
@@ -47,6 +48,10 @@ std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentR
                                  std::to_string(o.max_bytes) + " bytes allowed for registered segments; DELETE /v1/segments/{id} "
                                  "ones you no longer need, or register with a 'ttl'",
                         "invalid_request_error", "segment_capacity_exceeded");
+    case SegmentRegistry::Admit::kUnavailable:
+      return make_error(503, "the segment could not be registered durably (the registry's storage failed; see the "
+                             "server log); nothing was registered, try again",
+                        "server_error", "registry_unavailable");
   }
   return std::nullopt;
 }
@@ -151,11 +156,66 @@ Outcome Jobs::run_registration(const Scheduler::Job& job) const {
     seg->expires_at = seg->created + *sr.ttl_seconds;
     seg->deadline = now + std::chrono::seconds(*sr.ttl_seconds);
   }
-  if (auto e = capacity_error(registry_, registry_.add(seg, now), seg->bytes)) {
+  // With a disk tier the entry's file is written before the registration is: a restart
+  // (even after kill -9) finds it there instead of rebuilding.
+  if (seg->pin && opt_.store) {
+    if (Status st = opt_.store->persist(seg->pin->key); !st)
+      HYPIC_LOG_WARN("registration %s: its entry was not written to the disk tier (a restart rebuilds it): %s",
+                     seg->id.c_str(), st.to_string().c_str());
+  }
+  Status why;
+  if (auto e = capacity_error(registry_, registry_.add(seg, now, &why), seg->bytes)) {
+    if (!why.is_ok()) HYPIC_LOG_ERROR("registration %s: %s", seg->id.c_str(), why.to_string().c_str());
     out.error = *e;
     return out;
   }
   out.result = segment_json(*seg);
+  return out;
+}
+
+Result<Jobs::Restored> Jobs::restore(const std::vector<SegmentRecord>& records) const {
+  Restored out;
+  if (records.empty()) return out;
+  HYPIC_LOG_INFO("segment registry: restoring %zu registered segments", records.size());
+  const Timer t;
+  double last_report = 0;
+  for (const SegmentRecord& r : records) {
+    auto seg = std::make_shared<RegisteredSegment>();
+    seg->id = r.id;
+    seg->salt = r.salt;
+    seg->seam = r.seam;
+    seg->tokens = r.tokens;
+    seg->created = r.created;
+    seg->expires_at = r.expires_at;
+    const auto now = SegmentRegistry::Clock::now();
+    if (r.expires_at) seg->deadline = now + std::chrono::seconds(*r.expires_at - int64_t(std::time(nullptr)));
+    ComposeOptions co;
+    co.seam = r.seam;
+    co.salt = r.salt;
+    const uint64_t misses = opt_.store ? opt_.store->stats().misses : 0;
+    auto pin = runner_.entry_for(seg->tokens, co);
+    if (!pin) return pin.status().with_context("restoring registered segment '" + r.id + "'");
+    seg->pin = std::move(pin).value();
+    seg->bytes = seg->pin ? seg->pin->bytes() : 0;
+    if (seg->pin && opt_.store) {
+      const bool built = opt_.store->stats().misses > misses;
+      ++(built ? out.rebuilt : out.from_disk);
+      if (built) (void)opt_.store->persist(seg->pin->key);
+    }
+    if (registry_.add(seg, now, nullptr, /*restored=*/true) != SegmentRegistry::Admit::kOk) {
+      HYPIC_LOG_WARN("segment registry: '%s' does not fit the registry's limits now; it stays recorded and "
+                     "is not served (raise --registered-mem / --max-registered-segments)", r.id.c_str());
+      ++out.refused;
+      continue;
+    }
+    ++out.registered;
+    if (t.ms() - last_report >= 2000) {
+      last_report = t.ms();
+      HYPIC_LOG_INFO("segment registry: restored %zu of %zu", out.registered + out.refused, records.size());
+    }
+  }
+  HYPIC_LOG_INFO("segment registry: %zu segments restored in %.0f ms (%zu entries from disk, %zu rebuilt, %zu refused)",
+                 out.registered, t.ms(), out.from_disk, out.rebuilt, out.refused);
   return out;
 }
 

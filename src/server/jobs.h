@@ -35,6 +35,8 @@ class Jobs {
     bool parallel = false;
     int debug_delay_ms = 0;        // tests: each job sleeps this long before running
     int debug_piece_delay_ms = 0;  // tests: and this long after each piece of text
+    // The runner's store: a registration's entry is written to its disk tier (if any).
+    SegmentStore* store = nullptr;
   };
   // All must outlive the jobs. `cutting`: the scheduler's drain deadline has passed
   // (Scheduler::cutting), prefills still running stop at their next layer.
@@ -42,6 +44,14 @@ class Jobs {
        std::function<bool()> cutting);
 
   std::variant<Outcome, Scheduler::Decoding> run(const Scheduler::Job& job) const;
+
+  // A restart: registers the durable records again, each entry from the disk tier or rebuilt
+  // (progress in the log). Before serving; a record the registry no longer admits (limits
+  // lowered) is logged and left in the records for a later start.
+  struct Restored {
+    size_t registered = 0, from_disk = 0, rebuilt = 0, refused = 0;
+  };
+  Result<Restored> restore(const std::vector<SegmentRecord>& records) const;
 
  private:
   // Builds (or finds) the entry of parts.segments[0] and registers it, pinned.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "core/log.h"
+
 namespace hypic::server {
 
 std::string SegmentRegistry::new_id() {
@@ -39,20 +41,45 @@ SegmentRegistry::Admit SegmentRegistry::admit_locked(size_t bytes) const {
   return Admit::kOk;
 }
 
-SegmentRegistry::Admit SegmentRegistry::add(Ptr s, Clock::time_point now) {
+SegmentRegistry::Admit SegmentRegistry::add(Ptr s, Clock::time_point now, Status* error, bool restored) {
   std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
-  std::lock_guard<std::mutex> lk(mu_);
-  sweep_locked(now, &dropped);
-  const Admit a = admit_locked(s->bytes);
-  if (a != Admit::kOk) return a;
-  bytes_ += s->bytes;
-  Slot& slot = by_id_[s->id];
-  if (slot.seg) {  // a reused id (never, with new_id()): the newer registration wins
-    bytes_ -= slot.seg->bytes;
-    dropped.push_back(std::move(slot.seg));
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    sweep_locked(now, &dropped);
+    const Admit a = admit_locked(s->bytes);
+    if (a != Admit::kOk) return a;
+    bytes_ += s->bytes;
+    Slot& slot = by_id_[s->id];
+    if (slot.seg) {  // a reused id (never, with new_id()): the newer registration wins
+      bytes_ -= slot.seg->bytes;
+      dropped.push_back(std::move(slot.seg));
+    }
+    slot = Slot{s, next_seq_++};
   }
-  slot = Slot{std::move(s), next_seq_++};
-  return Admit::kOk;
+  if (!opt_.records || restored) return Admit::kOk;
+  // Nobody knows the new id until add() returns, so it being visible meanwhile is harmless.
+  Status st = opt_.records->put(record_of(*s));
+  if (st) return Admit::kOk;
+  if (error) *error = st;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (auto it = by_id_.find(s->id); it != by_id_.end() && it->second.seg == s) {
+    bytes_ -= s->bytes;
+    dropped.push_back(std::move(it->second.seg));
+    by_id_.erase(it);
+  }
+  return Admit::kUnavailable;
+}
+
+SegmentRecord SegmentRegistry::record_of(const RegisteredSegment& s) const {
+  SegmentRecord r;
+  r.id = s.id;
+  r.salt = s.salt;
+  r.model = opt_.model;
+  r.seam = s.seam;
+  r.tokens = s.tokens;
+  r.created = s.created;
+  r.expires_at = s.expires_at;
+  return r;
 }
 
 SegmentRegistry::Admit SegmentRegistry::would_admit(size_t bytes, Clock::time_point now) {
@@ -72,17 +99,23 @@ SegmentRegistry::Ptr SegmentRegistry::find(const std::string& id, const std::str
   return it->second.seg;
 }
 
-bool SegmentRegistry::erase(const std::string& id, const std::string& salt,
-                            Clock::time_point now) {
+SegmentRegistry::Erased SegmentRegistry::erase(const std::string& id, const std::string& salt,
+                                               Clock::time_point now, Status* error) {
   std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
+  if (!find(id, salt, now)) return Erased::kUnknown;
+  if (opt_.records) {
+    if (Status st = opt_.records->erase(id); !st) {
+      if (error) *error = st;
+      return Erased::kUnavailable;
+    }
+  }
   std::lock_guard<std::mutex> lk(mu_);
-  sweep_locked(now, &dropped);
   auto it = by_id_.find(id);
-  if (it == by_id_.end() || it->second.seg->salt != salt) return false;
+  if (it == by_id_.end() || it->second.seg->salt != salt) return Erased::kUnknown;  // raced
   bytes_ -= it->second.seg->bytes;
   dropped.push_back(std::move(it->second.seg));
   by_id_.erase(it);
-  return true;
+  return Erased::kOk;
 }
 
 std::vector<SegmentRegistry::Ptr> SegmentRegistry::list(const std::string& salt,
@@ -109,8 +142,18 @@ SegmentRegistry::Totals SegmentRegistry::totals(Clock::time_point now) {
 
 std::vector<std::string> SegmentRegistry::sweep(Clock::time_point now) {
   std::vector<Ptr> dropped;
-  std::lock_guard<std::mutex> lk(mu_);
-  return sweep_locked(now, &dropped);
+  std::vector<std::string> gone;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    gone = sweep_locked(now, &dropped);
+  }
+  // Best effort: a record left behind has expired all the same (a restart skips and deletes it).
+  if (opt_.records)
+    for (const std::string& id : gone)
+      if (Status st = opt_.records->erase(id); !st)
+        HYPIC_LOG_WARN("segment registry: expired segment '%s' stays in %s: %s", id.c_str(),
+                       opt_.records->describe().c_str(), st.to_string().c_str());
+  return gone;
 }
 
 }  // namespace hypic::server

@@ -14,6 +14,13 @@
 // says which ids went (for the log). Time is passed in (`now`, steady clock) so tests can
 // step it.
 //
+// Durability (--cache-dir): with Options::records every registration is also a record there
+// (cache/segment_records.h), written after the registration is admitted in memory and before
+// add() returns; a record that cannot be written undoes the admission (kUnavailable), so a
+// client is never given an id that a restart would lose. erase() deletes the record first
+// and changes nothing in memory when that fails. Expired records are deleted by sweep()
+// (and skipped by a restart's load). The record I/O runs outside the mutex.
+//
 // Threading: a dedicated mutex (the server's only lock outside the scheduler module, see
 // STYLE "Serving code"); every method may be called from any thread. Registrations are
 // immutable once added and handed out as shared_ptr<const>, so a caller may keep using one
@@ -30,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/segment_records.h"
 #include "cache/segment_store.h"
 
 namespace hypic::server {
@@ -54,8 +62,12 @@ class SegmentRegistry {
   struct Options {
     size_t max_bytes = 0;  // pinned bytes of all registrations together
     int max_segments = 1024;
+    std::shared_ptr<SegmentRecords> records;  // null: registrations end with the process
+    std::string model;  // the records' model field (the model's fingerprint)
   };
-  enum class Admit { kOk, kTooMany, kTooManyBytes };
+  // kUnavailable: the durable record could not be written (nothing registered).
+  enum class Admit { kOk, kTooMany, kTooManyBytes, kUnavailable };
+  enum class Erased { kOk, kUnknown, kUnavailable };
   struct Totals {
     size_t count = 0, bytes = 0;
   };
@@ -68,19 +80,24 @@ class SegmentRegistry {
   // A fresh id from the OS's random source (not guessable; ids are capabilities too).
   static std::string new_id();
 
-  // Adds `s` (its id must be new) unless it would exceed max_segments or max_bytes.
-  Admit add(Ptr s, Clock::time_point now);
+  // Adds `s` (its id must be new) unless it would exceed max_segments or max_bytes, and
+  // writes its record (unless `restored`: it came from the records). *error says why a
+  // record could not be written.
+  Admit add(Ptr s, Clock::time_point now, Status* error = nullptr, bool restored = false);
   // Whether one more registration of `bytes` would fit now (a cheap check before building).
   Admit would_admit(size_t bytes, Clock::time_point now);
   // The registration `id` under `salt`; nullptr if unknown, expired or another tenant's.
   Ptr find(const std::string& id, const std::string& salt, Clock::time_point now);
-  // Removes it; false exactly when find() would have returned nullptr.
-  bool erase(const std::string& id, const std::string& salt, Clock::time_point now);
+  // Removes it (record first); kUnknown exactly when find() would have returned nullptr.
+  Erased erase(const std::string& id, const std::string& salt, Clock::time_point now,
+               Status* error = nullptr);
   // The tenant's registrations, oldest first.
   std::vector<Ptr> list(const std::string& salt, Clock::time_point now);
   Totals totals(Clock::time_point now);
-  // Drops expired registrations; returns their ids.
+  // Drops expired registrations (and their records); returns their ids.
   std::vector<std::string> sweep(Clock::time_point now);
+  // The durable form of a registration.
+  SegmentRecord record_of(const RegisteredSegment& s) const;
 
  private:
   // Moves the expired registrations into *dropped (callers destroy them after unlocking:

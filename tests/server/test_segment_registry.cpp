@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <set>
 
 #include "server/segment_registry.h"
@@ -26,6 +27,18 @@ SegmentRegistry::Ptr make(const std::string& salt, size_t bytes, Clock::time_poi
   return s;
 }
 
+SegmentRegistry::Options opts(size_t max_bytes, int max_segments,
+                              std::shared_ptr<SegmentRecords> records = nullptr) {
+  SegmentRegistry::Options o;
+  o.max_bytes = max_bytes;
+  o.max_segments = max_segments;
+  o.records = std::move(records);
+  o.model = "model-A";
+  return o;
+}
+
+using Erased = SegmentRegistry::Erased;
+
 TEST(SegmentRegistry, IdsAreRandomAndWellFormed) {
   std::set<std::string> ids;
   for (int i = 0; i < 200; ++i) {
@@ -39,7 +52,7 @@ TEST(SegmentRegistry, IdsAreRandomAndWellFormed) {
 }
 
 TEST(SegmentRegistry, TenantsAreIsolatedAndDeleteIsOnce) {
-  SegmentRegistry reg({/*max_bytes=*/1000, /*max_segments=*/10});
+  SegmentRegistry reg(opts(1000, 10));
   const auto t0 = Clock::now();
   auto a = make("A", 10, t0), b = make("B", 20, t0), c = make("A", 30, t0);
   ASSERT_EQ(reg.add(a, t0), SegmentRegistry::Admit::kOk);
@@ -55,17 +68,17 @@ TEST(SegmentRegistry, TenantsAreIsolatedAndDeleteIsOnce) {
   EXPECT_EQ(la[1], c);
   EXPECT_EQ(reg.list("B", t0).size(), 1u);
   EXPECT_TRUE(reg.list("", t0).empty());
-  EXPECT_FALSE(reg.erase(a->id, "B", t0));  // B cannot delete A's
+  EXPECT_EQ(reg.erase(a->id, "B", t0), Erased::kUnknown);  // B cannot delete A's
   EXPECT_EQ(reg.totals(t0).count, 3u);
-  EXPECT_TRUE(reg.erase(a->id, "A", t0));
-  EXPECT_FALSE(reg.erase(a->id, "A", t0));  // twice: gone
+  EXPECT_EQ(reg.erase(a->id, "A", t0), Erased::kOk);
+  EXPECT_EQ(reg.erase(a->id, "A", t0), Erased::kUnknown);  // twice: gone
   EXPECT_EQ(reg.totals(t0).count, 2u);
   EXPECT_EQ(reg.totals(t0).bytes, 50u);
   EXPECT_EQ(a->tokens.size(), 3u);  // a caller's copy stays valid after the erase
 }
 
 TEST(SegmentRegistry, CapsOnCountAndBytes) {
-  SegmentRegistry reg({/*max_bytes=*/100, /*max_segments=*/3});
+  SegmentRegistry reg(opts(100, 3));
   const auto t0 = Clock::now();
   EXPECT_EQ(reg.add(make("", 60, t0), t0), SegmentRegistry::Admit::kOk);
   EXPECT_EQ(reg.would_admit(41, t0), SegmentRegistry::Admit::kTooManyBytes);
@@ -76,12 +89,12 @@ TEST(SegmentRegistry, CapsOnCountAndBytes) {
   EXPECT_EQ(reg.add(make("", size_t(-1), t0), t0), SegmentRegistry::Admit::kTooMany);
   EXPECT_EQ(reg.totals(t0).count, 3u);
   EXPECT_EQ(reg.totals(t0).bytes, 100u);
-  SegmentRegistry big({/*max_bytes=*/100, /*max_segments=*/3});
+  SegmentRegistry big(opts(100, 3));
   EXPECT_EQ(big.add(make("", size_t(-1), t0), t0), SegmentRegistry::Admit::kTooManyBytes);  // no overflow
 }
 
 TEST(SegmentRegistry, ExpiryIsLazyAndSweepReportsIt) {
-  SegmentRegistry reg({/*max_bytes=*/100, /*max_segments=*/2});
+  SegmentRegistry reg(opts(100, 2));
   const auto t0 = Clock::now();
   auto short_lived = make("", 60, t0, 5);
   auto forever = make("", 10, t0);
@@ -95,14 +108,73 @@ TEST(SegmentRegistry, ExpiryIsLazyAndSweepReportsIt) {
   EXPECT_EQ(reg.add(make("", 90, t0), t0 + seconds(5)), SegmentRegistry::Admit::kOk);
   EXPECT_EQ(reg.find(forever->id, "", t0 + seconds(1000000)), forever);
 
-  SegmentRegistry reg2({100, 10});
+  SegmentRegistry reg2(opts(100, 10));
   auto e = make("x", 1, t0, 1);
   ASSERT_EQ(reg2.add(e, t0), SegmentRegistry::Admit::kOk);
   EXPECT_TRUE(reg2.sweep(t0).empty());
   const auto gone = reg2.sweep(t0 + seconds(2));
   ASSERT_EQ(gone.size(), 1u);
   EXPECT_EQ(gone[0], e->id);
-  EXPECT_FALSE(reg2.erase(e->id, "x", t0 + seconds(2)));
+  EXPECT_EQ(reg2.erase(e->id, "x", t0 + seconds(2)), Erased::kUnknown);
+}
+
+// Records in memory, with a switch that makes every write fail (a full or broken disk).
+class MemRecords final : public SegmentRecords {
+ public:
+  bool broken = false;
+  std::map<std::string, SegmentRecord> rows;
+  Status put(const SegmentRecord& r) override {
+    if (broken) return io_error("disk full");
+    rows[r.id] = r;
+    return Status::ok();
+  }
+  Status erase(const std::string& id) override {
+    if (broken) return io_error("disk full");
+    rows.erase(id);
+    return Status::ok();
+  }
+  Result<std::vector<SegmentRecord>> load(const std::string&, int64_t) override { return std::vector<SegmentRecord>{}; }
+  std::string describe() const override { return "memory"; }
+};
+
+TEST(SegmentRegistry, RegistrationsAreRecordedAndAFailedRecordChangesNothing) {
+  auto rec = std::make_shared<MemRecords>();
+  SegmentRegistry reg(opts(1000, 10, rec));
+  const auto t0 = Clock::now();
+  auto a = make("A", 10, t0, 5), b = make("B", 20, t0);
+  ASSERT_EQ(reg.add(a, t0), SegmentRegistry::Admit::kOk);
+  ASSERT_EQ(reg.add(b, t0), SegmentRegistry::Admit::kOk);
+  ASSERT_EQ(rec->rows.size(), 2u);
+  const SegmentRecord& ra = rec->rows.at(a->id);
+  EXPECT_EQ(ra.salt, "A");
+  EXPECT_EQ(ra.model, "model-A");
+  EXPECT_EQ(ra.tokens, a->tokens);
+  EXPECT_EQ(ra.expires_at, a->expires_at);
+  EXPECT_FALSE(rec->rows.at(b->id).expires_at.has_value());
+
+  // A restored registration is not written again.
+  auto c = make("A", 1, t0);
+  ASSERT_EQ(reg.add(c, t0, nullptr, /*restored=*/true), SegmentRegistry::Admit::kOk);
+  EXPECT_EQ(rec->rows.count(c->id), 0u);
+
+  // The records' storage fails: no registration, no deletion, and it says why.
+  rec->broken = true;
+  Status why;
+  auto d = make("A", 10, t0);
+  EXPECT_EQ(reg.add(d, t0, &why), SegmentRegistry::Admit::kUnavailable);
+  EXPECT_FALSE(why.is_ok());
+  EXPECT_EQ(reg.find(d->id, "A", t0), nullptr);
+  EXPECT_EQ(reg.totals(t0).count, 3u);
+  EXPECT_EQ(reg.totals(t0).bytes, 31u);
+  EXPECT_EQ(reg.erase(b->id, "B", t0, &why), Erased::kUnavailable);
+  EXPECT_EQ(reg.find(b->id, "B", t0), b);
+  rec->broken = false;
+
+  EXPECT_EQ(reg.erase(b->id, "B", t0), Erased::kOk);
+  EXPECT_EQ(rec->rows.count(b->id), 0u);
+  // Expiry deletes the record.
+  EXPECT_EQ(reg.sweep(t0 + seconds(6)), std::vector<std::string>{a->id});
+  EXPECT_TRUE(rec->rows.empty());
 }
 
 }  // namespace
