@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/args.h"
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/http_flags.h"
 #include "router/router.h"
@@ -41,6 +42,7 @@ int cmd_router(int argc, char** argv) {
       .opt("max-attempts", "N", "instances tried for one request", "3")
       .opt("max-body", "MiB", "largest request body", "8");
   add_http_flags(a);
+  add_cluster_flags(a);
   if (Status s = a.parse(argc, argv); !s) return report_error("router", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   router::RouterOptions ro;
@@ -58,6 +60,9 @@ int cmd_router(int argc, char** argv) {
         "need 0 <= --port, --grpc-port <= 65535, 50 <= --probe-interval-ms <= 600000, 1 <= --max-attempts <= 16, "
         "1 <= --max-body <= 1024"));
   ro.port = int(*port);
+  auto creds = read_cluster_flags(a);
+  if (!creds) return report_error("router", creds.status());
+  ro.creds = *creds;
   ro.grpc_port = int(*grpc_port);
   ro.probe_interval_ms = int(*probe);
   ro.probe_timeout_ms = std::min(500, int(*probe));
@@ -85,7 +90,8 @@ int cmd_router(int argc, char** argv) {
   if (Status s = (*r)->bind(); !s) return report_error("router", s);
   std::fprintf(stderr, "hypic router: http://%s:%d", ro.host.c_str(), (*r)->port());
   if ((*r)->grpc_port() >= 0) std::fprintf(stderr, ", members join at %s:%d", ro.host.c_str(), (*r)->grpc_port());
-  std::fprintf(stderr, " (%zu static instances, %zu static workers)\n", ro.instances.size(), ro.workers.size());
+  std::fprintf(stderr, " (%zu static instances, %zu static workers)%s%s\n", ro.instances.size(), ro.workers.size(),
+               ro.creds->tls() ? " (TLS)" : "", ro.creds->has_token() ? " (cluster token required)" : "");
   std::fflush(stderr);
   router::Router* p = r->get();
   std::atomic<bool> done{false};

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/args.h"
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/http_flags.h"
 #include "cluster/heartbeat.h"
@@ -55,6 +56,7 @@ int cmd_serve(int argc, char** argv) {
       .opt("join", "HOST:PORT", "join a router (its --grpc-port): heartbeats while running, leaves on exit")
       .opt("advertise", "HOST:PORT", "the gRPC address the router reaches this instance at (default: --host:--grpc-port)");
   add_http_flags(a);
+  add_cluster_flags(a);
   if (Status s = a.parse(argc, argv); !s) return report_error("serve", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   if (!a.has("model")) return report_error("serve", invalid_argument("--model is required"));
@@ -126,6 +128,9 @@ int cmd_serve(int argc, char** argv) {
   if (a.has("join") && !a.has("grpc-port"))
     return report_error("serve", invalid_argument("--join needs --grpc-port (the router forwards requests there)"));
   so.grpc_port = int(*grpc_port);
+  auto creds = read_cluster_flags(a);
+  if (!creds) return report_error("serve", creds.status());
+  so.creds = *creds;
 
   // Installed before loading, so that a SIGTERM during a long load still exits cleanly.
   std::signal(SIGTERM, on_stop_signal);
@@ -141,13 +146,15 @@ int cmd_serve(int argc, char** argv) {
   if (Status s = (*srv)->bind(); !s) return report_error("serve", s);
   std::fprintf(stderr, "hypic serve: model '%s' on http://%s:%d%s\n", so.model_name.c_str(),
                so.host.c_str(), (*srv)->port(), so.api_key.empty() ? "" : " (API key required)");
-  if ((*srv)->grpc_port() >= 0) std::fprintf(stderr, "hypic serve: Combine gRPC on %s:%d\n", so.host.c_str(), (*srv)->grpc_port());
+  if ((*srv)->grpc_port() >= 0)
+    std::fprintf(stderr, "hypic serve: Combine gRPC on %s:%d%s%s\n", so.host.c_str(), (*srv)->grpc_port(),
+                 so.creds->tls() ? " (TLS)" : "", so.creds->has_token() ? " (cluster token required)" : "");
   std::fflush(stderr);
   std::unique_ptr<cluster::Heartbeat> heartbeat;
   if (a.has("join")) {
     auto self = advertised_address(a, so.host, (*srv)->grpc_port());
     if (!self) return report_error("serve", self.status());
-    heartbeat = std::make_unique<cluster::Heartbeat>(a.str("join"), cluster::Heartbeat::Role::kInstance, *self);
+    heartbeat = std::make_unique<cluster::Heartbeat>(a.str("join"), cluster::Heartbeat::Role::kInstance, *self, so.creds);
   }
 
   server::HttpServer* s = srv->get();

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/args.h"
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cluster/heartbeat.h"
 #include "cluster/wire.h"
@@ -36,6 +37,7 @@ int cmd_worker(int argc, char** argv) {
       .opt("advertise", "HOST:PORT", "the address the router reaches this worker at (default: --host:port)")
       .opt("debug-corrupt-every", "N", "testing: damage every Nth entry sent (0: never)", "0")
       .opt("debug-delay-ms", "N", "testing: sleep before building each segment", "0");
+  add_cluster_flags(a);
   if (Status s = a.parse(argc, argv); !s) return report_error("worker", s);
   if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
   if (!a.has("model")) return report_error("worker", invalid_argument("--model is required"));
@@ -59,6 +61,9 @@ int cmd_worker(int argc, char** argv) {
   wo.max_message_bytes = size_t(*msg) << 20;
   wo.debug_corrupt_every = int(std::min<int64_t>(*corrupt_every, 1 << 30));
   wo.debug_delay_ms = int(*delay);
+  auto creds = read_cluster_flags(a);
+  if (!creds) return report_error("worker", creds.status());
+  wo.creds = *creds;
 
   std::signal(SIGTERM, on_worker_stop_signal);
   std::signal(SIGINT, on_worker_stop_signal);
@@ -68,14 +73,15 @@ int cmd_worker(int argc, char** argv) {
   if (!model) return report_error("worker", model.status());
   auto srv = cluster::WorkerServer::start(*model.value(), wo);
   if (!srv) return report_error("worker", srv.status());
-  std::fprintf(stderr, "hypic worker: model '%s' (%s) on %s\n", a.str("model").c_str(),
-               dtype_name(*dt), (*srv)->address().c_str());
+  std::fprintf(stderr, "hypic worker: model '%s' (%s) on %s%s%s\n", a.str("model").c_str(),
+               dtype_name(*dt), (*srv)->address().c_str(), wo.creds->tls() ? " (TLS)" : "",
+               wo.creds->has_token() ? " (cluster token required)" : "");
   std::fflush(stderr);
   std::unique_ptr<cluster::Heartbeat> heartbeat;
   if (a.has("join")) {
     auto self = advertised_address(a, wo.host, (*srv)->port());
     if (!self) return report_error("worker", self.status());
-    heartbeat = std::make_unique<cluster::Heartbeat>(a.str("join"), cluster::Heartbeat::Role::kWorker, *self);
+    heartbeat = std::make_unique<cluster::Heartbeat>(a.str("join"), cluster::Heartbeat::Role::kWorker, *self, wo.creds);
   }
 
   cluster::WorkerServer* s = srv->get();

@@ -21,8 +21,8 @@ pb::Member member(Heartbeat::Role role, const std::string& self) {
 
 }  // namespace
 
-Heartbeat::Heartbeat(std::string router, Role role, std::string self)
-    : router_(std::move(router)), self_(std::move(self)), role_(role) {
+Heartbeat::Heartbeat(std::string router, Role role, std::string self, rpc::CredentialsPtr creds)
+    : router_(std::move(router)), self_(std::move(self)), role_(role), creds_(std::move(creds)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -34,7 +34,7 @@ bool Heartbeat::joined() const {
 }
 
 void Heartbeat::loop() {
-  auto channel = grpc::CreateChannel(router_, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(router_, creds_->channel());
   auto stub = pb::Router::NewStub(channel);
   bool reported = false;  // an outage has been logged
   std::unique_lock<std::mutex> l(mu_);
@@ -42,6 +42,7 @@ void Heartbeat::loop() {
     l.unlock();
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    creds_->authorize(&ctx);
     pb::JoinReply reply;
     const grpc::Status st = stub->Join(&ctx, member(role_, self_), &reply);
     uint32_t period_ms = 1000;  // retry period while the router is unreachable
@@ -67,9 +68,10 @@ void Heartbeat::stop(int timeout_ms) {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  auto stub = pb::Router::NewStub(grpc::CreateChannel(router_, grpc::InsecureChannelCredentials()));
+  auto stub = pb::Router::NewStub(grpc::CreateChannel(router_, creds_->channel()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  creds_->authorize(&ctx);
   pb::JoinReply reply;
   stub->Leave(&ctx, member(role_, self_), &reply);  // best effort: the router's TTL covers a miss
 }

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "rpc/credentials.h"
+
 namespace hypic::cluster {
 
 class Heartbeat {
@@ -19,7 +21,8 @@ class Heartbeat {
   enum class Role { kInstance, kWorker };
   // Starts joining `router` ("host:port" of its gRPC server) as `self` ("host:port" the router
   // can reach this member's gRPC server at).
-  Heartbeat(std::string router, Role role, std::string self);
+  Heartbeat(std::string router, Role role, std::string self,
+            rpc::CredentialsPtr creds = rpc::Credentials::insecure());
   ~Heartbeat();  // stop()
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
@@ -32,6 +35,7 @@ class Heartbeat {
   void loop();
   const std::string router_, self_;
   const Role role_;
+  const rpc::CredentialsPtr creds_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false, joined_ = false;

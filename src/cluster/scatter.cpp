@@ -140,7 +140,7 @@ Scatter::Remote* Scatter::remote(const std::string& address) {
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
     r = std::make_unique<Remote>();
     r->address = address;
-    r->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    r->channel = grpc::CreateCustomChannel(address, opt_.creds->channel(), args);
     r->stub = pb::SegmentWorker::NewStub(r->channel);
   }
   return r.get();
@@ -181,6 +181,7 @@ void Scatter::probe_workers(Call& c) {
   for (size_t i = 0; i < c.remotes.size(); ++i) {
     auto p = std::make_unique<Probe>();
     p->ctx.set_deadline(after(opt_.status_timeout_s));
+    opt_.creds->authorize(&p->ctx);
     p->rpc = c.remotes[i]->stub->AsyncGetStatus(&p->ctx, pb::StatusRequest(), &cq);
     p->rpc->Finish(&p->resp, &p->st, reinterpret_cast<void*>(i));
     probes.push_back(std::move(p));
@@ -511,6 +512,7 @@ void Scatter::run_remote(Call& c, int lane) {
 
   grpc::ClientContext ctx;
   ctx.set_deadline(after(opt_.deadline_floor_s + opt_.deadline_slack * c.plan.finish[size_t(lane)]));
+  opt_.creds->authorize(&ctx);
   pb::PrefillRequest req;
   req.set_model_fingerprint(model_.fingerprint());
   req.set_dtype(c.dtype);

@@ -42,6 +42,7 @@
 #include "engine/segment_builder.h"
 #include "engine/tokenized_request.h"
 #include "model/model.h"
+#include "rpc/credentials.h"
 
 namespace hypic::cluster {
 
@@ -59,6 +60,7 @@ struct ScatterOptions {
   double status_timeout_s = 0.5;
   size_t max_message_bytes = size_t(4) << 20;
   size_t max_entry_bytes = size_t(2) << 30;
+  rpc::CredentialsPtr creds = rpc::Credentials::insecure();  // TLS and token for the workers
   size_t max_samples = 256;          // cost samples kept (the most recent)
   // Called after each entry is complete and stored (from the lane's thread, outside the call's lock):
   // the lane (a worker's index in the call's worker list, its size + i for local lane i, −1 for the

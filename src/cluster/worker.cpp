@@ -21,8 +21,9 @@ struct WorkerServer::Service final : pb::SegmentWorker::Service {
 
   grpc::Status Prefill(grpc::ServerContext* ctx, const pb::PrefillRequest* req,
                        grpc::ServerWriter<pb::EntryChunk>* w) override;
-  grpc::Status GetStatus(grpc::ServerContext*, const pb::StatusRequest*,
+  grpc::Status GetStatus(grpc::ServerContext* ctx, const pb::StatusRequest*,
                          pb::WorkerStatus* out) override {
+    if (auto st = opt.creds->check(ctx, "SegmentWorker.GetStatus"); !st.ok()) return st;
     out->set_model_fingerprint(model.fingerprint());
     out->set_dtype(dtype);
     out->set_queued_tokens(uint64_t(std::max<int64_t>(0, queued.load())));
@@ -75,6 +76,7 @@ grpc::StatusCode grpc_code(StatusCode c) {
 grpc::Status WorkerServer::Service::Prefill(grpc::ServerContext* ctx,
                                             const pb::PrefillRequest* req,
                                             grpc::ServerWriter<pb::EntryChunk>* w) {
+  if (auto st = opt.creds->check(ctx, "SegmentWorker.Prefill"); !st.ok()) return st;
   if (req->model_fingerprint() != model.fingerprint() || req->dtype() != dtype)
     return {grpc::StatusCode::FAILED_PRECONDITION,
             "this worker serves model fingerprint " + model.fingerprint() + " in " + dtype +
@@ -215,7 +217,7 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::start(const Model& model,
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
   b.SetMaxReceiveMessageSize(int(opt.max_message_bytes));
   b.SetMaxSendMessageSize(int(opt.max_message_bytes));
-  b.AddListeningPort(host_port(opt.host, opt.port), grpc::InsecureServerCredentials(), &ws->port_);
+  b.AddListeningPort(host_port(opt.host, opt.port), opt.creds->server(), &ws->port_);
   b.RegisterService(ws->service_.get());
   ws->server_ = b.BuildAndStart();
   if (!ws->server_ || ws->port_ == 0)

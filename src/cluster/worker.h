@@ -17,6 +17,7 @@
 #include "core/address.h"
 #include "core/status.h"
 #include "model/model.h"
+#include "rpc/credentials.h"
 
 namespace grpc {
 class Server;
@@ -28,6 +29,7 @@ struct WorkerOptions {
   std::string host = "127.0.0.1";
   int port = 0;                             // 0: any free port (see WorkerServer::port())
   size_t max_message_bytes = size_t(4) << 20;  // gRPC send and receive limit, both ways
+  rpc::CredentialsPtr creds = rpc::Credentials::insecure();  // TLS and the token callers need
   // Fault injection for tests: flip a byte in every Nth entry sent (0: never); sleep this
   // long before building each segment.
   int debug_corrupt_every = 0;

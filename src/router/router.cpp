@@ -73,6 +73,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     for (const std::string& w : cluster.healthy_workers()) req.add_scatter_workers(w);
     req.set_request_id(id);
     grpc::ClientContext ctx;
+    opt.creds->authorize(&ctx);
     {
       std::lock_guard<std::mutex> l(f->mu);
       if (f->cancel) break;
@@ -177,7 +178,7 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opt) {
     impl->service = Impl::make_service(impl.get());
     grpc::ServerBuilder b;
     b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    b.AddListeningPort(host_port(impl->opt.host, impl->opt.grpc_port), grpc::InsecureServerCredentials(), &impl->grpc_port);
+    b.AddListeningPort(host_port(impl->opt.host, impl->opt.grpc_port), impl->opt.creds->server(), &impl->grpc_port);
     b.RegisterService(impl->service.get());
     impl->grpc_server = b.BuildAndStart();
     if (!impl->grpc_server || impl->grpc_port == 0)

@@ -34,6 +34,7 @@
 #include "router/cluster.h"
 #include "api/http_front.h"
 #include "api/request.h"
+#include "rpc/credentials.h"
 
 namespace hypic::router {
 
@@ -52,6 +53,8 @@ struct RouterOptions {
   int max_attempts = 3;     // instances tried for one request before 502
   server::HttpFrontOptions http;  // connection limits and deadlines of the HTTP front
   bool log_requests = true;  // one JSON line per request on stderr
+  // The cluster's TLS and token: the Router service requires them, calls to members send them.
+  rpc::CredentialsPtr creds = rpc::Credentials::insecure();
 };
 
 class Router {

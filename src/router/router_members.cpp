@@ -13,7 +13,8 @@ using detail::after_ms;
 
 struct Router::Impl::Service final : pb::Router::Service {
   explicit Service(Impl* i) : impl(i) {}
-  grpc::Status Join(grpc::ServerContext*, const pb::Member* m, pb::JoinReply* out) override {
+  grpc::Status Join(grpc::ServerContext* ctx, const pb::Member* m, pb::JoinReply* out) override {
+    if (auto st = impl->opt.creds->check(ctx, "Router.Join"); !st.ok()) return st;
     if (m->address().empty() || m->address().size() > 256 || m->address().find(':') == std::string::npos)
       return {grpc::StatusCode::INVALID_ARGUMENT, "member address must be host:port"};
     const bool fresh = [&] {
@@ -29,7 +30,8 @@ struct Router::Impl::Service final : pb::Router::Service {
     out->set_heartbeat_ms(uint32_t(impl->opt.heartbeat_ms));
     return grpc::Status::OK;
   }
-  grpc::Status Leave(grpc::ServerContext*, const pb::Member* m, pb::JoinReply* out) override {
+  grpc::Status Leave(grpc::ServerContext* ctx, const pb::Member* m, pb::JoinReply* out) override {
+    if (auto st = impl->opt.creds->check(ctx, "Router.Leave"); !st.ok()) return st;
     if (impl->cluster.leave(role_of(m->role()), m->address()))
       impl->log_line(json{{"event", "member.leave"}, {"role", role_name(role_of(m->role()))}, {"address", m->address()}});
     out->set_heartbeat_ms(uint32_t(impl->opt.heartbeat_ms));
@@ -51,7 +53,7 @@ std::shared_ptr<pb::Combine::Stub> Router::Impl::combine_stub(const std::string&
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-    s = pb::Combine::NewStub(grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args));
+    s = pb::Combine::NewStub(grpc::CreateCustomChannel(a, opt.creds->channel(), args));
   }
   return s;
 }
@@ -59,7 +61,7 @@ std::shared_ptr<pb::Combine::Stub> Router::Impl::combine_stub(const std::string&
 std::shared_ptr<pb::SegmentWorker::Stub> Router::Impl::worker_stub(const std::string& a) {
   std::lock_guard<std::mutex> l(mu_);
   auto& s = worker_stubs[a];
-  if (!s) s = pb::SegmentWorker::NewStub(grpc::CreateChannel(a, grpc::InsecureChannelCredentials()));
+  if (!s) s = pb::SegmentWorker::NewStub(grpc::CreateChannel(a, opt.creds->channel()));
   return s;
 }
 
@@ -70,6 +72,7 @@ void Router::Impl::probe_all() {
     ProbeResult r;
     grpc::ClientContext ctx;
     ctx.set_deadline(after_ms(opt.probe_timeout_ms));
+    opt.creds->authorize(&ctx);
     if (role == Role::kInstance) {
       pb::InstanceLoad l;
       r.ok = combine_stub(addr)->GetLoad(&ctx, pb::LoadRequest(), &l).ok();

@@ -15,15 +15,17 @@ using nlohmann::json;
 namespace pb = cluster::pb;
 
 struct CombineServer::Service final : pb::Combine::Service {
-  explicit Service(CombineHooks h) : hooks(std::move(h)) {}
+  Service(CombineHooks h, rpc::CredentialsPtr c) : hooks(std::move(h)), creds(std::move(c)) {}
 
-  grpc::Status GetLoad(grpc::ServerContext*, const pb::LoadRequest*, pb::InstanceLoad* out) override {
+  grpc::Status GetLoad(grpc::ServerContext* ctx, const pb::LoadRequest*, pb::InstanceLoad* out) override {
+    if (auto st = creds->check(ctx, "Combine.GetLoad"); !st.ok()) return st;
     *out = hooks.load();
     return grpc::Status::OK;
   }
 
   grpc::Status Generate(grpc::ServerContext* ctx, const pb::GenerateRequest* req,
                         grpc::ServerWriter<pb::GenerateEvent>* w) override {
+    if (auto st = creds->check(ctx, "Combine.Generate"); !st.ok()) return st;
     const Timer arrival;
     const Endpoint ep = req->endpoint() == pb::GenerateRequest::COMPLETIONS ? Endpoint::kCompletions : Endpoint::kChat;
     json log{{"id", req->request_id()}, {"path", ep == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions"},
@@ -78,17 +80,19 @@ struct CombineServer::Service final : pb::Combine::Service {
   }
 
   CombineHooks hooks;
+  const rpc::CredentialsPtr creds;
 };
 
 Result<std::unique_ptr<CombineServer>> CombineServer::start(const std::string& host, int port,
-                                                            size_t max_body_bytes, CombineHooks hooks) {
+                                                            size_t max_body_bytes, CombineHooks hooks,
+                                                            rpc::CredentialsPtr creds) {
   if (port < 0 || port > 65535) return invalid_argument("gRPC port must be in [0, 65535]");
   std::unique_ptr<CombineServer> cs(new CombineServer);
-  cs->service_ = std::make_unique<Service>(std::move(hooks));
+  cs->service_ = std::make_unique<Service>(std::move(hooks), creds);
   grpc::ServerBuilder b;
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
   b.SetMaxReceiveMessageSize(int(std::min<size_t>(max_body_bytes + (size_t(1) << 20), size_t(1) << 30)));
-  b.AddListeningPort(host_port(host, port), grpc::InsecureServerCredentials(), &cs->port_);
+  b.AddListeningPort(host_port(host, port), creds->server(), &cs->port_);
   b.RegisterService(cs->service_.get());
   cs->server_ = b.BuildAndStart();
   if (!cs->server_ || cs->port_ == 0)

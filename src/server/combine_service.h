@@ -26,6 +26,7 @@
 #include "api/request.h"
 #include "api/ticket.h"
 #include "engine/tokenized_request.h"
+#include "rpc/credentials.h"
 
 namespace grpc {
 class Server;
@@ -47,7 +48,8 @@ class CombineServer {
   // largest request body accepted over HTTP; forwarded bodies up to it (plus the envelope)
   // are accepted too.
   static Result<std::unique_ptr<CombineServer>> start(const std::string& host, int port,
-                                                      size_t max_body_bytes, CombineHooks hooks);
+                                                      size_t max_body_bytes, CombineHooks hooks,
+                                                      rpc::CredentialsPtr creds);
   ~CombineServer();  // shutdown(0)
   CombineServer(const CombineServer&) = delete;
   CombineServer& operator=(const CombineServer&) = delete;

@@ -317,6 +317,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   }
   impl->registry = std::make_unique<SegmentRegistry>(ro);
   impl->store = std::shared_ptr<SegmentStore>(std::move(store).value());
+  impl->opt.scatter.creds = impl->opt.creds;
   const bool parallel = !impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1;
   if (parallel || impl->opt.grpc_port >= 0)  // a router may send workers with each request
     impl->scatter = std::make_unique<cluster::Scatter>(model, impl->store, impl->opt.scatter);
@@ -365,7 +366,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
       p->log_line(log);
       p->metrics.count_request(status);
     };
-    auto cs = CombineServer::start(impl->opt.host, impl->opt.grpc_port, impl->opt.limits.max_body_bytes, std::move(h));
+    auto cs = CombineServer::start(impl->opt.host, impl->opt.grpc_port, impl->opt.limits.max_body_bytes, std::move(h),
+                                   impl->opt.creds);
     if (!cs) return cs.status();
     impl->combine = std::move(cs).value();
     impl->opt.grpc_port = impl->combine->port();

@@ -28,6 +28,7 @@
 #include "core/status.h"
 #include "cluster/scatter.h"
 #include "model/model.h"
+#include "rpc/credentials.h"
 #include "api/http_front.h"
 #include "server/engine_request.h"
 #include "server/scheduler.h"
@@ -61,6 +62,8 @@ struct ServerOptions {
   // The Combine gRPC service (a router forwards requests to it): its port, 0 for any free
   // one, −1 for none. It listens on `host`.
   int grpc_port = -1;
+  // The cluster's TLS and token: required by the Combine service, sent to scatter workers.
+  rpc::CredentialsPtr creds = rpc::Credentials::insecure();
   // After the drain, the memory tier's entries are written to the disk tier (cache_dir) for
   // a warm restart, for at most this long.
   int flush_timeout_ms = 30000;

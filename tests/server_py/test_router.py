@@ -6,12 +6,17 @@ Checks that a request through the router gets exactly a single instance's answer
 warm (streaming too); that warm requests follow their segments (cache affinity); that a
 worker killed mid-request, or an instance killed between requests, does not change the
 answer; that members join and leave while the router runs; and the router's errors.
+ClusterAuth: a member with a wrong cluster token, or without TLS when TLS is on, is refused.
+With HYPIC_TEST_CLUSTER_SECURE=1 every router, instance and worker runs with a cluster token
+and mutual TLS (certificates made by tests/common/make_certs.sh), so the whole suite runs
+over the authenticated cluster (ctest: server_py.router_secure).
 
     python tests/server_py/test_router.py --hypic-bin build/hypic [--source-dir .]
 """
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -30,11 +35,34 @@ DOCS = [DOC_A, DOC_B] + [
     for i in range(3, 9)]
 
 
+SECURE = os.environ.get("HYPIC_TEST_CLUSTER_SECURE") == "1"
+CERTS = tempfile.mkdtemp(prefix="hypic-certs-")
+TOKEN = "test-cluster-token-" + os.urandom(8).hex()
+
+
+def setUpModule():
+    subprocess.run(["sh", os.path.join(OPTS["source_dir"], "tests", "common", "make_certs.sh"), CERTS], check=True)
+
+
+def tearDownModule():
+    shutil.rmtree(CERTS, True)
+
+
+def tls_args(member="member", ca="ca"):
+    return ["--tls-cert", os.path.join(CERTS, member + ".pem"), "--tls-key", os.path.join(CERTS, member + ".key"),
+            "--tls-ca", os.path.join(CERTS, ca + ".pem")]
+
+
+def secure_args():
+    """What every cluster member gets in the secure run (explicit flags given later override)."""
+    return ["--cluster-token", TOKEN] + tls_args() if SECURE else []
+
+
 class Proc:
     """A hypic child process whose stderr goes to a file; waits for a line matching `ready`."""
 
-    def __init__(self, args, ready):
-        self.args = [OPTS["hypic_bin"]] + args
+    def __init__(self, args, ready, secure=True):
+        self.args = [OPTS["hypic_bin"]] + args[:1] + (secure_args() if secure else []) + args[1:]
         self.ready = re.compile(ready)
         self.log_file = tempfile.NamedTemporaryFile(prefix="hypic-%s-" % args[0], suffix=".log", delete=False)
         env = dict(os.environ)
@@ -70,27 +98,27 @@ class Proc:
         discard(self.log_file)
 
 
-def start_router(test, *extra):
+def start_router(test, *extra, secure=True):
     r = Proc(["router", "--port", "0", "--grpc-port", "0", "--probe-interval-ms", "200"] + list(extra),
-             r"http://127\.0\.0\.1:(\d+), members join at 127\.0\.0\.1:(\d+)")
+             r"http://127\.0\.0\.1:(\d+), members join at 127\.0\.0\.1:(\d+)", secure)
     test.addClassCleanup(r.cleanup) if isinstance(test, type) else test.addCleanup(r.cleanup)
     m = r.wait_ready()
     r.base, r.join = "http://127.0.0.1:%s" % m.group(1), "127.0.0.1:%s" % m.group(2)
     return r
 
 
-def start_instance(test, router, *extra):
+def start_instance(test, router, *extra, secure=True):
     p = Proc(["serve", "--model", MODEL_DIR, "--port", "0", "--grpc-port", "0", "--dtype", "f32",
               "--cache-mem", "64", "--join", router.join] + list(extra),
-             r"Combine gRPC on 127\.0\.0\.1:(\d+)")
+             r"Combine gRPC on 127\.0\.0\.1:(\d+)", secure)
     test.addClassCleanup(p.cleanup) if isinstance(test, type) else test.addCleanup(p.cleanup)
     p.address = "127.0.0.1:%s" % p.wait_ready().group(1)
     return p
 
 
-def start_worker(test, router, *extra):
+def start_worker(test, router, *extra, secure=True):
     p = Proc(["worker", "--model", MODEL_DIR, "--port", "0", "--dtype", "f32", "--join", router.join] + list(extra),
-             r" on 127\.0\.0\.1:(\d+)\n")
+             r" on 127\.0\.0\.1:(\d+)[ \n]", secure)
     test.addClassCleanup(p.cleanup) if isinstance(test, type) else test.addCleanup(p.cleanup)
     p.address = "127.0.0.1:%s" % p.wait_ready().group(1)
     return p
@@ -135,6 +163,11 @@ class RouterCluster(unittest.TestCase):
         cls.plain = HypicServer().start()
         cls.addClassCleanup(cls.plain.cleanup)
         wait_members(cls.router, {**{p.address: "instance" for p in cls.inst}, **{w.address: "worker" for w in cls.workers}})
+
+    def test_members_run_as_configured(self):
+        mark = "(TLS) (cluster token required)"
+        for p in [self.router] + self.inst + self.workers:
+            self.assertEqual(mark in p.log(), SECURE, p.log())
 
     def test_cold_and_warm_match_a_single_instance(self):
         docs = DOCS[:4]
@@ -304,6 +337,47 @@ class Faults(unittest.TestCase):
         self.assertNotIn("scatter", u, "a worker that left is not tried (and no other is left)")
         self.assertEqual(inst.stop(), 0)
         self.assertEqual(cluster(router)["members"], [])
+
+
+def wait_log(proc, text, timeout=30):
+    """Waits until `text` is in the process's log (a condition, not a sleep)."""
+    deadline = time.monotonic() + timeout
+    while text not in proc.log():
+        if time.monotonic() > deadline:
+            raise AssertionError("%r not in the %s log:\n%s" % (text, proc.args[1], proc.log()))
+        time.sleep(0.05)
+
+
+class ClusterAuth(unittest.TestCase):
+    """Members that do not hold the cluster's token, or that speak plaintext to a TLS cluster, are
+    refused (logged on both sides), while the right ones join and serve."""
+
+    def test_a_wrong_or_missing_token_is_refused(self):
+        router = start_router(self, "--cluster-token", "right", secure=False)
+        wrong = start_worker(self, router, "--cluster-token", "wrong", secure=False)
+        missing = start_worker(self, router, secure=False)
+        for w in (wrong, missing):
+            wait_log(w, "retrying every second")  # its Join was refused
+        wait_log(router, "refused Router.Join")
+        self.assertNotIn("right", router.log())  # the token is never logged
+        good = start_worker(self, router, "--cluster-token", "right", secure=False)
+        inst = start_instance(self, router, "--cluster-token", "right", secure=False)
+        wait_members(router, {good.address: "worker", inst.address: "instance"})
+        r = ask(router.base, DOCS[6:8], "auth-1")
+        self.assertGreaterEqual(hypic_usage(r.usage)["scatter"]["built_remote"], 1)
+        self.assertNotIn(wrong.address, [m["address"] for m in cluster(router)["members"]])
+
+    def test_plaintext_is_refused_by_a_tls_cluster(self):
+        router = start_router(self, "--cluster-token", "right", *tls_args(), secure=False)
+        plain = start_worker(self, router, "--cluster-token", "right", secure=False)
+        stranger = start_worker(self, router, "--cluster-token", "right", *tls_args("rogue", "rogue-ca"), secure=False)
+        for w in (plain, stranger):
+            wait_log(w, "retrying every second")
+        inst = start_instance(self, router, "--cluster-token", "right", *tls_args(), secure=False)
+        wait_members(router, {inst.address: "instance"})
+        r = ask(router.base, DOCS[:1], "auth-2")
+        self.assertEqual(r.choices[0].finish_reason in ("stop", "length"), True)
+        self.assertEqual(len(cluster(router)["members"]), 1)
 
 
 if __name__ == "__main__":
