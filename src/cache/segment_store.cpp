@@ -221,6 +221,7 @@ auto SegmentStore::Impl::lookup(const std::string& key) -> Pin {
   const std::string stem = disk_on ? stem_of(key) : std::string();
   auto dit = disk_on ? disk.find(stem) : disk.end();
   if (dit == disk.end() || dit->second.writing) {
+    if (opt.remote) return lookup_remote(lk, key, trash);
     ++st.misses;
     return out;
   }
@@ -273,6 +274,32 @@ auto SegmentStore::Impl::lookup(const std::string& key) -> Pin {
   return out;
 }
 
+auto SegmentStore::Impl::lookup_remote(std::unique_lock<std::mutex>& lk, const std::string& key,
+                                       Trash& trash) -> Pin {
+  auto fl = std::make_shared<Inflight>();
+  loading[key] = fl;
+  lk.unlock();
+  Result<SegmentEntry> r = opt.remote->get(key);  // verified: checksums and key
+  Data data;
+  if (r) data = std::make_shared<const SegmentEntry>(std::move(r).value());
+  lk.lock();
+  Pin out;
+  if (!data) {
+    ++st.misses;
+  } else {
+    ++st.hits_remote;
+    const size_t bytes = data->bytes();
+    out = fl->cancelled ? Pin(std::move(data))
+                        : admit(lk, key, std::move(data), bytes, estimate_cost(bytes), 1, trash);
+  }
+  fl->done = true;
+  fl->result = out;
+  if (auto it = loading.find(key); it != loading.end() && it->second == fl) loading.erase(it);
+  cv.notify_all();
+  check_locked();
+  return out;
+}
+
 auto SegmentStore::Impl::insert(const std::string& key, SegmentEntry&& e, double cost) -> Pin {
   HYPIC_CHECK(std::isfinite(cost) && cost >= 0, "recompute cost must be a finite number >= 0");
   if (e.key.empty()) e.key = key;
@@ -285,6 +312,8 @@ auto SegmentStore::Impl::insert(const std::string& key, SegmentEntry&& e, double
   cost_seconds_seen += cost;
   cost_bytes_seen += double(bytes);
   out = admit(lk, key, std::move(data), bytes, cost, 1, trash);
+  lk.unlock();
+  if (opt.remote) opt.remote->put(key, out);  // queued: the caller does not wait
   return out;
 }
 

@@ -63,6 +63,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "cache/remote_tier.h"
 #include "model/segment_entry.h"
 
 namespace hypic {
@@ -73,11 +74,14 @@ class SegmentStore {
     size_t mem_budget_bytes = 0;   // --cache-mem (MiB on the command line)
     std::string disk_dir;          // --cache-dir; empty: no disk tier
     size_t disk_budget_bytes = 0;  // 0: unlimited
+    // The shared tier below disk (--segment-store; cache/remote_tier.h): a lookup that misses
+    // memory and disk asks it; an inserted entry is written back to it (queued, not waited for).
+    std::shared_ptr<RemoteTier> remote;
   };
   struct Stats {
     size_t mem_bytes = 0, mem_entries = 0, pinned_bytes = 0;
     size_t disk_bytes = 0, disk_entries = 0;  // disk_entries: complete files
-    uint64_t hits_mem = 0, hits_disk = 0, misses = 0;  // one of the three per lookup()
+    uint64_t hits_mem = 0, hits_disk = 0, hits_remote = 0, misses = 0;  // one per lookup()
     uint64_t disk_reads = 0;       // files read (concurrent lookups of one key share a read)
     uint64_t evictions = 0;        // entries removed from memory to make room
     uint64_t spills = 0;           // files written (evicted, not admitted, persisted, flushed)
@@ -92,7 +96,8 @@ class SegmentStore {
   SegmentStore(const SegmentStore&) = delete;
   SegmentStore& operator=(const SegmentStore&) = delete;
 
-  // Memory hit, else a verified disk hit (admitted to memory if it fits), else nullptr.
+  // Memory hit, else a verified disk hit, else a verified hit of the shared tier (either
+  // admitted to memory if it fits), else nullptr.
   Pin lookup(const std::string& key);
   // Adds a freshly computed entry (e.key is set to `key` if empty, else must equal it) and
   // returns it pinned. If `key` is already resident the resident entry is returned and `e`

@@ -152,6 +152,9 @@ struct SegmentStore::Impl : std::enable_shared_from_this<SegmentStore::Impl> {
   // ---- operations ----------------------------------------------------------------------
 
   Pin lookup(const std::string& key);
+  // The shared tier's part of a lookup (memory and disk missed): `lk` is released while it
+  // asks; concurrent lookups of `key` wait for this one.
+  Pin lookup_remote(std::unique_lock<std::mutex>& lk, const std::string& key, Trash& trash);
   Pin insert(const std::string& key, SegmentEntry&& e, double cost);
   bool erase_locked(const std::string& key, Trash& trash);
   bool erase(const std::string& key);

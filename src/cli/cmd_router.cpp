@@ -40,7 +40,9 @@ int cmd_router(int argc, char** argv) {
       .opt("routing", "P", "instance choice: affinity | least-loaded | round-robin (the last two for comparison)", "affinity")
       .opt("probe-interval-ms", "MS", "health / load check period", "1000")
       .opt("max-attempts", "N", "instances tried for one request", "3")
-      .opt("max-body", "MiB", "largest request body", "8");
+      .opt("max-body", "MiB", "largest request body", "8")
+      .opt("segment-store", "URL", "the instances' shared registry (their --segment-store redis://...): requests naming "
+                                   "registered segments (segment_id) are then accepted and routed to the segment's home");
   add_http_flags(a);
   add_cluster_flags(a);
   if (Status s = a.parse(argc, argv); !s) return report_error("router", s);
@@ -71,6 +73,7 @@ int cmd_router(int argc, char** argv) {
   int drain_ms = 0;
   if (Status s = read_http_flags(a, &ro.http, &drain_ms); !s) return report_error("router", s);
   ro.api_key = a.str("api-key");
+  ro.segment_store = a.str("segment-store");
   if (ro.api_key.empty())
     if (const char* k = std::getenv("HYPIC_API_KEY")) ro.api_key = k;
   ro.model_name = a.str("served-model-name");

@@ -39,6 +39,9 @@ int cmd_serve(int argc, char** argv) {
       .opt("cache-mem", "MiB", "segment / prefix cache memory budget", "1024")
       .opt("cache-dir", "DIR", "disk tier for segment entries, and the registry of /v1/segments: a restart with the same "
                                "DIR answers every unexpired segment id and starts warm")
+      .opt("segment-store", "URL", "shared segment tier and registry on Redis, redis://[:PASSWORD@]HOST:PORT[/DB] "
+                                   "(password also $HYPIC_REDIS_PASSWORD): entries built by any instance are fetched, not "
+                                   "rebuilt; every instance (and a router given the same URL) answers every segment id")
       .opt("flush-timeout", "S", "on SIGTERM, after the drain: seconds to write the memory tier's entries to --cache-dir", "30")
       .opt("max-concurrency", "N", "requests in flight at once (decoded together: continuous batching)", "16")
       .opt("prefill-threads", "N", "threads prefilling new requests while the batch decodes", "1")
@@ -100,6 +103,7 @@ int cmd_serve(int argc, char** argv) {
   if (so.model_name.empty()) so.model_name = std::filesystem::path(dir).parent_path().filename().string();
   so.cache_mem_bytes = size_t(*mem) << 20;
   so.cache_dir = a.str("cache-dir");
+  so.segment_store = a.str("segment-store");
   so.flush_timeout_ms = int(*flush_s) * 1000;
   so.scheduler.max_batch = int(*conc);
   so.scheduler.workers = int(*prefill_threads);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "cache/segment_records.h"
+#include "kv/segment_records.h"
 #include "core/log.h"
 
 namespace hypic {
@@ -91,28 +91,12 @@ class SqliteRecords final : public SegmentRecords {
     std::vector<std::string> bad;
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
-      sqlite3_stmt* q = s.get();
       SegmentRecord r;
       r.model = model;
-      r.id = column_text(q, 0);
-      r.salt = column_text(q, 1);
-      const int64_t seam = sqlite3_column_int64(q, 2);
-      const auto* blob = static_cast<const unsigned char*>(sqlite3_column_blob(q, 3));
-      const int n = sqlite3_column_bytes(q, 3);
-      r.created = sqlite3_column_int64(q, 4);
-      if (sqlite3_column_type(q, 5) != SQLITE_NULL) r.expires_at = sqlite3_column_int64(q, 5);
-      if (seam < 0 || seam > kMaxSeam || n <= 0 || n % 4 != 0 || !blob ||
-          sqlite3_column_type(q, 3) != SQLITE_BLOB) {
-        HYPIC_LOG_WARN("segment records: dropping segment '%s' of %s: a damaged record", r.id.c_str(),
-                       path_.c_str());
+      if (!read_row(s.get(), &r)) {
         bad.push_back(r.id);
         continue;
       }
-      r.seam = int(seam);
-      r.tokens.resize(size_t(n) / 4);
-      for (size_t i = 0; i < r.tokens.size(); ++i)
-        r.tokens[i] = int32_t(uint32_t(blob[4 * i]) | uint32_t(blob[4 * i + 1]) << 8 |
-                              uint32_t(blob[4 * i + 2]) << 16 | uint32_t(blob[4 * i + 3]) << 24);
       out.push_back(std::move(r));
     }
     if (rc != SQLITE_DONE) return fail("reading segments");
@@ -122,6 +106,20 @@ class SqliteRecords final : public SegmentRecords {
       if (!d.ok() || d.step() != SQLITE_DONE) return fail("deleting damaged segment '" + id + "'");
     }
     return out;
+  }
+
+  Result<std::optional<SegmentRecord>> get(const std::string& id, int64_t now) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    Stmt s(db_, "SELECT id, salt, seam, tokens, created, expires, model FROM segments WHERE id = ?1");
+    if (!s.ok()) return fail("preparing a query");
+    s.text(1, id);
+    const int rc = s.step();
+    if (rc == SQLITE_DONE) return std::optional<SegmentRecord>();
+    if (rc != SQLITE_ROW) return fail("reading segment '" + id + "'");
+    SegmentRecord r;
+    r.model = column_text(s.get(), 6);
+    if (!read_row(s.get(), &r) || (r.expires_at && *r.expires_at <= now)) return std::optional<SegmentRecord>();
+    return std::optional<SegmentRecord>(std::move(r));
   }
 
   std::string describe() const override { return "sqlite:" + path_; }
@@ -149,6 +147,26 @@ class SqliteRecords final : public SegmentRecords {
   }
 
  private:
+  // Columns id, salt, seam, tokens, created, expires into *r; false (with a warning) if damaged.
+  bool read_row(sqlite3_stmt* q, SegmentRecord* r) const {
+    r->id = column_text(q, 0);
+    r->salt = column_text(q, 1);
+    const int64_t seam = sqlite3_column_int64(q, 2);
+    const auto* blob = static_cast<const unsigned char*>(sqlite3_column_blob(q, 3));
+    const int n = sqlite3_column_bytes(q, 3);
+    r->created = sqlite3_column_int64(q, 4);
+    if (sqlite3_column_type(q, 5) != SQLITE_NULL) r->expires_at = sqlite3_column_int64(q, 5);
+    if (seam < 0 || seam > kMaxSeam || n <= 0 || n % 4 != 0 || !blob || sqlite3_column_type(q, 3) != SQLITE_BLOB) {
+      HYPIC_LOG_WARN("segment records: dropping segment '%s' of %s: a damaged record", r->id.c_str(), path_.c_str());
+      return false;
+    }
+    r->seam = int(seam);
+    r->tokens.resize(size_t(n) / 4);
+    for (size_t i = 0; i < r->tokens.size(); ++i)
+      r->tokens[i] = int32_t(uint32_t(blob[4 * i]) | uint32_t(blob[4 * i + 1]) << 8 | uint32_t(blob[4 * i + 2]) << 16 |
+                             uint32_t(blob[4 * i + 3]) << 24);
+    return true;
+  }
   static std::string column_text(sqlite3_stmt* q, int i) {
     const auto* t = sqlite3_column_text(q, i);
     return t ? std::string(reinterpret_cast<const char*>(t), size_t(sqlite3_column_bytes(q, i))) : std::string();

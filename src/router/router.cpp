@@ -21,7 +21,7 @@ uint64_t hash_text(uint64_t seed, const std::string& a, const std::string& b) {
 
 }  // namespace
 
-std::vector<SegKey> affinity_keys(const server::ApiRequest& r) {
+std::vector<SegKey> affinity_keys(const server::ApiRequest& r, const std::map<std::string, int64_t>& id_bytes) {
   std::vector<SegKey> keys;
   const bool pic = r.mode == PicMode::kHypic || r.mode == PicMode::kNaive;
   const std::string mode = pic_mode_name(r.mode);
@@ -30,7 +30,12 @@ std::vector<SegKey> affinity_keys(const server::ApiRequest& r) {
   if (r.endpoint == server::Endpoint::kCompletions) chain = r.prompt;
   for (const server::Message& m : r.messages)
     for (const server::ContentPart& p : m.parts) {
-      if (p.segment && pic && p.segment_id.empty()) {
+      if (!p.segment_id.empty() && pic) {
+        const auto it = id_bytes.find(p.segment_id);
+        keys.push_back({hash_text(3, seg_ns, p.segment_id), it != id_bytes.end() ? it->second : kUnknownSegmentBytes});
+      } else if (!p.segment_id.empty()) {
+        chain += "\1" + p.segment_id + '\0';
+      } else if (p.segment && pic) {
         keys.push_back({hash_text(2, seg_ns, p.text), int64_t(p.text.size())});
       } else {
         chain += p.text;
@@ -172,6 +177,11 @@ Result<std::unique_ptr<Router>> Router::create(RouterOptions opt) {
     for (const std::string& a : *list)
       if (a.find(':') == std::string::npos) return invalid_argument("member address '" + a + "' is not host:port");
   auto impl = std::make_unique<Impl>(std::move(opt));
+  if (!impl->opt.segment_store.empty()) {
+    auto redis = kv::open_redis(impl->opt.segment_store);
+    if (!redis) return redis.status().with_context("--segment-store");
+    impl->records = open_redis_records(std::move(redis).value());
+  }
   for (const std::string& a : impl->opt.instances) impl->cluster.add_static(Role::kInstance, a);
   for (const std::string& a : impl->opt.workers) impl->cluster.add_static(Role::kWorker, a);
   if (impl->opt.grpc_port >= 0) {

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ struct RouterOptions {
   bool log_requests = true;  // one JSON line per request on stderr
   // The cluster's TLS and token: the Router service requires them, calls to members send them.
   rpc::CredentialsPtr creds = rpc::Credentials::insecure();
+  // The instances' shared registry (their --segment-store): with it, requests that name
+  // registered segments (segment_id) are accepted and routed by affinity to the segment;
+  // without it they are refused (ids are then per instance).
+  std::string segment_store;
 };
 
 class Router {
@@ -83,6 +88,9 @@ class Router {
 // on its own (salt, seam, mode, text); all other prompt text (all of it in prefix mode) as one
 // key of its first 4 KiB (salt, mode), weighted by its whole length, so requests that share a
 // long prefix share a home (the prefix cache reuses only exact prefixes). Weights are bytes.
-std::vector<SegKey> affinity_keys(const server::ApiRequest& r);
+// A registered segment (segment_id) of such a request is a key of (salt, seam, mode, id),
+// weighted by id_bytes[id] (4 bytes a token) or, when unknown, by kUnknownSegmentBytes.
+inline constexpr int64_t kUnknownSegmentBytes = 4096;
+std::vector<SegKey> affinity_keys(const server::ApiRequest& r, const std::map<std::string, int64_t>& id_bytes = {});
 
 }  // namespace hypic::router

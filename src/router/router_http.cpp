@@ -33,12 +33,8 @@ void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server
     return fail(make_error(503, "no instance is available (none has joined or answered a health check); start `hypic serve --join` instances or pass --instances",
                            "server_error", "no_instance"));
   if (r.model != served) return fail(server::model_not_found(r.model, served));
-  for (const auto& msg : r.messages)
-    for (const auto& p : msg.parts)
-      if (!p.segment_id.empty())
-        return fail(server::bad_request("registered segments ('segment_id') are per instance and cannot be used through the router; "
-                                        "send the text as an inline segment (cache_control), which the router routes by cache affinity",
-                                        "messages", "unsupported_via_router"));
+  std::map<std::string, int64_t> id_bytes;
+  if (auto e = resolve_ids(r, &id_bytes)) return fail(*e);
   m.model = served;
   m.stream = r.stream;
   m.include_usage = r.include_usage;
@@ -54,8 +50,31 @@ void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server
     active.insert(f);
     forwarding += 1;
   }
-  std::thread(&Impl::run_forward, this, f, req.body, ep, affinity_keys(r), m.id).detach();
+  std::thread(&Impl::run_forward, this, f, req.body, ep, affinity_keys(r, id_bytes), m.id).detach();
   server::reply_completion(std::move(reply), f->ticket, std::move(m), done());
+}
+
+std::optional<ApiError> Router::Impl::resolve_ids(const server::ApiRequest& r, std::map<std::string, int64_t>* bytes) {
+  const int64_t now = int64_t(std::time(nullptr));
+  for (const auto& msg : r.messages)
+    for (const auto& p : msg.parts) {
+      if (p.segment_id.empty() || bytes->count(p.segment_id)) continue;
+      if (!records)
+        return server::bad_request("registered segments ('segment_id') are per instance unless the cluster shares a registry: "
+                                   "start the router and every instance with --segment-store redis://HOST:PORT, or send the "
+                                   "text as an inline segment (cache_control), which the router routes by cache affinity",
+                                   "messages", "unsupported_via_router");
+      auto rec = records->get(p.segment_id, now);
+      if (!rec) {  // the registry does not answer: route without the weight, the instance decides
+        HYPIC_LOG_DEBUG("router: %s", rec.status().to_string().c_str());
+        (*bytes)[p.segment_id] = kUnknownSegmentBytes;
+      } else if (!*rec || (*rec)->salt != r.cache_salt) {
+        return server::segment_not_found(p.segment_id);
+      } else {
+        (*bytes)[p.segment_id] = int64_t((*rec)->tokens.size()) * 4;
+      }
+    }
+  return std::nullopt;
 }
 
 std::string Router::Impl::metrics_text() {

@@ -13,12 +13,16 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "core/hash.h"
 #include "core/timer.h"
 #include "core/address.h"
+#include "core/log.h"
+#include "kv/redis.h"
+#include "kv/segment_records.h"
 #include "hypic_cluster.grpc.pb.h"
 #include "api/outcome_pb.h"
 #include "api/http_front.h"
@@ -78,6 +82,11 @@ struct Router::Impl {
   bool stopping = false;
   std::thread prober, reaper;
   std::once_flag stop_once;
+
+  std::unique_ptr<SegmentRecords> records;  // the shared registry (--segment-store), or null
+  // The token bytes of the request's registered segments (for affinity weights); an error
+  // when one is unknown to the shared registry or the request names ids without one.
+  std::optional<ApiError> resolve_ids(const server::ApiRequest& r, std::map<std::string, int64_t>* bytes);
 
   std::atomic<uint64_t> next_id{1}, retries{0}, affinity_hits{0}, affinity_bytes{0};
   std::mutex count_mu;

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/log.h"
+#include "kv/redis.h"
 #include "engine/prompt.h"
 #include "engine/runner.h"
 #include "model/safetensors.h"
@@ -248,6 +249,7 @@ void HttpServer::Impl::handle_metrics(Reply reply) {
   live.registered_segments = t.count;
   live.registered_bytes = t.bytes;
   live.cache = store->stats();
+  if (const auto& r = store->options().remote) live.remote = r->stats();
   HttpResponse r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = metrics.render(live);
@@ -302,6 +304,18 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   SegmentStore::Options so;
   so.mem_budget_bytes = opt.cache_mem_bytes;
   so.disk_dir = opt.cache_dir;
+  std::shared_ptr<kv::Redis> redis;
+  if (!opt.segment_store.empty()) {
+    auto r = kv::open_redis(opt.segment_store);
+    if (!r) return r.status().with_context("--segment-store");
+    redis = std::move(r).value();
+    auto tier = redis_tier(RedisTierOptions{}, redis);
+    if (!tier) return tier.status();
+    so.remote = std::move(tier).value();
+    if (auto ping = redis->command({"PING"}); !ping)
+      HYPIC_LOG_WARN("--segment-store: %s; serving without it until it answers (registrations get 503 meanwhile)",
+                     ping.status().to_string().c_str());
+  }
   auto store = SegmentStore::open(so);
   if (!store) return store.status().with_context("opening the segment cache");
   auto impl = std::make_unique<Impl>(model, tok, std::move(opt));
@@ -310,7 +324,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
                                                     : impl->opt.cache_mem_bytes / 2;
   ro.max_segments = std::max(0, impl->opt.max_registered_segments);
   ro.model = model.fingerprint();
-  if (!impl->opt.cache_dir.empty()) {  // registrations outlive the process
+  if (redis) {  // registrations outlive the process and are every instance's
+    ro.records = open_redis_records(redis);
+  } else if (!impl->opt.cache_dir.empty()) {  // registrations outlive the process
     auto rec = open_sqlite_records((std::filesystem::path(impl->opt.cache_dir) / kRegistryFile).string());
     if (!rec) return rec.status();
     ro.records = std::move(rec).value();
@@ -335,7 +351,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   impl->scheduler = std::make_unique<Scheduler>(
       impl->opt.scheduler, [jobs = impl->jobs.get()](const Scheduler::Job& j) { return jobs->run(j); },
       &model, &tok);
-  if (ro.records) {
+  if (ro.records && !ro.records->shared()) {  // shared ones are resolved when used
     auto recs = ro.records->load(ro.model, int64_t(std::time(nullptr)));
     if (!recs) return recs.status().with_context("reading the registered segments");
     auto restored = impl->jobs->restore(*recs);

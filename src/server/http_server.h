@@ -47,6 +47,10 @@ struct ServerOptions {
   // The disk tier and the durable registry of /v1/segments (kRegistryFile there): a restart
   // with the same directory answers every unexpired segment id and starts warm.
   std::string cache_dir;
+  // The shared tier and registry (redis://[:PASSWORD@]HOST:PORT[/DB]; empty: none): entries
+  // any instance built are fetched instead of built, and the registry of /v1/segments is
+  // kept there instead of in cache_dir, so every instance answers every segment id.
+  std::string segment_store;
   // Segment parallelism (combine worker): when scatter.workers is non-empty or
   // scatter.local_lanes > 1, the cold segments of hypic / naive requests are built by
   // cluster::Scatter (remote `hypic worker`s and local lanes) before the composition.

@@ -180,15 +180,8 @@ Result<Jobs::Restored> Jobs::restore(const std::vector<SegmentRecord>& records) 
   const Timer t;
   double last_report = 0;
   for (const SegmentRecord& r : records) {
-    auto seg = std::make_shared<RegisteredSegment>();
-    seg->id = r.id;
-    seg->salt = r.salt;
-    seg->seam = r.seam;
-    seg->tokens = r.tokens;
-    seg->created = r.created;
-    seg->expires_at = r.expires_at;
     const auto now = SegmentRegistry::Clock::now();
-    if (r.expires_at) seg->deadline = now + std::chrono::seconds(*r.expires_at - int64_t(std::time(nullptr)));
+    auto seg = SegmentRegistry::from_record(r, now);
     ComposeOptions co;
     co.seam = r.seam;
     co.salt = r.salt;

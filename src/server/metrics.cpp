@@ -146,6 +146,21 @@ std::string ServerMetrics::render(const Live& live) const {
   e.gauge("hypic_cache_disk_bytes", "Bytes of segment entry files in the disk tier.",
           double(live.cache.disk_bytes));
   e.counter("hypic_cache_evictions_total", "Segment entries evicted from memory.", live.cache.evictions);
+  if (const auto& r = live.remote) {
+    e.gauge("hypic_segment_store_up", "Whether the shared tier (--segment-store) answers (0: in a backoff period).",
+            r->up ? 1 : 0);
+    e.counter("hypic_segment_store_hits_total", "Entries fetched from the shared tier and verified.", r->hits);
+    e.counter("hypic_segment_store_misses_total", "Lookups the shared tier did not hold.", r->misses);
+    e.counter("hypic_segment_store_errors_total", "Lookups the shared tier did not answer (down, timeout).",
+              r->errors);
+    e.counter("hypic_segment_store_corrupt_total", "Shared-tier values that failed their checks (deleted, rebuilt).",
+              r->corrupt);
+    e.counter("hypic_segment_store_puts_total", "Entries written to the shared tier.", r->puts);
+    e.counter("hypic_segment_store_put_dropped_total", "Writes to the shared tier dropped (queue full) or failed.",
+              r->put_dropped);
+    e.counter("hypic_segment_store_read_bytes_total", "Entry bytes read from the shared tier.", r->bytes_read);
+    e.counter("hypic_segment_store_written_bytes_total", "Entry bytes written to the shared tier.", r->bytes_written);
+  }
   e.gauge("hypic_queue_depth", "Requests waiting for a worker.", live.queue_depth);
   e.gauge("hypic_running_requests", "Requests running on a worker.", live.running);
   e.gauge("hypic_registered_segments", "Segments registered with POST /v1/segments.",

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,6 +102,7 @@ struct ServerMetrics {
     int queue_depth = 0, running = 0;
     size_t registered_segments = 0, registered_bytes = 0;
     SegmentStore::Stats cache;
+    std::optional<RemoteTier::Stats> remote;  // with --segment-store
   };
   std::string render(const Live& live) const;
 };

@@ -1,6 +1,7 @@
 #include "server/segment_registry.h"
 
 #include <algorithm>
+#include <ctime>
 #include <random>
 
 #include "core/log.h"
@@ -89,8 +90,20 @@ SegmentRegistry::Admit SegmentRegistry::would_admit(size_t bytes, Clock::time_po
   return admit_locked(bytes);
 }
 
-SegmentRegistry::Ptr SegmentRegistry::find(const std::string& id, const std::string& salt,
-                                           Clock::time_point now) {
+std::shared_ptr<RegisteredSegment> SegmentRegistry::from_record(const SegmentRecord& r, Clock::time_point now) {
+  auto seg = std::make_shared<RegisteredSegment>();
+  seg->id = r.id;
+  seg->salt = r.salt;
+  seg->seam = r.seam;
+  seg->tokens = r.tokens;
+  seg->created = r.created;
+  seg->expires_at = r.expires_at;
+  if (r.expires_at) seg->deadline = now + std::chrono::seconds(*r.expires_at - int64_t(std::time(nullptr)));
+  return seg;
+}
+
+SegmentRegistry::Ptr SegmentRegistry::find_local(const std::string& id, const std::string& salt,
+                                                 Clock::time_point now) {
   std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
   std::lock_guard<std::mutex> lk(mu_);
   sweep_locked(now, &dropped);
@@ -99,37 +112,95 @@ SegmentRegistry::Ptr SegmentRegistry::find(const std::string& id, const std::str
   return it->second.seg;
 }
 
+void SegmentRegistry::drop_local(const Ptr& s) {
+  std::vector<Ptr> dropped;  // released after the lock
+  std::lock_guard<std::mutex> lk(mu_);
+  if (auto it = by_id_.find(s->id); it != by_id_.end() && it->second.seg == s) {
+    bytes_ -= s->bytes;
+    dropped.push_back(std::move(it->second.seg));
+    by_id_.erase(it);
+  }
+}
+
+std::optional<SegmentRegistry::Ptr> SegmentRegistry::find_shared(const std::string& id, const std::string& salt,
+                                                                 Clock::time_point now, Status* error) {
+  auto r = opt_.records->get(id, int64_t(std::time(nullptr)));
+  if (!r) {
+    if (error) *error = r.status();
+    return std::nullopt;
+  }
+  if (!*r || (*r)->model != opt_.model || (*r)->salt != salt) return Ptr();
+  return Ptr(from_record(**r, now));
+}
+
+SegmentRegistry::Ptr SegmentRegistry::find(const std::string& id, const std::string& salt,
+                                           Clock::time_point now) {
+  Ptr local = find_local(id, salt, now);
+  if (!opt_.records || !opt_.records->shared()) return local;
+  // Shared records: another instance may have registered the id, or deleted it.
+  Status why;
+  const auto shared = find_shared(id, salt, now, &why);
+  if (!shared) {  // the registry does not answer: what this instance knows stands
+    HYPIC_LOG_DEBUG("segment registry: %s", why.to_string().c_str());
+    return local;
+  }
+  if (local && !*shared) {  // deleted (or expired) elsewhere
+    drop_local(local);
+    return nullptr;
+  }
+  return local ? local : *shared;
+}
+
 SegmentRegistry::Erased SegmentRegistry::erase(const std::string& id, const std::string& salt,
                                                Clock::time_point now, Status* error) {
-  std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
-  if (!find(id, salt, now)) return Erased::kUnknown;
+  Ptr local = find_local(id, salt, now);
+  if (!local && opt_.records && opt_.records->shared()) {  // registered through another instance?
+    const auto shared = find_shared(id, salt, now, error);
+    if (!shared) return Erased::kUnavailable;
+    if (!*shared) return Erased::kUnknown;
+  } else if (!local) {
+    return Erased::kUnknown;
+  }
   if (opt_.records) {
     if (Status st = opt_.records->erase(id); !st) {
       if (error) *error = st;
       return Erased::kUnavailable;
     }
   }
-  std::lock_guard<std::mutex> lk(mu_);
-  auto it = by_id_.find(id);
-  if (it == by_id_.end() || it->second.seg->salt != salt) return Erased::kUnknown;  // raced
-  bytes_ -= it->second.seg->bytes;
-  dropped.push_back(std::move(it->second.seg));
-  by_id_.erase(it);
+  if (local) drop_local(local);
   return Erased::kOk;
 }
 
 std::vector<SegmentRegistry::Ptr> SegmentRegistry::list(const std::string& salt,
                                                         Clock::time_point now) {
-  std::vector<const Slot*> slots;
-  std::vector<Ptr> dropped;
-  std::lock_guard<std::mutex> lk(mu_);
-  sweep_locked(now, &dropped);
-  for (const auto& [id, slot] : by_id_)
-    if (slot.seg->salt == salt) slots.push_back(&slot);
-  std::sort(slots.begin(), slots.end(), [](const Slot* a, const Slot* b) { return a->seq < b->seq; });
   std::vector<Ptr> out;
-  out.reserve(slots.size());
-  for (const Slot* s : slots) out.push_back(s->seg);
+  {
+    std::vector<const Slot*> slots;
+    std::vector<Ptr> dropped;
+    std::lock_guard<std::mutex> lk(mu_);
+    sweep_locked(now, &dropped);
+    for (const auto& [id, slot] : by_id_)
+      if (slot.seg->salt == salt) slots.push_back(&slot);
+    std::sort(slots.begin(), slots.end(), [](const Slot* a, const Slot* b) { return a->seq < b->seq; });
+    out.reserve(slots.size());
+    for (const Slot* s : slots) out.push_back(s->seg);
+  }
+  if (!opt_.records || !opt_.records->shared()) return out;
+  // Shared records: every instance's registrations (those of this one keep their local form).
+  auto all = opt_.records->load(opt_.model, int64_t(std::time(nullptr)));
+  if (!all) {
+    HYPIC_LOG_WARN("segment registry: listing this instance's registrations only: %s",
+                   all.status().to_string().c_str());
+    return out;
+  }
+  std::map<std::string, Ptr> mine;
+  for (Ptr& p : out) mine[p->id] = std::move(p);
+  out.clear();
+  for (const SegmentRecord& r : *all) {
+    if (r.salt != salt) continue;
+    auto it = mine.find(r.id);
+    out.push_back(it != mine.end() ? it->second : Ptr(from_record(r, now)));
+  }
   return out;
 }
 

@@ -15,11 +15,19 @@
 // step it.
 //
 // Durability (--cache-dir): with Options::records every registration is also a record there
-// (cache/segment_records.h), written after the registration is admitted in memory and before
+// (kv/segment_records.h), written after the registration is admitted in memory and before
 // add() returns; a record that cannot be written undoes the admission (kUnavailable), so a
 // client is never given an id that a restart would lose. erase() deletes the record first
 // and changes nothing in memory when that fails. Expired records are deleted by sweep()
 // (and skipped by a restart's load). The record I/O runs outside the mutex.
+//
+// Shared records (--segment-store redis://…, records->shared()): the registry of all
+// instances. find() of an id this instance does not hold returns the record's registration
+// (no Pin: the entry comes from the store's tiers or is built); find() of one it holds checks
+// that the record still exists (a DELETE through another instance, or its TTL, ends it here
+// too); erase() deletes any instance's registration; list() lists all of them. When the
+// records do not answer, find() and list() fall back to this instance's registrations and
+// erase() is kUnavailable.
 //
 // Threading: a dedicated mutex (the server's only lock outside the scheduler module, see
 // STYLE "Serving code"); every method may be called from any thread. Registrations are
@@ -37,7 +45,7 @@
 #include <string>
 #include <vector>
 
-#include "cache/segment_records.h"
+#include "kv/segment_records.h"
 #include "cache/segment_store.h"
 
 namespace hypic::server {
@@ -96,14 +104,21 @@ class SegmentRegistry {
   Totals totals(Clock::time_point now);
   // Drops expired registrations (and their records); returns their ids.
   std::vector<std::string> sweep(Clock::time_point now);
-  // The durable form of a registration.
+  // The durable form of a registration, and back (without a Pin: the caller adds one).
   SegmentRecord record_of(const RegisteredSegment& s) const;
+  static std::shared_ptr<RegisteredSegment> from_record(const SegmentRecord& r, Clock::time_point now);
 
  private:
   // Moves the expired registrations into *dropped (callers destroy them after unlocking:
   // releasing a Pin takes the store's lock).
   std::vector<std::string> sweep_locked(Clock::time_point now, std::vector<Ptr>* dropped);
   Admit admit_locked(size_t bytes) const;
+  Ptr find_local(const std::string& id, const std::string& salt, Clock::time_point now);
+  void drop_local(const Ptr& s);
+  // The shared records' registration `id` of `salt` and this model (nullptr: none);
+  // nullopt and *error when they do not answer.
+  std::optional<Ptr> find_shared(const std::string& id, const std::string& salt, Clock::time_point now,
+                                 Status* error);
   struct Slot {
     Ptr seg;
     uint64_t seq = 0;  // insertion order, for list()

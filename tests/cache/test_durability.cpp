@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "cache/entry_util.h"
-#include "cache/segment_records.h"
+#include "kv/segment_records.h"
 #include "cache/segment_store.h"
 #include "core/log.h"
 
@@ -77,7 +77,7 @@ TEST_F(DurabilityTest, PersistWritesAResidentEntryWithoutEvictingIt) {
   EXPECT_EQ(s->persist(sized_key(2)).code(), StatusCode::kNotFound);
   s->check_invariants();
   // No room in the disk budget: an error, and the entry stays in memory.
-  auto small = SegmentStore::open({10000, dir_ + "/small", 100});
+  auto small = SegmentStore::open({10000, dir_ + "/small", 100, nullptr});
   ASSERT_TRUE(small.is_ok());
   (*small)->insert(sized_key(3), make_sized(3, 800), 1.0);
   EXPECT_EQ((*small)->persist(sized_key(3)).code(), StatusCode::kResourceExhausted);
@@ -124,7 +124,7 @@ TEST_F(DurabilityTest, FlushWritesEveryResidentEntryAndAReopenHitsThem) {
 }
 
 TEST_F(DurabilityTest, FlushWithoutADiskTierDoesNothing) {
-  auto s = SegmentStore::open({10000, "", 0});
+  auto s = SegmentStore::open({10000, "", 0, nullptr});
   ASSERT_TRUE(s.is_ok());
   (*s)->insert(sized_key(1), make_sized(1, 800), 1.0);
   EXPECT_TRUE((*s)->persist(sized_key(1)).is_ok());

@@ -275,5 +275,23 @@ TEST(AffinityKeys, PrefixModeKeysTheCommonPrefix) {
   EXPECT_NE(affinity_keys(r3)[0].hash, k1[0].hash);
 }
 
+TEST(AffinityKeys, RegisteredSegmentsAreKeyedByIdAndWeightedByTheirTokens) {
+  auto r1 = chat({}, "q1"), r2 = chat({}, "another question");
+  for (auto* r : {&r1, &r2}) r->messages[1].parts.insert(r->messages[1].parts.begin(), {"", true, "seg_x"});
+  r2.messages[1].parts.insert(r2.messages[1].parts.begin(), {"", true, "seg_y"});
+  const auto k1 = affinity_keys(r1, {{"seg_x", 4000}}), k2 = affinity_keys(r2, {{"seg_x", 4000}});
+  ASSERT_EQ(k1.size(), 2u);  // the segment, the rest
+  EXPECT_EQ(k1[0].weight, 4000);
+  int same = 0;
+  for (const auto& a : k1)
+    for (const auto& b : k2) same += a.hash == b.hash;
+  EXPECT_EQ(same, 1) << "seg_x: the same home, wherever it is in the prompt";
+  ASSERT_EQ(k2.size(), 3u);
+  EXPECT_EQ(k2[0].weight, kUnknownSegmentBytes) << "seg_y's size is not known";
+  EXPECT_NE(affinity_keys(r1)[0].hash, affinity_keys(chat({""}, "q1"))[0].hash);
+  r1.mode = PicMode::kPrefix;  // prefix mode: the id is part of the prefix text
+  EXPECT_EQ(affinity_keys(r1, {{"seg_x", 4000}}).size(), 1u);
+}
+
 }  // namespace
 }  // namespace hypic::router

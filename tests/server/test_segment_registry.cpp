@@ -118,10 +118,11 @@ TEST(SegmentRegistry, ExpiryIsLazyAndSweepReportsIt) {
   EXPECT_EQ(reg2.erase(e->id, "x", t0 + seconds(2)), Erased::kUnknown);
 }
 
-// Records in memory, with a switch that makes every write fail (a full or broken disk).
+// Records in memory, with a switch that makes every call fail (a full or broken disk, Redis
+// down); `is_shared` plays the shared registry of several instances.
 class MemRecords final : public SegmentRecords {
  public:
-  bool broken = false;
+  bool broken = false, is_shared = false;
   std::map<std::string, SegmentRecord> rows;
   Status put(const SegmentRecord& r) override {
     if (broken) return io_error("disk full");
@@ -133,9 +134,65 @@ class MemRecords final : public SegmentRecords {
     rows.erase(id);
     return Status::ok();
   }
-  Result<std::vector<SegmentRecord>> load(const std::string&, int64_t) override { return std::vector<SegmentRecord>{}; }
+  Result<std::vector<SegmentRecord>> load(const std::string& model, int64_t) override {
+    if (broken) return io_error("down");
+    std::vector<SegmentRecord> out;
+    for (const auto& [id, r] : rows)
+      if (r.model == model) out.push_back(r);
+    return out;
+  }
+  Result<std::optional<SegmentRecord>> get(const std::string& id, int64_t) override {
+    if (broken) return io_error("down");
+    auto it = rows.find(id);
+    return it == rows.end() ? std::optional<SegmentRecord>() : std::optional<SegmentRecord>(it->second);
+  }
+  bool shared() const override { return is_shared; }
   std::string describe() const override { return "memory"; }
 };
+
+TEST(SegmentRegistry, SharedRecordsMakeEveryInstancesIdsResolvable) {
+  auto rec = std::make_shared<MemRecords>();
+  rec->is_shared = true;
+  SegmentRegistry a(opts(1000, 10, rec)), b(opts(1000, 10, rec));
+  auto other_model = opts(1000, 10, rec);
+  other_model.model = "model-B";
+  SegmentRegistry c(other_model);
+  const auto t0 = Clock::now();
+  auto s = make("T", 10, t0), t = make("T", 10, t0);
+  ASSERT_EQ(a.add(s, t0), SegmentRegistry::Admit::kOk);
+  ASSERT_EQ(b.add(t, t0), SegmentRegistry::Admit::kOk);
+
+  // B resolves A's id from the records (the tokens, no pin), only for the same tenant and model.
+  auto via_b = b.find(s->id, "T", t0);
+  ASSERT_NE(via_b, nullptr);
+  EXPECT_EQ(via_b->tokens, s->tokens);
+  EXPECT_EQ(via_b->pin, nullptr);
+  EXPECT_EQ(b.find(s->id, "other", t0), nullptr);
+  EXPECT_EQ(c.find(s->id, "T", t0), nullptr);
+  EXPECT_EQ(b.totals(t0).count, 1u);  // B holds only its own
+  // Either instance lists both, oldest first.
+  const auto listed = b.list("T", t0);
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(a.list("other", t0).size(), 0u);
+
+  // The records do not answer: each instance serves what it holds and cannot delete.
+  rec->broken = true;
+  EXPECT_EQ(a.find(s->id, "T", t0), s);
+  EXPECT_EQ(a.find(t->id, "T", t0), nullptr);
+  EXPECT_EQ(a.list("T", t0).size(), 1u);
+  Status why;
+  EXPECT_EQ(b.erase(s->id, "T", t0, &why), Erased::kUnavailable);
+  EXPECT_FALSE(why.is_ok());
+  rec->broken = false;
+
+  // B deletes A's registration: A stops answering it and drops its pin.
+  EXPECT_EQ(b.erase(s->id, "other", t0), Erased::kUnknown);
+  EXPECT_EQ(b.erase(s->id, "T", t0), Erased::kOk);
+  EXPECT_EQ(rec->rows.count(s->id), 0u);
+  EXPECT_EQ(a.find(s->id, "T", t0), nullptr);
+  EXPECT_EQ(a.totals(t0).count, 0u);
+  EXPECT_EQ(b.erase(s->id, "T", t0), Erased::kUnknown);
+}
 
 TEST(SegmentRegistry, RegistrationsAreRecordedAndAFailedRecordChangesNothing) {
   auto rec = std::make_shared<MemRecords>();
