@@ -97,7 +97,7 @@ void Redis::mark_down(const std::string& why) {  // under mu_
   down_reason_ = why;
 }
 
-redisContext* Redis::acquire(Status* why) {
+redisContext* Redis::acquire(Status* why, bool* reused) {
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
     if (std::chrono::steady_clock::now() < down_until_) {
@@ -108,6 +108,7 @@ redisContext* Redis::acquire(Status* why) {
     if (!idle_.empty()) {
       redisContext* c = idle_.back();
       idle_.pop_back();
+      *reused = true;
       return c;
     }
     if (open_ < opt_.max_connections) break;
@@ -153,10 +154,10 @@ redisContext* Redis::acquire(Status* why) {
   return c;
 }
 
-void Redis::release(redisContext* c, bool broken) {
+void Redis::release(redisContext* c, Broken broken) {
   std::lock_guard<std::mutex> l(mu_);
-  if (broken) {
-    mark_down(c->errstr[0] ? c->errstr : "connection broken");
+  if (broken != Broken::kNo) {
+    if (broken == Broken::kYes) mark_down(c->errstr[0] ? c->errstr : "connection broken");
     redisFree(c);
     --open_;
     // The idle ones most likely went with it (a restarted Redis): reconnect them all later.
@@ -170,12 +171,31 @@ void Redis::release(redisContext* c, bool broken) {
 }
 
 Result<std::vector<Reply>> Redis::pipeline(const std::vector<std::vector<std::string_view>>& cmds) {
-  Status why;
-  redisContext* c = acquire(&why);
-  if (!c) return why;
-  bool broken = false;
-  std::vector<Reply> out;
-  out.reserve(cmds.size());
+  // A pooled connection may have gone stale (Redis restarted since): one more try on a new one.
+  for (int attempt = 0;; ++attempt) {
+    Status why;
+    bool reused = false;
+    redisContext* c = acquire(&why, &reused);
+    if (!c) return why;
+    std::vector<Reply> out;
+    const bool ok = exchange(c, cmds, &out);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      st_.commands += cmds.size();
+    }
+    if (ok) {
+      release(c, Broken::kNo);
+      return out;
+    }
+    const std::string err = c->errstr[0] ? c->errstr : "no reply";
+    const bool retry = reused && attempt == 0;
+    release(c, retry ? Broken::kStale : Broken::kYes);
+    if (!retry) return unavailable("redis " + describe() + ": " + err);
+  }
+}
+
+bool Redis::exchange(redisContext* c, const std::vector<std::vector<std::string_view>>& cmds, std::vector<Reply>* out) {
+  out->reserve(cmds.size());
   for (const auto& argv : cmds) {
     std::vector<const char*> p;
     std::vector<size_t> n;
@@ -183,25 +203,15 @@ Result<std::vector<Reply>> Redis::pipeline(const std::vector<std::vector<std::st
       p.push_back(a.data());
       n.push_back(a.size());
     }
-    if (redisAppendCommandArgv(c, int(p.size()), p.data(), n.data()) != REDIS_OK) broken = true;
+    if (redisAppendCommandArgv(c, int(p.size()), p.data(), n.data()) != REDIS_OK) return false;
   }
-  for (size_t i = 0; i < cmds.size() && !broken; ++i) {
+  for (size_t i = 0; i < cmds.size(); ++i) {
     void* r = nullptr;
-    if (redisGetReply(c, &r) != REDIS_OK || !r) {
-      broken = true;
-      break;
-    }
-    out.push_back(convert(static_cast<redisReply*>(r)));
+    if (redisGetReply(c, &r) != REDIS_OK || !r) return false;
+    out->push_back(convert(static_cast<redisReply*>(r)));
     freeReplyObject(r);
   }
-  const std::string err = broken ? (c->errstr[0] ? c->errstr : "no reply") : "";
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    st_.commands += cmds.size();
-  }
-  release(c, broken);
-  if (broken) return unavailable("redis " + describe() + ": " + err);
-  return out;
+  return true;
 }
 
 Result<Reply> Redis::command(const std::vector<std::string_view>& argv) {

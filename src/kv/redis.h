@@ -4,7 +4,9 @@
 // breaks, the client is "down" for a backoff period (doubling from backoff_min_ms to
 // backoff_max_ms) during which every command fails at once with kUnavailable instead of
 // waiting for a timeout; the first command after it tries again, and a success resets it.
-// So a Redis that is down costs a request one timeout at most, not one per command.
+// So a Redis that is down costs a request one timeout at most, not one per command. A pooled
+// connection that turns out broken (Redis restarted since it was made) gets one retry on a
+// fresh connection before Redis counts as down.
 //
 // URL: redis://[:PASSWORD@]HOST:PORT[/DB] (PASSWORD also from $HYPIC_REDIS_PASSWORD).
 // rediss:// (TLS) is refused: Debian 12's hiredis (0.14) has no TLS; reach a remote Redis
@@ -78,8 +80,14 @@ class Redis {
   bool up() const { return stats().up; }
 
  private:
-  redisContext* acquire(Status* why);        // a connected context, or null and *why
-  void release(redisContext* c, bool broken);  // back to the pool, or closed if broken
+  // A connected context (*reused: taken from the pool), or null and *why.
+  redisContext* acquire(Status* why, bool* reused);
+  // kNo: back to the pool; kStale: closed with the idle ones; kYes: that, and down for a while.
+  enum class Broken { kNo, kStale, kYes };
+  void release(redisContext* c, Broken broken);
+  // Sends `cmds` and reads one reply each; false if the connection broke.
+  static bool exchange(redisContext* c, const std::vector<std::vector<std::string_view>>& cmds,
+                       std::vector<Reply>* out);
   void mark_down(const std::string& why);
 
   const Options opt_;
