@@ -64,10 +64,12 @@ def call(port, method, path, body=None, timeout=3600):
 
 
 class Server:
-    def __init__(self, args, cache_dir, tag):
+    """`hypic serve` on a free port with `extra` flags; its stderr goes to log_dir/serve-TAG.log."""
+
+    def __init__(self, args, log_dir, tag, extra):
         self.cmd = [args.hypic_bin, "serve", "--model", args.model, "--port", "0", "--dtype", args.dtype,
-                    "--cache-mem", str(args.cache_mem), "--cache-dir", cache_dir]
-        self.log_path = os.path.join(os.path.dirname(cache_dir), "serve-%s.log" % tag)
+                    "--cache-mem", str(args.cache_mem)] + extra
+        self.log_path = os.path.join(log_dir, "serve-%s.log" % tag)
 
     def start(self):
         t0 = time.monotonic()
@@ -142,11 +144,11 @@ def main():
         root = tempfile.mkdtemp(prefix="hypic-restart-")
         cache = os.path.join(root, "cache")
         try:
-            a = Server(args, cache, "a").start()
+            a = Server(args, root, "a", ["--cache-dir", cache]).start()
             cold = ask(a, docs, q)
             warm = ask(a, docs, q)
             stop_s, flush = a.stop()
-            b = Server(args, cache, "b").start()
+            b = Server(args, root, "b", ["--cache-dir", cache]).start()
             restart = ask(b, docs, q)
             b.stop()
         finally:
