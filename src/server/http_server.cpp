@@ -103,7 +103,9 @@ std::optional<ApiError> HttpServer::Impl::prepare(std::string_view body, Endpoin
   sweep_registry(now);
   const SegmentResolver resolve = [this, r, now](const std::string& sid, std::vector<int32_t>* ids)
       -> std::optional<ApiError> {
-    SegmentRegistry::Ptr s = registry->find(sid, r->cache_salt, now);
+    Status down;
+    SegmentRegistry::Ptr s = registry->find(sid, r->cache_salt, now, &down);
+    if (!down.is_ok()) return registry_unavailable(sid, down);
     if (!s) return segment_not_found(sid);
     *ids = s->tokens;
     return std::nullopt;
@@ -211,7 +213,9 @@ void HttpServer::Impl::handle_segment(const HttpRequest& req, Reply reply, bool 
   const auto now = Clock::now();
   sweep_registry(now);
   if (!del) {
-    SegmentRegistry::Ptr s = registry->find(sid, salt, now);
+    Status down;
+    SegmentRegistry::Ptr s = registry->find(sid, salt, now, &down);
+    if (!down.is_ok()) return reply(error_reply(registry_unavailable(sid, down)));
     if (!s) return reply(error_reply(segment_not_found(sid)));
     return reply(json_reply(segment_json(*s)));
   }

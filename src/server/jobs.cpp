@@ -56,6 +56,13 @@ std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentR
   return std::nullopt;
 }
 
+ApiError registry_unavailable(const std::string& id, const Status& why) {
+  HYPIC_LOG_WARN("segment '%s' could not be looked up: %s", id.c_str(), why.to_string().c_str());
+  return make_error(503, "segment '" + id + "' is not held by this instance and the shared segment registry does not "
+                         "answer (see the server log); try again shortly",
+                    "server_error", "registry_unavailable");
+}
+
 Jobs::Jobs(const Runner& runner, SegmentRegistry& registry, ServerMetrics& metrics, Options opt,
            std::function<bool()> cutting)
     : runner_(runner), registry_(registry), metrics_(metrics), opt_(opt), cutting_(std::move(cutting)) {}

@@ -70,6 +70,8 @@ class Jobs {
 nlohmann::json segment_json(const RegisteredSegment& s);
 // The 507 for a registration the registry would not admit (nullopt for kOk); `bytes`: the
 // registration's pinned bytes.
+// 503 registry_unavailable: the shared registry (--segment-store) does not answer for `id`.
+ApiError registry_unavailable(const std::string& id, const Status& why);
 std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentRegistry::Admit a,
                                        size_t bytes);
 

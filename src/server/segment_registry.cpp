@@ -42,12 +42,38 @@ SegmentRegistry::Admit SegmentRegistry::admit_locked(size_t bytes) const {
   return Admit::kOk;
 }
 
+size_t SegmentRegistry::drop_erased_elsewhere() {
+  if (!opt_.records || !opt_.records->shared()) return 0;
+  std::vector<Ptr> mine;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& [id, slot] : by_id_) mine.push_back(slot.seg);
+  }
+  size_t n = 0;
+  const int64_t unix_now = int64_t(std::time(nullptr));
+  for (const Ptr& p : mine) {
+    auto r = opt_.records->get(p->id, unix_now);
+    if (!r) return n;  // no answer: keep everything
+    if (!*r) {
+      drop_local(p);
+      ++n;
+    }
+  }
+  return n;
+}
+
 SegmentRegistry::Admit SegmentRegistry::add(Ptr s, Clock::time_point now, Status* error, bool restored) {
   std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk(mu_);
     sweep_locked(now, &dropped);
-    const Admit a = admit_locked(s->bytes);
+    Admit a = admit_locked(s->bytes);
+    if (a != Admit::kOk && opt_.records && opt_.records->shared()) {  // room held by ids deleted elsewhere?
+      lk.unlock();
+      const size_t freed = drop_erased_elsewhere();
+      lk.lock();
+      if (freed) a = admit_locked(s->bytes);
+    }
     if (a != Admit::kOk) return a;
     bytes_ += s->bytes;
     Slot& slot = by_id_[s->id];
@@ -85,9 +111,16 @@ SegmentRecord SegmentRegistry::record_of(const RegisteredSegment& s) const {
 
 SegmentRegistry::Admit SegmentRegistry::would_admit(size_t bytes, Clock::time_point now) {
   std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
-  std::lock_guard<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(mu_);
   sweep_locked(now, &dropped);
-  return admit_locked(bytes);
+  Admit a = admit_locked(bytes);
+  if (a != Admit::kOk && opt_.records && opt_.records->shared()) {
+    lk.unlock();
+    const size_t freed = drop_erased_elsewhere();
+    lk.lock();
+    if (freed) a = admit_locked(bytes);
+  }
+  return a;
 }
 
 std::shared_ptr<RegisteredSegment> SegmentRegistry::from_record(const SegmentRecord& r, Clock::time_point now) {
@@ -134,7 +167,7 @@ std::optional<SegmentRegistry::Ptr> SegmentRegistry::find_shared(const std::stri
 }
 
 SegmentRegistry::Ptr SegmentRegistry::find(const std::string& id, const std::string& salt,
-                                           Clock::time_point now) {
+                                           Clock::time_point now, Status* unavailable) {
   Ptr local = find_local(id, salt, now);
   if (!opt_.records || !opt_.records->shared()) return local;
   // Shared records: another instance may have registered the id, or deleted it.
@@ -142,6 +175,7 @@ SegmentRegistry::Ptr SegmentRegistry::find(const std::string& id, const std::str
   const auto shared = find_shared(id, salt, now, &why);
   if (!shared) {  // the registry does not answer: what this instance knows stands
     HYPIC_LOG_DEBUG("segment registry: %s", why.to_string().c_str());
+    if (!local && unavailable) *unavailable = why;
     return local;
   }
   if (local && !*shared) {  // deleted (or expired) elsewhere

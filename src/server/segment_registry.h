@@ -26,8 +26,10 @@
 // (no Pin: the entry comes from the store's tiers or is built); find() of one it holds checks
 // that the record still exists (a DELETE through another instance, or its TTL, ends it here
 // too); erase() deletes any instance's registration; list() lists all of them. When the
-// records do not answer, find() and list() fall back to this instance's registrations and
-// erase() is kUnavailable.
+// records do not answer, find() and list() fall back to this instance's registrations (find()
+// says so for the others: the caller answers 503, not 404) and erase() is kUnavailable. A
+// registration deleted through another instance keeps its pin here until this instance
+// looks it up or its caps would refuse a registration (then every held id is checked).
 //
 // Threading: a dedicated mutex (the server's only lock outside the scheduler module, see
 // STYLE "Serving code"); every method may be called from any thread. Registrations are
@@ -94,8 +96,10 @@ class SegmentRegistry {
   Admit add(Ptr s, Clock::time_point now, Status* error = nullptr, bool restored = false);
   // Whether one more registration of `bytes` would fit now (a cheap check before building).
   Admit would_admit(size_t bytes, Clock::time_point now);
-  // The registration `id` under `salt`; nullptr if unknown, expired or another tenant's.
-  Ptr find(const std::string& id, const std::string& salt, Clock::time_point now);
+  // The registration `id` under `salt`; nullptr if unknown, expired or another tenant's, or
+  // (*unavailable set) if the shared records do not answer and this instance does not hold it.
+  Ptr find(const std::string& id, const std::string& salt, Clock::time_point now,
+           Status* unavailable = nullptr);
   // Removes it (record first); kUnknown exactly when find() would have returned nullptr.
   Erased erase(const std::string& id, const std::string& salt, Clock::time_point now,
                Status* error = nullptr);
@@ -114,6 +118,9 @@ class SegmentRegistry {
   std::vector<std::string> sweep_locked(Clock::time_point now, std::vector<Ptr>* dropped);
   Admit admit_locked(size_t bytes) const;
   Ptr find_local(const std::string& id, const std::string& salt, Clock::time_point now);
+  // Shared records: drops this instance's registrations whose record is gone (deleted through
+  // another instance); how many. Called when the caps refuse a registration.
+  size_t drop_erased_elsewhere();
   void drop_local(const Ptr& s);
   // The shared records' registration `id` of `salt` and this model (nullptr: none);
   // nullopt and *error when they do not answer.

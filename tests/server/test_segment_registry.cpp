@@ -177,8 +177,11 @@ TEST(SegmentRegistry, SharedRecordsMakeEveryInstancesIdsResolvable) {
 
   // The records do not answer: each instance serves what it holds and cannot delete.
   rec->broken = true;
-  EXPECT_EQ(a.find(s->id, "T", t0), s);
-  EXPECT_EQ(a.find(t->id, "T", t0), nullptr);
+  Status down;
+  EXPECT_EQ(a.find(s->id, "T", t0, &down), s);
+  EXPECT_TRUE(down.is_ok());
+  EXPECT_EQ(a.find(t->id, "T", t0, &down), nullptr);
+  EXPECT_FALSE(down.is_ok()) << "not held here and the records do not answer: unavailable, not unknown";
   EXPECT_EQ(a.list("T", t0).size(), 1u);
   Status why;
   EXPECT_EQ(b.erase(s->id, "T", t0, &why), Erased::kUnavailable);
@@ -192,6 +195,17 @@ TEST(SegmentRegistry, SharedRecordsMakeEveryInstancesIdsResolvable) {
   EXPECT_EQ(a.find(s->id, "T", t0), nullptr);
   EXPECT_EQ(a.totals(t0).count, 0u);
   EXPECT_EQ(b.erase(s->id, "T", t0), Erased::kUnknown);
+
+  // Ids deleted elsewhere give their room back when the caps would refuse a registration.
+  SegmentRegistry small(opts(25, 10, rec));
+  auto u = make("T", 10, t0), v = make("T", 10, t0), w = make("T", 10, t0);
+  ASSERT_EQ(small.add(u, t0), SegmentRegistry::Admit::kOk);
+  ASSERT_EQ(small.add(v, t0), SegmentRegistry::Admit::kOk);
+  EXPECT_EQ(small.would_admit(10, t0), SegmentRegistry::Admit::kTooManyBytes);
+  EXPECT_EQ(a.erase(u->id, "T", t0), Erased::kOk);  // through another instance
+  EXPECT_EQ(small.totals(t0).bytes, 20u);
+  EXPECT_EQ(small.add(w, t0), SegmentRegistry::Admit::kOk);
+  EXPECT_EQ(small.totals(t0).count, 2u);
 }
 
 TEST(SegmentRegistry, RegistrationsAreRecordedAndAFailedRecordChangesNothing) {
