@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(cmake g++ libcpp-httplib-dev libboost-dev make pkg-config libdnnl-dev nlohmann-json3-dev libgtest-dev
           python3 python3-venv libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-          libsqlite3-dev openssl libhiredis-dev redis-server
+          libsqlite3-dev openssl libssl-dev libhiredis-dev redis-server
           clang libclang-rt-14-dev)  # clang + libFuzzer: tests/fuzz/
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -39,9 +39,10 @@ int cmd_serve(int argc, char** argv) {
       .opt("cache-mem", "MiB", "segment / prefix cache memory budget", "1024")
       .opt("cache-dir", "DIR", "disk tier for segment entries, and the registry of /v1/segments: a restart with the same "
                                "DIR answers every unexpired segment id and starts warm")
-      .opt("segment-store", "URL", "shared segment tier and registry on Redis, redis://[:PASSWORD@]HOST:PORT[/DB] "
-                                   "(password also $HYPIC_REDIS_PASSWORD): entries built by any instance are fetched, not "
-                                   "rebuilt; every instance (and a router given the same URL) answers every segment id")
+      .opt("segment-store", "URL", "shared segment tier and registry on Redis, redis://[[USER]:PASSWORD@]HOST:PORT[/DB] "
+                                   "(password also $HYPIC_REDIS_PASSWORD; rediss://...?ssl_ca_certs=F[&ssl_certfile=F&"
+                                   "ssl_keyfile=F] for TLS): entries built by any instance are fetched, not rebuilt; every "
+                                   "instance (and a router given the same URL) answers every segment id")
       .opt("flush-timeout", "S", "on SIGTERM, after the drain: seconds to write the memory tier's entries to --cache-dir", "30")
       .opt("max-concurrency", "N", "requests in flight at once (decoded together: continuous batching)", "16")
       .opt("prefill-threads", "N", "threads prefilling new requests while the batch decodes", "1")

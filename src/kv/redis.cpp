@@ -1,49 +1,73 @@
 #include "kv/redis.h"
 
-#include <hiredis/hiredis.h>
-
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "core/log.h"
+#include "kv/redis_conn.h"
 
 namespace hypic::kv {
 namespace {
 
-timeval to_tv(int ms) { return timeval{ms / 1000, (ms % 1000) * 1000}; }
+Status unavailable(const std::string& m) { return Status(StatusCode::kUnavailable, m); }
 
-Reply convert(const redisReply* r) {
-  Reply out;
-  switch (r->type) {
-    case REDIS_REPLY_STRING: out.type = Reply::Type::kString; break;
-    case REDIS_REPLY_STATUS: out.type = Reply::Type::kStatus; break;
-    case REDIS_REPLY_ERROR: out.type = Reply::Type::kError; break;
-    case REDIS_REPLY_INTEGER: out.type = Reply::Type::kInteger; break;
-    case REDIS_REPLY_ARRAY: out.type = Reply::Type::kArray; break;
-    default: out.type = Reply::Type::kNil; break;
+// %XX escapes of a URL's user, password and query values.
+std::string unescape(std::string_view v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '%' && i + 2 < v.size() && std::isxdigit(uint8_t(v[i + 1])) && std::isxdigit(uint8_t(v[i + 2]))) {
+      out += char(std::stoi(std::string(v.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += v[i];
+    }
   }
-  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR)
-    out.str.assign(r->str, r->len);
-  out.integer = r->integer;
-  for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
   return out;
 }
 
-Status unavailable(const std::string& m) { return Status(StatusCode::kUnavailable, m); }
+Status bad_url(std::string_view url, const std::string& why) {
+  return invalid_argument("Redis URL '" + std::string(url) + "': " + why +
+                          " (the form is redis[s]://[[USER]:PASSWORD@]HOST:PORT[/DB][?ssl_ca_certs=FILE&ssl_certfile=FILE"
+                          "&ssl_keyfile=FILE])");
+}
 
 }  // namespace
 
 Result<RedisAddress> parse_redis_url(std::string_view url) {
-  const std::string_view kScheme = "redis://";
-  if (url.rfind("rediss://", 0) == 0)
-    return unsupported("rediss:// (TLS to Redis) is not supported: Debian 12's hiredis has no TLS; use redis:// over a "
-                       "private network or a TLS tunnel");
-  if (url.rfind(kScheme, 0) != 0) return invalid_argument("a Redis URL is redis://[:PASSWORD@]HOST:PORT[/DB], got '" + std::string(url) + "'");
-  std::string_view rest = url.substr(kScheme.size());
   RedisAddress a;
+  std::string_view rest;
+  if (url.rfind("redis://", 0) == 0) {
+    rest = url.substr(8);
+  } else if (url.rfind("rediss://", 0) == 0) {
+    rest = url.substr(9);
+    a.tls = true;
+  } else {
+    return bad_url(url, "not a redis:// or rediss:// URL");
+  }
+  if (const size_t q = rest.find('?'); q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    if (!a.tls) return bad_url(url, "TLS options need rediss://");
+    while (!query.empty()) {
+      const size_t amp = query.find('&');
+      const std::string_view kv = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+      const size_t eq = kv.find('=');
+      const std::string key(kv.substr(0, eq)), value = eq == std::string_view::npos ? "" : unescape(kv.substr(eq + 1));
+      if (value.empty()) return bad_url(url, "'" + key + "' needs a value");
+      if (key == "ssl_ca_certs") a.tls_ca = value;
+      else if (key == "ssl_certfile") a.tls_cert = value;
+      else if (key == "ssl_keyfile") a.tls_key = value;
+      else return bad_url(url, "unknown option '" + key + "'");
+    }
+  }
   if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    std::string_view user = rest.substr(0, at);
-    if (const size_t c = user.find(':'); c != std::string_view::npos) a.password = std::string(user.substr(c + 1));
+    const std::string_view cred = rest.substr(0, at);
+    const size_t c = cred.find(':');
+    if (c == std::string_view::npos) return bad_url(url, "credentials are [USER]:PASSWORD");
+    a.user = unescape(cred.substr(0, c));
+    a.password = unescape(cred.substr(c + 1));
     rest = rest.substr(at + 1);
   }
   std::string_view hostport = rest;
@@ -52,32 +76,32 @@ Result<RedisAddress> parse_redis_url(std::string_view url) {
     const std::string db(rest.substr(sl + 1));
     char* end = nullptr;
     const long v = std::strtol(db.c_str(), &end, 10);
-    if (db.empty() || *end || v < 0 || v > 1000000) return invalid_argument("Redis URL: '" + db + "' is not a database number");
+    if (db.empty() || *end || v < 0 || v > 1000000) return bad_url(url, "'" + db + "' is not a database number");
     a.db = int(v);
   }
   const size_t colon = hostport.rfind(':');
-  if (colon == std::string_view::npos || colon == 0)
-    return invalid_argument("Redis URL: need HOST:PORT in '" + std::string(url) + "'");
+  if (colon == std::string_view::npos || colon == 0) return bad_url(url, "HOST:PORT is missing");
   a.host = std::string(hostport.substr(0, colon));
   if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
   const std::string port(hostport.substr(colon + 1));
   char* end = nullptr;
   const long p = std::strtol(port.c_str(), &end, 10);
-  if (port.empty() || *end || p < 1 || p > 65535) return invalid_argument("Redis URL: '" + port + "' is not a port");
+  if (port.empty() || *end || p < 1 || p > 65535) return bad_url(url, "'" + port + "' is not a port");
   a.port = int(p);
   if (a.password.empty())
     if (const char* pw = std::getenv("HYPIC_REDIS_PASSWORD")) a.password = pw;
   return a;
 }
 
-Redis::Redis(Options opt) : opt_(std::move(opt)) {}
+Redis::Redis(Options opt, std::shared_ptr<TlsClient> tls) : opt_(std::move(opt)), tls_(std::move(tls)) {}
 
-Redis::~Redis() {
-  for (redisContext* c : idle_) redisFree(c);
-}
+Redis::~Redis() = default;
 
 std::string Redis::describe() const {
-  return "redis://" + opt_.address.host + ":" + std::to_string(opt_.address.port) + "/" + std::to_string(opt_.address.db);
+  const RedisAddress& a = opt_.address;
+  const bool v6 = a.host.find(':') != std::string::npos;
+  return std::string(a.tls ? "rediss://" : "redis://") + (v6 ? "[" + a.host + "]" : a.host) + ":" +
+         std::to_string(a.port) + "/" + std::to_string(a.db);
 }
 
 Redis::Stats Redis::stats() const {
@@ -97,7 +121,34 @@ void Redis::mark_down(const std::string& why) {  // under mu_
   down_reason_ = why;
 }
 
-redisContext* Redis::acquire(Status* why, bool* reused) {
+std::unique_ptr<RedisConn> Redis::connect(std::string* err) {
+  auto c = RedisConn::open(opt_.address, tls_.get(), opt_.connect_timeout_ms, opt_.command_timeout_ms);
+  if (!c) {
+    *err = c.status().message();
+    return nullptr;
+  }
+  std::vector<std::vector<std::string_view>> setup;
+  const std::string db = std::to_string(opt_.address.db);
+  if (!opt_.address.password.empty()) {
+    if (opt_.address.user.empty()) setup.push_back({"AUTH", opt_.address.password});
+    else setup.push_back({"AUTH", opt_.address.user, opt_.address.password});
+  }
+  if (opt_.address.db != 0) setup.push_back({"SELECT", db});
+  if (setup.empty()) return std::move(c).value();
+  std::vector<Reply> r;
+  if (!(*c)->exchange(setup, &r)) {
+    *err = (*c)->error();
+    return nullptr;
+  }
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i].type == Reply::Type::kError) {
+      *err = std::string(setup[i][0]) + " failed: " + r[i].str;
+      return nullptr;
+    }
+  return std::move(c).value();
+}
+
+std::unique_ptr<RedisConn> Redis::acquire(Status* why, bool* reused) {
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
     if (std::chrono::steady_clock::now() < down_until_) {
@@ -106,7 +157,7 @@ redisContext* Redis::acquire(Status* why, bool* reused) {
       return nullptr;
     }
     if (!idle_.empty()) {
-      redisContext* c = idle_.back();
+      auto c = std::move(idle_.back());
       idle_.pop_back();
       *reused = true;
       return c;
@@ -116,30 +167,10 @@ redisContext* Redis::acquire(Status* why, bool* reused) {
   }
   ++open_;
   l.unlock();
-  redisContext* c = redisConnectWithTimeout(opt_.address.host.c_str(), opt_.address.port, to_tv(opt_.connect_timeout_ms));
   std::string err;
-  if (!c || c->err) {
-    err = c ? c->errstr : "cannot allocate a connection";
-  } else {
-    redisSetTimeout(c, to_tv(opt_.command_timeout_ms));
-    auto run = [&](std::vector<const char*> argv) -> bool {
-      auto* r = static_cast<redisReply*>(redisCommandArgv(c, int(argv.size()), argv.data(), nullptr));
-      if (!r) {
-        err = c->errstr;
-        return false;
-      }
-      const bool ok = r->type != REDIS_REPLY_ERROR;
-      if (!ok) err = std::string(r->str, r->len);
-      freeReplyObject(r);
-      return ok;
-    };
-    const std::string db = std::to_string(opt_.address.db);
-    if (!opt_.address.password.empty() && !run({"AUTH", opt_.address.password.c_str()})) err = "AUTH failed: " + err;
-    else if (opt_.address.db != 0 && !run({"SELECT", db.c_str()})) err = "SELECT " + db + " failed: " + err;
-  }
+  auto c = connect(&err);
   l.lock();
-  if (!err.empty()) {
-    if (c) redisFree(c);
+  if (!c) {
     --open_;
     cv_.notify_one();
     mark_down(err);
@@ -154,20 +185,20 @@ redisContext* Redis::acquire(Status* why, bool* reused) {
   return c;
 }
 
-void Redis::release(redisContext* c, Broken broken) {
+void Redis::release(std::unique_ptr<RedisConn> c, Broken broken, const std::string& why) {
+  std::vector<std::unique_ptr<RedisConn>> closed;  // closed after unlocking
   std::lock_guard<std::mutex> l(mu_);
   if (broken != Broken::kNo) {
-    if (broken == Broken::kYes) mark_down(c->errstr[0] ? c->errstr : "connection broken");
-    redisFree(c);
-    --open_;
+    if (broken == Broken::kYes) mark_down(why.empty() ? "connection broken" : why);
+    closed.push_back(std::move(c));
     // The idle ones most likely went with it (a restarted Redis): reconnect them all later.
-    for (redisContext* i : idle_) redisFree(i);
-    open_ -= int(idle_.size());
+    for (auto& i : idle_) closed.push_back(std::move(i));
+    open_ -= int(closed.size());
     idle_.clear();
   } else {
-    idle_.push_back(c);
+    idle_.push_back(std::move(c));
   }
-  cv_.notify_one();
+  cv_.notify_all();
 }
 
 Result<std::vector<Reply>> Redis::pipeline(const std::vector<std::vector<std::string_view>>& cmds) {
@@ -175,43 +206,23 @@ Result<std::vector<Reply>> Redis::pipeline(const std::vector<std::vector<std::st
   for (int attempt = 0;; ++attempt) {
     Status why;
     bool reused = false;
-    redisContext* c = acquire(&why, &reused);
+    std::unique_ptr<RedisConn> c = acquire(&why, &reused);
     if (!c) return why;
     std::vector<Reply> out;
-    const bool ok = exchange(c, cmds, &out);
+    const bool ok = c->exchange(cmds, &out);
     {
       std::lock_guard<std::mutex> l(mu_);
       st_.commands += cmds.size();
     }
     if (ok) {
-      release(c, Broken::kNo);
+      release(std::move(c), Broken::kNo);
       return out;
     }
-    const std::string err = c->errstr[0] ? c->errstr : "no reply";
+    const std::string err = c->error();
     const bool retry = reused && attempt == 0;
-    release(c, retry ? Broken::kStale : Broken::kYes);
+    release(std::move(c), retry ? Broken::kStale : Broken::kYes, err);
     if (!retry) return unavailable("redis " + describe() + ": " + err);
   }
-}
-
-bool Redis::exchange(redisContext* c, const std::vector<std::vector<std::string_view>>& cmds, std::vector<Reply>* out) {
-  out->reserve(cmds.size());
-  for (const auto& argv : cmds) {
-    std::vector<const char*> p;
-    std::vector<size_t> n;
-    for (std::string_view a : argv) {
-      p.push_back(a.data());
-      n.push_back(a.size());
-    }
-    if (redisAppendCommandArgv(c, int(p.size()), p.data(), n.data()) != REDIS_OK) return false;
-  }
-  for (size_t i = 0; i < cmds.size(); ++i) {
-    void* r = nullptr;
-    if (redisGetReply(c, &r) != REDIS_OK || !r) return false;
-    out->push_back(convert(static_cast<redisReply*>(r)));
-    freeReplyObject(r);
-  }
-  return true;
 }
 
 Result<Reply> Redis::command(const std::vector<std::string_view>& argv) {
@@ -223,11 +234,17 @@ Result<Reply> Redis::command(const std::vector<std::string_view>& argv) {
 Result<std::shared_ptr<Redis>> open_redis(std::string_view url, int connect_timeout_ms, int command_timeout_ms) {
   auto a = parse_redis_url(url);
   if (!a) return a.status();
+  std::shared_ptr<TlsClient> tls;
+  if (a->tls) {
+    auto t = make_tls_client(*a);
+    if (!t) return t.status();
+    tls = std::move(t).value();
+  }
   Redis::Options o;
   o.address = std::move(a).value();
   o.connect_timeout_ms = connect_timeout_ms;
   o.command_timeout_ms = command_timeout_ms;
-  return std::make_shared<Redis>(std::move(o));
+  return std::make_shared<Redis>(std::move(o), std::move(tls));
 }
 
 }  // namespace hypic::kv

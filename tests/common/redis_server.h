@@ -30,8 +30,13 @@ class RedisServer {
   // redis-server is missing or never answered (the test then fails with a message).
   bool start() {
     if (port_ == 0) port_ = free_port();
-    std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
+    const std::string p = std::to_string(port_);
+    std::vector<std::string> args = {"redis-server", "--port", tls_.empty() ? p : "0", "--bind", "127.0.0.1",
                                      "--save", "", "--appendonly", "no", "--dir", "/tmp", "--loglevel", "warning"};
+    if (!tls_.empty()) {
+      args.insert(args.end(), {"--tls-port", p});
+      args.insert(args.end(), tls_.begin(), tls_.end());
+    }
     args.insert(args.end(), extra_.begin(), extra_.end());
     std::vector<char*> argv;  // made before fork(): the child only execs
     for (auto& a : args) argv.push_back(a.data());
@@ -45,7 +50,7 @@ class RedisServer {
     }
     close(devnull);
     for (int i = 0; i < 600; ++i) {  // up to a minute on a loaded machine
-      if (answers()) return true;
+      if (tls_.empty() ? answers() : accepts()) return true;
       int st = 0;
       if (waitpid(pid_, &st, WNOHANG) == pid_) {  // exited (port taken, or not installed)
         pid_ = -1;
@@ -60,6 +65,10 @@ class RedisServer {
     ::kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
     pid_ = -1;
+  }
+  // Serve TLS only (on port()), with these PEM files (call before start()).
+  void use_tls(const std::string& cert, const std::string& key, const std::string& ca) {
+    tls_ = {"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca};
   }
   int port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
@@ -92,7 +101,19 @@ class RedisServer {
     return ok;
   }
 
-  std::vector<std::string> extra_;
+  // Whether the port takes connections (a TLS port cannot be PINGed in plain text).
+  bool accepts() const {
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(s);
+    return ok;
+  }
+
+  std::vector<std::string> extra_, tls_;
   int port_ = 0;
   pid_t pid_ = -1;
 };

@@ -3,7 +3,11 @@
 // real redis-server started here.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <ctime>
 #include <thread>
 
@@ -36,16 +40,28 @@ TEST(RedisUrl, ParsesWhatRedisClientsAccept) {
   ASSERT_TRUE(b.is_ok());
   EXPECT_EQ(b->password, "s3cr:et");
   EXPECT_EQ(b->db, 0);
-  auto c = parse_redis_url("redis://user:pw@[::1]:7000/0");
+  auto c = parse_redis_url("redis://us%40r:p%3Aw@[::1]:7000/0");
   ASSERT_TRUE(c.is_ok());
   EXPECT_EQ(c->host, "::1");
-  EXPECT_EQ(c->password, "pw");
+  EXPECT_EQ(c->user, "us@r");
+  EXPECT_EQ(c->password, "p:w");
+  EXPECT_FALSE(c->tls);
+  auto t = parse_redis_url("rediss://cache.internal:6380/1?ssl_ca_certs=/etc/ca.pem&ssl_certfile=c.pem&ssl_keyfile=k.pem");
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  EXPECT_TRUE(t->tls);
+  EXPECT_EQ(t->tls_ca, "/etc/ca.pem");
+  EXPECT_EQ(t->tls_cert, "c.pem");
+  EXPECT_EQ(t->tls_key, "k.pem");
+  EXPECT_EQ(t->db, 1);
   for (const char* bad : {"http://h:1", "redis://host", "redis://h:0", "redis://h:70000", "redis://h:12/x",
-                          "redis://h:12/-1", "redis://:pw@:12", "redis://h:1a"})
+                          "redis://h:12/-1", "redis://:pw@:12", "redis://h:1a", "redis://pw@h:1",
+                          "redis://h:1?ssl_ca_certs=x", "rediss://h:1?verify=none", "rediss://h:1?ssl_ca_certs="})
     EXPECT_FALSE(parse_redis_url(bad).is_ok()) << bad;
-  auto tls = parse_redis_url("rediss://h:6379");
-  ASSERT_FALSE(tls.is_ok());
-  EXPECT_NE(tls.status().message().find("TLS"), std::string::npos);
+  auto missing = open_redis("rediss://h:1?ssl_ca_certs=/nonexistent/ca.pem");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/ca.pem"), std::string::npos);
+  auto half = open_redis("rediss://h:1?ssl_certfile=/x.pem");
+  EXPECT_FALSE(half.is_ok()) << "a certificate without its key";
 }
 
 TEST(Redis, CommandsPipelinesAndARedisThatGoesDownAndComesBack) {
@@ -96,6 +112,39 @@ TEST(Redis, APasswordIsSentAndAWrongOneIsAnError) {
   auto no = (*bad)->command({"GET", "x"});
   ASSERT_FALSE(no.is_ok());
   EXPECT_NE(no.status().message().find("AUTH"), std::string::npos) << no.status().to_string();
+}
+
+// rediss:// against redis-server's own TLS (certificates made by tests/common/make_certs.sh):
+// the right CA and client certificate work; another CA, no client certificate when the server
+// asks for one, or plain TCP to the TLS port do not.
+TEST(Redis, TlsWithItsCertificatesAndNotWithout) {
+  const std::string dir = ::testing::TempDir() + "/hypic-redis-tls-" + std::to_string(getpid());
+  ASSERT_EQ(std::system(("sh " HYPIC_SOURCE_DIR "/tests/common/make_certs.sh " + dir).c_str()), 0);
+  RedisServer server({"--tls-auth-clients", "yes"});
+  server.use_tls(dir + "/member.pem", dir + "/member.key", dir + "/ca.pem");
+  ASSERT_TRUE(server.start()) << "redis-server did not start with TLS";
+  const std::string base = "rediss://127.0.0.1:" + std::to_string(server.port());
+  auto good = open_redis(base + "?ssl_ca_certs=" + dir + "/ca.pem&ssl_certfile=" + dir + "/member.pem&ssl_keyfile=" +
+                         dir + "/member.key");
+  ASSERT_TRUE(good.is_ok()) << good.status().to_string();
+  std::string big(3 << 20, 'z');  // bigger than a TLS record and the read chunk
+  big[12345] = '\0';
+  auto set = (*good)->pipeline({{"SET", "k", big}, {"GET", "k"}});
+  ASSERT_TRUE(set.is_ok()) << set.status().to_string();
+  EXPECT_EQ((*set)[1].str, big);
+  EXPECT_EQ((*good)->describe().rfind("rediss://", 0), 0u);
+
+  auto rogue = open_redis(base + "?ssl_ca_certs=" + dir + "/rogue-ca.pem&ssl_certfile=" + dir + "/member.pem&ssl_keyfile=" +
+                          dir + "/member.key");
+  ASSERT_TRUE(rogue.is_ok());
+  auto r1 = (*rogue)->command({"PING"});
+  ASSERT_FALSE(r1.is_ok());
+  EXPECT_NE(r1.status().message().find("certificate"), std::string::npos) << r1.status().to_string();
+  auto anon = open_redis(base + "?ssl_ca_certs=" + dir + "/ca.pem");
+  EXPECT_FALSE((*anon)->command({"PING"}).is_ok()) << "the server requires a client certificate";
+  auto plain = open_redis("redis://127.0.0.1:" + std::to_string(server.port()));
+  EXPECT_FALSE((*plain)->command({"PING"}).is_ok());
+  std::filesystem::remove_all(dir);
 }
 
 SegmentRecord record(const std::string& id, std::optional<int64_t> expires_at, const std::string& model = "m") {
