@@ -4,7 +4,8 @@
 Part 1, per segment of about --doc-words words (≈1000 tokens): instance A builds it (a
 one-document RAG request, greedy, one token), B then gets it from Redis, then from its own
 memory. TTFT is the server's (usage.hypic.ttft_ms); the build and fetch costs are the TTFTs
-minus the memory hit's (the rest of the request is the same). Bytes per entry come from A's
+minus the memory hit's (the rest of the request is the same); B's debug log also gives the
+fetch's own time inside the store (GETs, checksums, parsing). Bytes per entry come from A's
 hypic_segment_store_written_bytes_total.
 
 Part 2, a RAG trace spread over the two instances (requests alternate A, B; each uses
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import statistics
@@ -75,9 +77,16 @@ def make_docs(rng, n, words, tag):
     return ["Document %s.%d: " % (tag, i) + " ".join(rng.choice(WORDS) for _ in range(words)) for i in range(n)]
 
 
+def fetch_times(server):
+    """The ms of each shared-tier fetch, in order, from the server's debug log."""
+    return [float(m.group(1)) for m in re.finditer(r"shared tier: fetched \S+ in ([0-9.]+) ms", server.log())]
+
+
 def per_segment(args, root, url, rng):
+    os.environ["HYPIC_LOG"] = "debug"  # B logs each fetch's time
     a = Server(args, root, "p1a", ["--segment-store", url]).start()
     b = Server(args, root, "p1b", ["--segment-store", url]).start()
+    del os.environ["HYPIC_LOG"]
     rows = []
     try:
         for i, d in enumerate(make_docs(rng, args.segments, args.doc_words, "p1")):
@@ -94,8 +103,9 @@ def per_segment(args, root, url, rng):
                    "ttft_memory_ms": mem["server_ttft_ms"]}
             row["build_ms"] = row["ttft_build_ms"] - row["ttft_memory_ms"]
             row["fetch_ms"] = row["ttft_redis_ms"] - row["ttft_memory_ms"]
-            log("segment %d: build %.0f ms, Redis fetch %.1f ms, %.1f MB" % (i, row["build_ms"], row["fetch_ms"],
-                                                                           row["entry_bytes"] / 1e6))
+            row["fetch_logged_ms"] = fetch_times(b)[-1]  # inside the store: GETs, checks, parse
+            log("segment %d: build %.0f ms, Redis fetch %.1f ms (%.1f in the store), %.1f MB"
+                % (i, row["build_ms"], row["fetch_ms"], row["fetch_logged_ms"], row["entry_bytes"] / 1e6))
             rows.append(row)
     finally:
         a.stop()
@@ -139,7 +149,7 @@ def main():
     ap.add_argument("--hypic-bin", required=True)
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--doc-words", type=int, default=700, help="words per document (about 1000 tokens)")
-    ap.add_argument("--segments", type=int, default=5, help="part 1: segments measured")
+    ap.add_argument("--segments", type=int, default=8, help="part 1: segments measured")
     ap.add_argument("--trace-docs", type=int, default=10)
     ap.add_argument("--per-request", type=int, default=3)
     ap.add_argument("--requests", type=int, default=30)

@@ -279,9 +279,12 @@ auto SegmentStore::Impl::lookup_remote(std::unique_lock<std::mutex>& lk, const s
   auto fl = std::make_shared<Inflight>();
   loading[key] = fl;
   lk.unlock();
+  const auto t0 = std::chrono::steady_clock::now();
   Result<SegmentEntry> r = opt.remote->get(key);  // verified: checksums and key
   Data data;
   if (r) data = std::make_shared<const SegmentEntry>(std::move(r).value());
+  HYPIC_LOG_DEBUG("shared tier: %s %s in %.1f ms", r ? "fetched" : "no", key.substr(0, 16).c_str(),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   lk.lock();
   Pin out;
   if (!data) {
