@@ -78,11 +78,12 @@ class RedisTier final : public RemoteTier {
     std::string bytes;
     bytes.reserve(man.total);
     for (size_t i = 0; i < chunks->size(); ++i) {
-      const kv::Reply& r = (*chunks)[i];
+      kv::Reply& r = (*chunks)[i];
       if (r.type != kv::Reply::Type::kString) return reject(base, names.size(), "chunk " + std::to_string(i) + " is missing");
       if (Xxh64::hash(r.str.data(), r.str.size()) != man.chunk_sums[i])
         return reject(base, names.size(), "chunk " + std::to_string(i) + " fails its checksum");
       bytes += r.str;
+      std::string().swap(r.str);  // freed as it goes: one chunk's bytes twice at most, not the entry's
     }
     if (bytes.size() != man.total || Xxh64::hash(bytes.data(), bytes.size()) != man.whole)
       return reject(base, names.size(), "its chunks do not add up to the entry");

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -22,22 +23,35 @@ namespace {
 
 constexpr size_t kReadChunk = size_t(256) << 10;
 
-Reply convert(const redisReply* r) {
-  Reply out;
-  switch (r->type) {
-    case REDIS_REPLY_STRING: out.type = Reply::Type::kString; break;
-    case REDIS_REPLY_STATUS: out.type = Reply::Type::kStatus; break;
-    case REDIS_REPLY_ERROR: out.type = Reply::Type::kError; break;
-    case REDIS_REPLY_INTEGER: out.type = Reply::Type::kInteger; break;
-    case REDIS_REPLY_ARRAY: out.type = Reply::Type::kArray; break;
-    default: out.type = Reply::Type::kNil; break;
-  }
-  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR)
-    out.str.assign(r->str, r->len);
-  out.integer = r->integer;
-  for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
-  return out;
+// Replies built by hiredis's reader straight into Reply (one copy of each value, not two).
+// A child is constructed in its parent's pre-sized elements (stable addresses); only a root
+// is allocated, and only a root is ever freed.
+Reply* place(const redisReadTask* t) {
+  if (t->parent) return &static_cast<Reply*>(t->parent->obj)->elements[size_t(t->idx)];
+  return new Reply;
 }
+void* make_string(const redisReadTask* t, char* s, size_t n) {
+  Reply* r = place(t);
+  r->type = t->type == REDIS_REPLY_ERROR ? Reply::Type::kError
+            : t->type == REDIS_REPLY_STATUS ? Reply::Type::kStatus : Reply::Type::kString;
+  r->str.assign(s, n);
+  return r;
+}
+void* make_array(const redisReadTask* t, int n) {
+  Reply* r = place(t);
+  r->type = Reply::Type::kArray;
+  r->elements.resize(size_t(std::max(n, 0)));
+  return r;
+}
+void* make_integer(const redisReadTask* t, long long v) {
+  Reply* r = place(t);
+  r->type = Reply::Type::kInteger;
+  r->integer = v;
+  return r;
+}
+void* make_nil(const redisReadTask* t) { return place(t); }
+void free_reply(void* p) { delete static_cast<Reply*>(p); }
+redisReplyObjectFunctions kReplyFunctions = {make_string, make_array, make_integer, make_nil, free_reply};
 
 std::string ssl_error() {
   const unsigned long e = ERR_get_error();
@@ -172,8 +186,8 @@ struct RedisConn::Impl {
     }
     return true;
   }
-  // Feeds the reader until it has one reply.
-  bool read_reply(redisReply** out, std::string* err) {
+  // Feeds the reader until it has one reply (a root Reply the caller deletes).
+  bool read_reply(Reply** out, std::string* err) {
     for (;;) {
       void* r = nullptr;
       if (redisReaderGetReply(reader, &r) != REDIS_OK) {
@@ -181,7 +195,7 @@ struct RedisConn::Impl {
         return false;
       }
       if (r) {
-        *out = static_cast<redisReply*>(r);
+        *out = static_cast<Reply*>(r);
         return true;
       }
       buf.resize(kReadChunk);
@@ -205,8 +219,9 @@ Result<std::unique_ptr<RedisConn>> RedisConn::open(const RedisAddress& a, TlsCli
   std::string err;
   impl->fd = connect_tcp(a, connect_ms, io_ms, &err);
   if (impl->fd < 0) return Status(StatusCode::kUnavailable, err);
-  impl->reader = redisReaderCreate();
+  impl->reader = redisReaderCreateWithFunctions(&kReplyFunctions);
   if (!impl->reader) return internal_error("cannot allocate a Redis reply reader");
+  impl->reader->maxbuf = 0;  // keep the buffer's capacity between replies (values are up to a chunk)
   if (tls) {
     impl->ssl = SSL_new(tls->ctx());
     if (!impl->ssl) return internal_error("cannot make a TLS session: " + ssl_error());
@@ -251,10 +266,10 @@ bool RedisConn::exchange(const std::vector<std::vector<std::string_view>>& cmds,
   if (!impl_->write_all(wire.data(), wire.size(), &error_)) return false;
   out->reserve(out->size() + cmds.size());
   for (size_t i = 0; i < cmds.size(); ++i) {
-    redisReply* r = nullptr;
+    Reply* r = nullptr;
     if (!impl_->read_reply(&r, &error_)) return false;
-    out->push_back(convert(r));
-    freeReplyObject(r);
+    out->push_back(std::move(*r));
+    delete r;
   }
   return true;
 }
