@@ -62,18 +62,21 @@ size_t SegmentRegistry::drop_erased_elsewhere() {
   return n;
 }
 
+SegmentRegistry::Admit SegmentRegistry::admit_or_reclaim(std::unique_lock<std::mutex>& lk, size_t bytes) {
+  const Admit a = admit_locked(bytes);
+  if (a == Admit::kOk || !opt_.records || !opt_.records->shared()) return a;
+  lk.unlock();  // room held by ids deleted through other instances?
+  const size_t freed = drop_erased_elsewhere();
+  lk.lock();
+  return freed ? admit_locked(bytes) : a;
+}
+
 SegmentRegistry::Admit SegmentRegistry::add(Ptr s, Clock::time_point now, Status* error, bool restored) {
   std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
   {
     std::unique_lock<std::mutex> lk(mu_);
     sweep_locked(now, &dropped);
-    Admit a = admit_locked(s->bytes);
-    if (a != Admit::kOk && opt_.records && opt_.records->shared()) {  // room held by ids deleted elsewhere?
-      lk.unlock();
-      const size_t freed = drop_erased_elsewhere();
-      lk.lock();
-      if (freed) a = admit_locked(s->bytes);
-    }
+    const Admit a = admit_or_reclaim(lk, s->bytes);
     if (a != Admit::kOk) return a;
     bytes_ += s->bytes;
     Slot& slot = by_id_[s->id];
@@ -113,14 +116,7 @@ SegmentRegistry::Admit SegmentRegistry::would_admit(size_t bytes, Clock::time_po
   std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
   std::unique_lock<std::mutex> lk(mu_);
   sweep_locked(now, &dropped);
-  Admit a = admit_locked(bytes);
-  if (a != Admit::kOk && opt_.records && opt_.records->shared()) {
-    lk.unlock();
-    const size_t freed = drop_erased_elsewhere();
-    lk.lock();
-    if (freed) a = admit_locked(bytes);
-  }
-  return a;
+  return admit_or_reclaim(lk, bytes);
 }
 
 std::shared_ptr<RegisteredSegment> SegmentRegistry::from_record(const SegmentRecord& r, Clock::time_point now) {

@@ -117,6 +117,8 @@ class SegmentRegistry {
   // releasing a Pin takes the store's lock).
   std::vector<std::string> sweep_locked(Clock::time_point now, std::vector<Ptr>* dropped);
   Admit admit_locked(size_t bytes) const;
+  // admit_locked, retried after drop_erased_elsewhere() (lk released meanwhile) if refused.
+  Admit admit_or_reclaim(std::unique_lock<std::mutex>& lk, size_t bytes);
   Ptr find_local(const std::string& id, const std::string& salt, Clock::time_point now);
   // Shared records: drops this instance's registrations whose record is gone (deleted through
   // another instance); how many. Called when the caps refuse a registration.
