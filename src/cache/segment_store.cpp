@@ -266,12 +266,16 @@ auto SegmentStore::Impl::lookup(const std::string& key) -> Pin {
                   freq + 1, trash);
     }
   }
+  finish_load(key, fl, out);
+  return out;
+}
+
+void SegmentStore::Impl::finish_load(const std::string& key, const std::shared_ptr<Inflight>& fl, const Pin& out) {
   fl->done = true;
   fl->result = out;
   if (auto it = loading.find(key); it != loading.end() && it->second == fl) loading.erase(it);
   cv.notify_all();
   check_locked();
-  return out;
 }
 
 auto SegmentStore::Impl::lookup_remote(std::unique_lock<std::mutex>& lk, const std::string& key,
@@ -295,11 +299,7 @@ auto SegmentStore::Impl::lookup_remote(std::unique_lock<std::mutex>& lk, const s
     out = fl->cancelled ? Pin(std::move(data))
                         : admit(lk, key, std::move(data), bytes, estimate_cost(bytes), 1, trash);
   }
-  fl->done = true;
-  fl->result = out;
-  if (auto it = loading.find(key); it != loading.end() && it->second == fl) loading.erase(it);
-  cv.notify_all();
-  check_locked();
+  finish_load(key, fl, out);
   return out;
 }
 

@@ -155,6 +155,8 @@ struct SegmentStore::Impl : std::enable_shared_from_this<SegmentStore::Impl> {
   // The shared tier's part of a lookup (memory and disk missed): `lk` is released while it
   // asks; concurrent lookups of `key` wait for this one.
   Pin lookup_remote(std::unique_lock<std::mutex>& lk, const std::string& key, Trash& trash);
+  // Under the lock: the load of `key` tracked by `fl` ended with `out`; its waiters wake.
+  void finish_load(const std::string& key, const std::shared_ptr<Inflight>& fl, const Pin& out);
   Pin insert(const std::string& key, SegmentEntry&& e, double cost);
   bool erase_locked(const std::string& key, Trash& trash);
   bool erase(const std::string& key);

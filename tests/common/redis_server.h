@@ -50,7 +50,7 @@ class RedisServer {
     }
     close(devnull);
     for (int i = 0; i < 600; ++i) {  // up to a minute on a loaded machine
-      if (tls_.empty() ? answers() : accepts()) return true;
+      if (answers()) return true;
       int st = 0;
       if (waitpid(pid_, &st, WNOHANG) == pid_) {  // exited (port taken, or not installed)
         pid_ = -1;
@@ -85,30 +85,19 @@ class RedisServer {
     close(s);
     return ntohs(a.sin_port);
   }
-  // Whether "PING" over a plain socket gets an answer (+PONG, or -NOAUTH with a password).
+  // Whether the port takes connections and, unless it speaks TLS only (no plain PING), answers
+  // "PING" (+PONG, or -NOAUTH with a password).
   bool answers() const {
     const int s = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(uint16_t(port_));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool ok = false;
-    if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && write(s, "PING\r\n", 6) == 6) {
+    bool ok = connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    if (ok && tls_.empty()) {
       char buf[16] = {};
-      ok = read(s, buf, sizeof buf - 1) >= 5 && (buf[0] == '+' || buf[0] == '-');
+      ok = write(s, "PING\r\n", 6) == 6 && read(s, buf, sizeof buf - 1) >= 5 && (buf[0] == '+' || buf[0] == '-');
     }
-    close(s);
-    return ok;
-  }
-
-  // Whether the port takes connections (a TLS port cannot be PINGed in plain text).
-  bool accepts() const {
-    const int s = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
     close(s);
     return ok;
   }
