@@ -166,6 +166,36 @@ std::optional<ApiError> parse_content(const json& c, const std::string& param,
   return std::nullopt;
 }
 
+// A completions prompt as OpenAI accepts it: a string, or token ids; and either as the only
+// element of an array. A batch (several prompts) is refused: one request per prompt.
+std::optional<ApiError> parse_prompt(const json& p, ApiRequest* r) {
+  const auto is_ids = [](const json& v) {
+    return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); });
+  };
+  const json* one = &p;
+  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
+    if (p.size() != 1)
+      return bad_request("batched prompts (an array of " + std::to_string(p.size()) +
+                             " prompts) are not supported; send one request per prompt", "prompt", "unsupported_value");
+    one = &p[0];
+  }
+  if (one->is_string()) {
+    r->prompt = one->get<std::string>();
+    return std::nullopt;
+  }
+  if (!is_ids(*one))
+    return bad_request("'prompt' must be a string or an array of token ids (integers), got " +
+                           std::string(one->is_array() && one->empty() ? "an empty array" : one->type_name()),
+                       "prompt", "invalid_type");
+  r->prompt_tokens.reserve(one->size());
+  for (const json& x : *one) {
+    if (!x.is_number_unsigned() || x.get<uint64_t>() > uint64_t(INT32_MAX))
+      return bad_request("token id " + x.dump() + " in 'prompt' is not a valid token id", "prompt", "invalid_value");
+    r->prompt_tokens.push_back(int32_t(x.get<uint64_t>()));
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_messages(const json& v, const RequestLimits& lim, ApiRequest* r) {
   if (!v.is_array()) return wrong_type("messages", "an array", v);
   if (v.empty()) return bad_request("'messages' must contain at least one message", "messages", "invalid_value");
@@ -316,16 +346,9 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
   } else {
     auto p = j.find("prompt");
     if (p == j.end()) return bad_request("'prompt' is required", "prompt", "missing_required_parameter");
-    if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
-      r->prompt = (*p)[0].get<std::string>();
-    } else if (p->is_array()) {
-      return bad_request("'prompt' must be a string (or an array of one string); batched and token prompts are not supported", "prompt", "invalid_value");
-    } else if (p->is_string()) {
-      r->prompt = p->get<std::string>();
-    } else {
-      return wrong_type("prompt", "a string", *p);
-    }
-    if (r->prompt.empty()) return bad_request("'prompt' must not be empty", "prompt", "invalid_value");
+    if (auto e = parse_prompt(*p, r)) return e;
+    if (r->prompt.empty() && r->prompt_tokens.empty())
+      return bad_request("'prompt' must not be empty", "prompt", "invalid_value");
   }
   if (auto e = check_fields(j, ep)) return e;
   // max_completion_tokens wins over the deprecated max_tokens when both are given.

@@ -85,7 +85,8 @@ struct ApiRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;
   std::vector<Message> messages;  // chat
-  std::string prompt;             // completions
+  std::string prompt;             // completions: text (empty when given as token ids)
+  std::vector<int32_t> prompt_tokens;  // completions: token ids (checked against the vocabulary later)
   int max_tokens = 0;             // resolved (default applied)
   double temperature = 1.0;       // OpenAI default
   double top_p = 1.0;
@@ -129,7 +130,7 @@ std::string_view role_name(Role r);
 
 // The prompt text of a request: a chat rendered by `chat` with its generation prompt
 // (segments in place; a registered segment's text is not kept, so a reference contributes
-// nothing), a completions prompt as given. For reference runs and logs.
+// nothing), a completions prompt as given (empty when given as token ids). For reference runs and logs.
 std::string prompt_text(const ChatTemplate& chat, const ApiRequest& r);
 
 }  // namespace hypic::server

@@ -27,7 +27,10 @@ std::vector<SegKey> affinity_keys(const server::ApiRequest& r, const std::map<st
   const std::string mode = pic_mode_name(r.mode);
   const std::string seg_ns = r.cache_salt + '\0' + std::to_string(r.seam) + '\0' + mode;
   std::string chain;  // the prompt's other text, in order (parts separated by NUL)
-  if (r.endpoint == server::Endpoint::kCompletions) chain = r.prompt;
+  if (r.endpoint == server::Endpoint::kCompletions)
+    chain = r.prompt_tokens.empty() ? r.prompt
+                                    : std::string(reinterpret_cast<const char*>(r.prompt_tokens.data()),
+                                                  r.prompt_tokens.size() * sizeof(int32_t));
   for (const server::Message& m : r.messages)
     for (const server::ContentPart& p : m.parts) {
       if (!p.segment_id.empty() && pic) {

@@ -21,8 +21,17 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
                                      PromptParts* out, const SegmentResolver& resolve) {
   *out = PromptParts{};
   if (r.endpoint == Endpoint::kCompletions) {
-    // Completions prompts are raw text: special-token text in them is parsed, as vLLM does.
-    out->suffix = tok.encode(r.prompt, /*parse_special=*/true);
+    // Completions prompts are raw text (special-token text in them is parsed, as vLLM does)
+    // or token ids, which must name tokens of this vocabulary.
+    if (!r.prompt_tokens.empty()) {
+      for (int32_t id : r.prompt_tokens)
+        if (id >= tok.vocab_size())
+          return bad_request("token id " + std::to_string(id) + " in 'prompt' is outside this model's vocabulary (0 to " +
+                                 std::to_string(tok.vocab_size() - 1) + ")", "prompt", "invalid_value");
+      out->suffix = r.prompt_tokens;
+    } else {
+      out->suffix = tok.encode(r.prompt, /*parse_special=*/true);
+    }
     if (out->suffix.empty()) return bad_request("'prompt' tokenises to nothing", "prompt", "invalid_value");
   } else {
     // Template markers are special tokens; message text never is (no injection of a

@@ -257,6 +257,27 @@ TEST_F(HttpTest, CompletionsEndpoint) {
   EXPECT_EQ(j["choices"][0]["text"], ref->text);
 }
 
+TEST_F(HttpTest, CompletionsTakeTokenIds) {
+  Running s(*model_, *tok_, opts());
+  auto c = s.client();
+  int st = 0;
+  const json text = post(c, "/v1/completions",
+                         json{{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}}, &st);
+  ASSERT_EQ(st, 200) << text.dump();
+  const std::vector<int32_t> ids = tok_->encode("Once upon a time");
+  for (const json& prompt : {json(ids), json::array({json(ids)})}) {
+    const json j = post(c, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 4}, {"temperature", 0}}, &st);
+    ASSERT_EQ(st, 200) << j.dump();
+    EXPECT_EQ(j["choices"][0]["text"], text["choices"][0]["text"]);
+    EXPECT_EQ(j["usage"]["prompt_tokens"], int(ids.size()));
+  }
+  const json bad = post(c, "/v1/completions",
+                        json{{"model", "tiny"}, {"prompt", json::array({1, tok_->vocab_size()})}, {"max_tokens", 1}}, &st);
+  EXPECT_EQ(st, 400);
+  EXPECT_EQ(bad["error"]["param"], "prompt");
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("vocabulary"), std::string::npos) << bad.dump();
+}
+
 TEST_F(HttpTest, SegmentsAreReusedAndSaltIsolates) {
   Running s(*model_, *tok_, opts());
   auto c = s.client();

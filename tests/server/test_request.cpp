@@ -70,6 +70,14 @@ TEST(Request, ValidCompletionAndDefaults) {
   ASSERT_FALSE(e);
   EXPECT_EQ(r.prompt, "one");
   EXPECT_EQ(r.max_tokens, limits().default_max_tokens);
+  // Token ids, bare or as the only prompt of an array (as OpenAI's API accepts them).
+  for (const char* body : {R"({"model":"m","prompt":[5,0,2147483647]})", R"({"model":"m","prompt":[[5,0,2147483647]]})"}) {
+    ApiRequest t;
+    e = parse_request(body, Endpoint::kCompletions, limits(), &t);
+    ASSERT_FALSE(e) << e->message;
+    EXPECT_TRUE(t.prompt.empty());
+    EXPECT_EQ(t.prompt_tokens, (std::vector<int32_t>{5, 0, 2147483647}));
+  }
 }
 
 TEST(Request, HostileInputsGiveTypedErrors) {
@@ -144,8 +152,14 @@ TEST(Request, HostileInputsGiveTypedErrors) {
       {"too many refs", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":"seg_1"},{"type":"segment","segment_id":"seg_2"},{"type":"text","text":"c","hypic_segment":true},{"type":"segment","segment_id":"seg_1"},{"type":"text","text":"q"}]}]})", 400, "messages"},
       {"missing prompt", Endpoint::kCompletions, R"({"model":"m"})", 400, "prompt"},
       {"empty prompt", Endpoint::kCompletions, R"({"model":"m","prompt":""})", 400, "prompt"},
-      {"token prompt", Endpoint::kCompletions, R"({"model":"m","prompt":[1,2,3]})", 400, "prompt"},
       {"batched prompt", Endpoint::kCompletions, R"({"model":"m","prompt":["a","b"]})", 400, "prompt"},
+      {"batched token prompts", Endpoint::kCompletions, R"({"model":"m","prompt":[[1,2],[3]]})", 400, "prompt"},
+      {"empty token prompt", Endpoint::kCompletions, R"({"model":"m","prompt":[]})", 400, "prompt"},
+      {"empty nested token prompt", Endpoint::kCompletions, R"({"model":"m","prompt":[[]]})", 400, "prompt"},
+      {"negative token id", Endpoint::kCompletions, R"({"model":"m","prompt":[1,-2]})", 400, "prompt"},
+      {"huge token id", Endpoint::kCompletions, R"({"model":"m","prompt":[4294967296]})", 400, "prompt"},
+      {"float token id", Endpoint::kCompletions, R"({"model":"m","prompt":[1,2.5]})", 400, "prompt"},
+      {"mixed prompt", Endpoint::kCompletions, R"({"model":"m","prompt":[1,"a"]})", 400, "prompt"},
       {"prompt object", Endpoint::kCompletions, R"({"model":"m","prompt":{}})", 400, "prompt"},
   };
   ASSERT_GE(cases.size(), 30u);
