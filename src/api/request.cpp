@@ -166,6 +166,43 @@ std::optional<ApiError> parse_content(const json& c, const std::string& param,
   return std::nullopt;
 }
 
+// Chat: logprobs (a boolean) and top_logprobs (0-20, needs logprobs); completions: logprobs
+// (a count of alternatives, 0-20; null or absent: none) and echo (prompt logprobs: not yet).
+std::optional<ApiError> parse_logprobs(const json& j, Endpoint ep, ApiRequest* r) {
+  auto lp = j.find("logprobs");
+  const bool has_lp = lp != j.end() && !lp->is_null();
+  if (ep == Endpoint::kCompletions) {
+    if (auto e = j.find("echo"); e != j.end() && !e->is_null()) {
+      if (!e->is_boolean()) return wrong_type("echo", "a boolean", *e);
+      if (e->get<bool>())
+        return bad_request("'echo' (the prompt's logprobs) is not supported yet", "echo", "unsupported_value");
+    }
+    if (!has_lp) return std::nullopt;
+    int64_t n = 0;
+    if (lp->is_boolean()) return wrong_type("logprobs", "an integer (how many alternatives, 0 to 20)", *lp);
+    if (auto e = get_int(*lp, "logprobs", 0, kMaxTopLogprobs, &n)) return e;
+    r->logprobs = int(n);
+    if (r->stream)
+      return bad_request("'logprobs' with 'stream' is not supported yet; ask without streaming", "logprobs",
+                         "unsupported_value");
+    return std::nullopt;
+  }
+  auto top = j.find("top_logprobs");
+  const bool has_top = top != j.end() && !top->is_null();
+  if (has_lp && !lp->is_boolean()) return wrong_type("logprobs", "a boolean", *lp);
+  const bool on = has_lp && lp->get<bool>();
+  int64_t k = 0;
+  if (has_top) {
+    if (auto e = get_int(*top, "top_logprobs", 0, kMaxTopLogprobs, &k)) return e;
+    if (!on) return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
+  }
+  if (on) r->logprobs = int(k);
+  if (r->logprobs >= 0 && r->stream)
+    return bad_request("'logprobs' with 'stream' is not supported yet; ask without streaming", "logprobs",
+                       "unsupported_value");
+  return std::nullopt;
+}
+
 // A completions prompt as OpenAI accepts it: a string, or token ids; and either as the only
 // element of an array. A batch (several prompts) is refused: one request per prompt.
 std::optional<ApiError> parse_prompt(const json& p, ApiRequest* r) {
@@ -292,7 +329,7 @@ std::optional<ApiError> check_fields(const json& j, Endpoint ep) {
       {"stop", nullptr}, {"stream", nullptr}, {"stream_options", nullptr}, {"cache_salt", nullptr},
       {"user", nullptr}, {"logprobs", nullptr}, {"hypic", nullptr},
       {"presence_penalty", is_zero_number}, {"frequency_penalty", is_zero_number},
-      {"logit_bias", is_empty}, {"top_logprobs", is_zero_number}, {"tools", is_empty}, {"functions", is_empty},
+      {"logit_bias", is_empty}, {"top_logprobs", nullptr}, {"tools", is_empty}, {"functions", is_empty},
       {"tool_choice", [](const json& v) { return v == "none"; }},
       {"function_call", [](const json& v) { return v == "none"; }},
       {"parallel_tool_calls", [](const json& v) { return v.is_boolean(); }},  // no tools: nothing to parallelise
@@ -401,14 +438,7 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
     if (!it->is_string()) return wrong_type("user", "a string", *it);
     r->user = it->get<std::string>();
   }
-  for (const char* key : {"logprobs", "echo"}) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) continue;
-    // Completions' logprobs is a count (0: none), chat's a boolean.
-    if (ep == Endpoint::kCompletions && std::string_view(key) == "logprobs" && is_zero_number(*it)) continue;
-    if (!it->is_boolean()) return wrong_type(key, "a boolean", *it);
-    if (it->get<bool>()) return bad_request(std::string("'") + key + "' is not supported", key, "unsupported_value");
-  }
+  if (auto e = parse_logprobs(j, ep, r)) return e;
   if (auto it = j.find("hypic"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("hypic", "an object", *it);
     for (const auto& [k, v] : it->items())

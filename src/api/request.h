@@ -81,12 +81,18 @@ struct SegmentRequest {
   std::optional<int64_t> ttl_seconds;  // none: kept until DELETE
 };
 
+// The most alternatives a request may ask for per token (OpenAI's top_logprobs limit).
+inline constexpr int kMaxTopLogprobs = 20;
+
 struct ApiRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;
   std::vector<Message> messages;  // chat
   std::string prompt;             // completions: text (empty when given as token ids)
   std::vector<int32_t> prompt_tokens;  // completions: token ids (checked against the vocabulary later)
+  // -1: no logprobs; else each output token's logprob and this many alternatives (chat:
+  // logprobs + top_logprobs; completions: logprobs).
+  int logprobs = -1;
   int max_tokens = 0;             // resolved (default applied)
   double temperature = 1.0;       // OpenAI default
   double top_p = 1.0;

@@ -123,7 +123,8 @@ void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, 
         done(o.error->http_status, nullptr, o.error->code);
         return reply(error_reply(*o.error));
       }
-      json choice{{"index", 0}, {"finish_reason", o.result["finish_reason"]}, {"logprobs", nullptr}};
+      json choice{{"index", 0}, {"finish_reason", o.result["finish_reason"]},
+                  {"logprobs", o.result.contains("logprobs") ? o.result["logprobs"] : json(nullptr)}};
       if (m.chat) choice["message"] = {{"role", "assistant"}, {"content", o.result["text"]}};
       else choice["text"] = o.result["text"];
       json body{{"id", m.id}, {"object", m.chat ? "chat.completion" : "text_completion"},

@@ -81,6 +81,7 @@ DecodeCursor::DecodeCursor(const ModelConfig& cfg, const Tokenizer& tok,
     : vocab_(cfg.vocab_size),
       context_(cfg.max_position_embeddings),
       opt_(opt),
+      tok_(tok),
       eos_(eos_ids(cfg, tok)),
       sampler_(opt.sampling),
       stop_(opt.stop),
@@ -92,7 +93,11 @@ DecodeCursor::DecodeCursor(const ModelConfig& cfg, const Tokenizer& tok,
   ended_ = opt.max_tokens <= 0;
 }
 
-int32_t DecodeCursor::sample(const float* logits) { return sampler_.sample(logits, vocab_); }
+int32_t DecodeCursor::sample(const float* logits) {
+  const int32_t id = sampler_.sample(logits, vocab_);
+  if (opt_.logprobs >= 0) pending_lp_ = logprobs_at(logits, vocab_, id, std::min(opt_.logprobs, kMaxTopLogprobs), tok_);
+  return id;
+}
 
 bool DecodeCursor::accept(int32_t id, int64_t pos) {
   GenerateResult& r = *out_;
@@ -106,6 +111,7 @@ bool DecodeCursor::accept(int32_t id, int64_t pos) {
     r.finish_reason = "stop";
     return end();
   }
+  if (opt_.logprobs >= 0) r.logprobs.push_back(std::move(pending_lp_));
   const std::string piece = stop_.push(dec_.push(id));
   r.text += piece;
   if (on_text_ && !piece.empty() && !on_text_(piece)) {

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "core/timer.h"
+#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -19,11 +20,15 @@ struct GenerateOptions {
   int max_tokens = 256;
   std::vector<std::string> stop;  // stop strings; the match is not part of the output
   bool stop_at_eos = true;        // config eos ids and <|im_end|> / <|endoftext|> end it
+  // -1: none; 0..kMaxTopLogprobs: each output token's logprob and that many alternatives.
+  int logprobs = -1;
 };
 
 struct GenerateResult {
   std::string text;
   std::vector<int32_t> tokens;  // generated ids (including a final EOS, if any)
+  // With GenerateOptions::logprobs >= 0: one per token of `text` (not the final EOS).
+  std::vector<PositionLogprobs> logprobs;
   std::string finish_reason;    // "stop" or "length"
   int64_t prompt_tokens = 0;
   double ttft_ms = 0;           // prompt in -> first token sampled
@@ -93,6 +98,8 @@ class DecodeCursor {
 
   int64_t vocab_, context_;
   GenerateOptions opt_;
+  Tokenizer tok_;                    // token bytes for logprobs
+  PositionLogprobs pending_lp_;      // of the token sample() chose, for accept()
   std::vector<int32_t> eos_;
   Sampler sampler_;
   StopMatcher stop_;

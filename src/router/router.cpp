@@ -102,6 +102,10 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
         o.result = json{{"text", text}, {"finish_reason", ev.final().finish_reason()},
                         {"usage", server::usage_from_pb(ev.final().usage())}};
         o.result["usage"]["hypic"]["instance"] = addr;
+        if (!ev.final().logprobs_json().empty()) {
+          json lp = json::parse(ev.final().logprobs_json(), nullptr, /*allow_exceptions=*/false);
+          if (!lp.is_discarded()) o.result["logprobs"] = std::move(lp);
+        }
         outcome = std::move(o);
       } else if (ev.has_error()) {
         server::Outcome o;

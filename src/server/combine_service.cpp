@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "api/http_util.h"
 #include "api/outcome_pb.h"
 #include "core/address.h"
 #include "hypic_cluster.grpc.pb.h"
@@ -74,6 +75,7 @@ struct CombineServer::Service final : pb::Combine::Service {
     pb::GenerateEvent ev;
     ev.mutable_final()->set_finish_reason(o.result.value("finish_reason", ""));
     *ev.mutable_final()->mutable_usage() = usage_to_pb(o.result["usage"]);
+    if (o.result.contains("logprobs")) ev.mutable_final()->set_logprobs_json(dump(o.result["logprobs"]));
     w->Write(ev);
     end(200, o.result["usage"], "");
     return grpc::Status::OK;

@@ -13,6 +13,7 @@ GenerateOptions generate_options(const ApiRequest& r) {
   g.sampling.top_p = float(r.top_p);
   g.sampling.top_k = r.top_k;
   g.sampling.seed = r.seed.value_or(0);
+  g.logprobs = r.logprobs;
   return g;
 }
 

@@ -7,6 +7,7 @@
 
 #include "api/http_util.h"
 #include "core/log.h"
+#include "server/logprobs_json.h"
 #include "server/usage.h"
 
 namespace hypic::server {
@@ -113,13 +114,15 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
     }
     return ticket->push_text(t);
   };
-  d.finish = [this, f = std::move(p->figures)](GenerateResult&& g, const Status& st) {
-    return finish_generation(std::move(g), st, f);
+  d.finish = [this, f = std::move(p->figures), ep = r.endpoint, lp = r.logprobs >= 0](GenerateResult&& g,
+                                                                                     const Status& st) {
+    return finish_generation(std::move(g), st, f, lp ? std::optional<Endpoint>(ep) : std::nullopt);
   };
   return d;
 }
 
-Outcome Jobs::finish_generation(GenerateResult&& g, const Status& d, RequestFigures f) const {
+Outcome Jobs::finish_generation(GenerateResult&& g, const Status& d, RequestFigures f,
+                                std::optional<Endpoint> logprobs) const {
   Outcome out;
   metrics_.record_generation(int64_t(g.tokens.size()), g.tokens.empty() ? -1.0 : g.ttft_ms);
   // Cut at the drain deadline: what it produced (a stream ends with it), then the error.
@@ -134,6 +137,7 @@ Outcome Jobs::finish_generation(GenerateResult&& g, const Status& d, RequestFigu
   f.ttft_ms = g.ttft_ms;
   f.completion_tokens = int64_t(g.tokens.size());
   out.result = json{{"text", g.text}, {"finish_reason", g.finish_reason}, {"usage", usage_json(f)}};
+  if (logprobs) out.result["logprobs"] = logprobs_json(g.logprobs, *logprobs);
   return out;
 }
 

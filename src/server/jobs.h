@@ -57,7 +57,9 @@ class Jobs {
   // Builds (or finds) the entry of parts.segments[0] and registers it, pinned.
   Outcome run_registration(const Scheduler::Job& job) const;
   // A finished generation's outcome: text, finish_reason and usage, or its error.
-  Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f) const;
+  // `logprobs`: the endpoint whose logprobs form the result gets (none: not asked for).
+  Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f,
+                            std::optional<Endpoint> logprobs) const;
 
   const Runner& runner_;
   SegmentRegistry& registry_;

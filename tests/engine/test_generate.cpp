@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -457,6 +459,75 @@ TEST(GenerateModelCopy, StopsAtEosFromTheConfig) {
   auto r2 = generate(**m, *tok, g.prompt, o);
   ASSERT_TRUE(r2.is_ok());
   EXPECT_EQ(r2->tokens, g.greedy);
+}
+
+}  // namespace
+}  // namespace hypic
+
+namespace hypic {
+namespace {
+
+// log_softmax in double and a full sort: the reference for logprobs_at.
+TEST_F(GenerateTest, LogprobsMatchAPlainLogSoftmax) {
+  const int64_t V = 3000;
+  std::mt19937 g(7);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  std::vector<float> logits(V);
+  for (float& x : logits) x = d(g);
+  logits[17] = logits[2900] = 12.0f;  // a tie at the top: the lower id first
+  double mx = -1e30, sum = 0;
+  for (float x : logits) mx = std::max(mx, double(x));
+  for (float x : logits) sum += std::exp(double(x) - mx);
+  std::vector<int32_t> order(V);
+  for (int64_t i = 0; i < V; ++i) order[i] = int32_t(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  for (int k : {0, 1, 5, kMaxTopLogprobs}) {
+    const PositionLogprobs p = logprobs_at(logits.data(), V, 123, k, *tok_);
+    EXPECT_EQ(p.chosen.id, 123);
+    EXPECT_NEAR(p.chosen.logprob, double(logits[123]) - mx - std::log(sum), 1e-5);
+    EXPECT_EQ(p.chosen.bytes, std::string(tok_->token_bytes(123)));
+    ASSERT_EQ(int(p.top.size()), k);
+    for (int i = 0; i < k; ++i) {
+      EXPECT_EQ(p.top[i].id, order[i]) << i;
+      EXPECT_NEAR(p.top[i].logprob, double(logits[order[i]]) - mx - std::log(sum), 1e-5);
+    }
+  }
+}
+
+// Each generated token's logprob is the log_softmax of a direct forward of the prompt and the
+// tokens before it; greedy picks the top alternative; the final EOS has none.
+TEST_F(GenerateTest, LogprobsOfGeneratedTokensMatchADirectForward) {
+  GenerateOptions o = greedy(6);
+  o.logprobs = 3;
+  auto r = generate(*model_, *tok_, golden_->prompt, o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->logprobs.size(), r->tokens.size());
+  std::vector<int32_t> seq = golden_->prompt;
+  for (size_t i = 0; i < r->tokens.size(); ++i) {
+    const PositionLogprobs& p = r->logprobs[i];
+    EXPECT_EQ(p.chosen.id, r->tokens[i]);
+    ASSERT_EQ(p.top.size(), 3u);
+    EXPECT_EQ(p.top[0].id, p.chosen.id) << "greedy takes the most likely token";
+    EXPECT_GE(p.top[0].logprob, p.top[1].logprob);
+    EXPECT_GE(p.top[1].logprob, p.top[2].logprob);
+    SeqState st = model_->new_state(int64_t(seq.size()) + 1);
+    std::vector<float> logits;
+    ASSERT_TRUE(model_->forward(st, seq, LogitsFor::kLast, &logits).is_ok());
+    const PositionLogprobs ref = logprobs_at(logits.data(), int64_t(logits.size()), r->tokens[i], 3, *tok_);
+    EXPECT_NEAR(p.chosen.logprob, ref.chosen.logprob, 1e-3) << i;
+    seq.push_back(r->tokens[i]);
+  }
+  // With EOS on: a sequence that ends on EOS has one logprob fewer than tokens.
+  o.stop_at_eos = true;
+  o.max_tokens = 64;
+  auto e = generate(*model_, *tok_, golden_->prompt, o);
+  ASSERT_TRUE(e.is_ok());
+  const bool eos_end = e->finish_reason == "stop";
+  EXPECT_EQ(e->logprobs.size() + (eos_end ? 1 : 0), e->tokens.size());
+  // Without the option: nothing recorded.
+  auto none = generate(*model_, *tok_, golden_->prompt, greedy(3));
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_TRUE(none->logprobs.empty());
 }
 
 }  // namespace

@@ -278,6 +278,72 @@ TEST_F(HttpTest, CompletionsTakeTokenIds) {
   EXPECT_NE(bad["error"]["message"].get<std::string>().find("vocabulary"), std::string::npos) << bad.dump();
 }
 
+TEST_F(HttpTest, LogprobsOfChatAndCompletions) {
+  Running s(*model_, *tok_, opts());
+  auto c = s.client();
+  int st = 0;
+  json body = chat_body(5);
+  body["temperature"] = 0;
+  body["logprobs"] = true;
+  body["top_logprobs"] = 3;
+  const json j = post(c, "/v1/chat/completions", body, &st);
+  ASSERT_EQ(st, 200) << j.dump();
+  const json& content = j["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(int(content.size()), j["usage"]["completion_tokens"].get<int>() - (j["choices"][0]["finish_reason"] == "stop"));
+  std::string joined;
+  for (const json& e : content) {
+    ASSERT_EQ(e["top_logprobs"].size(), 3u);
+    EXPECT_EQ(e["top_logprobs"][0]["token"], e["token"]) << "greedy: the top alternative";
+    EXPECT_EQ(e["top_logprobs"][0]["logprob"], e["logprob"]);
+    EXPECT_LE(e["logprob"].get<double>(), 0.0);
+    std::string bytes;
+    for (int b : e["bytes"]) bytes += char(b);
+    joined += bytes;
+  }
+  const std::string text = j["choices"][0]["message"]["content"];
+  if (text.find("\xEF\xBF\xBD") == std::string::npos) EXPECT_EQ(joined, text);  // else bytes of a broken character
+  else EXPECT_FALSE(joined.empty());
+  body.erase("top_logprobs");
+  const json plain = post(c, "/v1/chat/completions", body, &st);
+  ASSERT_EQ(st, 200);
+  EXPECT_TRUE(plain["choices"][0]["logprobs"]["content"][0]["top_logprobs"].empty());
+  body.erase("logprobs");
+  EXPECT_TRUE(post(c, "/v1/chat/completions", body, &st)["choices"][0]["logprobs"].is_null());
+
+  const json k = post(c, "/v1/completions",
+                      json{{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0},
+                           {"logprobs", 2}}, &st);
+  ASSERT_EQ(st, 200) << k.dump();
+  const json& lp = k["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), lp["token_logprobs"].size());
+  ASSERT_EQ(lp["top_logprobs"].size(), lp["tokens"].size());
+  EXPECT_EQ(lp["text_offset"][0], 0);
+  for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+    EXPECT_LE(lp["top_logprobs"][i].size(), 2u);
+    EXPECT_GE(lp["top_logprobs"][i].size(), 1u);
+  }
+
+  // Bad input: a 4xx naming the field.
+  const std::vector<std::pair<std::string, json>> bad = {
+      {"top_logprobs", json{{"logprobs", true}, {"top_logprobs", 21}}},
+      {"top_logprobs", json{{"top_logprobs", 2}}},
+      {"logprobs", json{{"logprobs", "yes"}}},
+      {"logprobs", json{{"logprobs", true}, {"stream", true}}},
+  };
+  for (const auto& [param, extra] : bad) {
+    json b = chat_body(2);
+    b.update(extra);
+    const json e = post(c, "/v1/chat/completions", b, &st);
+    EXPECT_EQ(st, 400) << extra.dump();
+    EXPECT_EQ(e["error"]["param"], param) << extra.dump() << e.dump();
+  }
+  for (const json& extra : {json{{"logprobs", 21}}, json{{"logprobs", true}}, json{{"echo", true}}}) {
+    json b{{"model", "tiny"}, {"prompt", "x"}, {"max_tokens", 1}};
+    b.update(extra);
+    EXPECT_EQ((post(c, "/v1/completions", b, &st), st), 400) << extra.dump();
+  }
+}
+
 TEST_F(HttpTest, SegmentsAreReusedAndSaltIsolates) {
   Running s(*model_, *tok_, opts());
   auto c = s.client();

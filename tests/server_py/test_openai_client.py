@@ -302,6 +302,33 @@ class ChatAndCompletions(ServerCase):
         self.assertIsNotNone(usage)
         self.assertEqual(usage.completion_tokens, r.usage.completion_tokens)
 
+    def test_logprobs(self):
+        """Chat logprobs + top_logprobs and completions logprobs, parsed by the client: greedy's
+        token is its own top alternative; a token-id prompt answers as its text does."""
+        r = self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Hello there"}],
+                                                max_tokens=5, temperature=0, logprobs=True, top_logprobs=3)
+        content = r.choices[0].logprobs.content
+        self.assertEqual(len(content), r.usage.completion_tokens - (r.choices[0].finish_reason == "stop"))
+        for e in content:
+            self.assertEqual(len(e.top_logprobs), 3)
+            self.assertEqual(e.top_logprobs[0].token, e.token)
+            self.assertAlmostEqual(e.top_logprobs[0].logprob, e.logprob, places=6)
+            self.assertLessEqual(e.logprob, 0.0)
+            self.assertGreaterEqual(e.top_logprobs[1].logprob, e.top_logprobs[2].logprob)
+        plain = self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Hello there"}],
+                                                    max_tokens=5, temperature=0)
+        self.assertIsNone(plain.choices[0].logprobs)
+        self.assertEqual(plain.choices[0].message.content, r.choices[0].message.content)
+        c = self.client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=4, temperature=0,
+                                           logprobs=2)
+        lp = c.choices[0].logprobs
+        self.assertEqual(len(lp.tokens), len(lp.token_logprobs))
+        self.assertEqual(len(lp.top_logprobs), len(lp.tokens))
+        self.assertEqual(lp.text_offset[0], 0)
+        with self.assertRaises(openai.BadRequestError):
+            self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=1,
+                                                logprobs=True, top_logprobs=21)
+
     def test_models_list(self):
         models = list(self.client.models.list())
         self.assertEqual([m.id for m in models], [MODEL])

@@ -187,6 +187,16 @@ class RouterCluster(unittest.TestCase):
         self.assertEqual(cold.usage.prompt_tokens_details.cached_tokens, 0)
         self.assertGreater(warm.usage.prompt_tokens_details.cached_tokens, 0)
 
+    def test_logprobs_through_the_router(self):
+        msgs = [{"role": "user", "content": "Name a river."}]
+        kw = dict(model=MODEL, messages=msgs, max_tokens=4, temperature=0, logprobs=True, top_logprobs=2)
+        want = client(self.plain.base).chat.completions.create(**kw).choices[0].logprobs
+        got = client(self.router.base).chat.completions.create(**kw).choices[0].logprobs
+        self.assertEqual([e.token for e in got.content], [e.token for e in want.content])
+        for a, b in zip(got.content, want.content):
+            self.assertAlmostEqual(a.logprob, b.logprob, places=4)
+            self.assertEqual([t.token for t in a.top_logprobs], [t.token for t in b.top_logprobs])
+
     def test_streaming_through_the_router(self):
         docs = DOCS[1:3]
         want = ask(self.plain.base, docs, "s2").choices[0].message.content
