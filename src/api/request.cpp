@@ -182,9 +182,6 @@ std::optional<ApiError> parse_logprobs(const json& j, Endpoint ep, ApiRequest* r
     if (lp->is_boolean()) return wrong_type("logprobs", "an integer (how many alternatives, 0 to 20)", *lp);
     if (auto e = get_int(*lp, "logprobs", 0, kMaxTopLogprobs, &n)) return e;
     r->logprobs = int(n);
-    if (r->stream)
-      return bad_request("'logprobs' with 'stream' is not supported yet; ask without streaming", "logprobs",
-                         "unsupported_value");
     return std::nullopt;
   }
   auto top = j.find("top_logprobs");
@@ -197,9 +194,6 @@ std::optional<ApiError> parse_logprobs(const json& j, Endpoint ep, ApiRequest* r
     if (!on) return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs", "invalid_value");
   }
   if (on) r->logprobs = int(k);
-  if (r->logprobs >= 0 && r->stream)
-    return bad_request("'logprobs' with 'stream' is not supported yet; ask without streaming", "logprobs",
-                       "unsupported_value");
   return std::nullopt;
 }
 

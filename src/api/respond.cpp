@@ -11,8 +11,8 @@ using nlohmann::json;
 
 namespace {
 
-json chunk(const ReplyMeta& m, json delta_or_text, json finish) {
-  json choice{{"index", 0}, {"finish_reason", std::move(finish)}, {"logprobs", nullptr}};
+json chunk(const ReplyMeta& m, json delta_or_text, json finish, json logprobs = nullptr) {
+  json choice{{"index", 0}, {"finish_reason", std::move(finish)}, {"logprobs", std::move(logprobs)}};
   if (m.chat) choice["delta"] = std::move(delta_or_text);
   else choice["text"] = std::move(delta_or_text);
   return json{{"id", m.id}, {"object", m.chat ? "chat.completion.chunk" : "text_completion"},
@@ -65,10 +65,11 @@ class TicketStream final : public BodyStream {
     for (;;) {
       std::string piece;
       Outcome o;
-      const auto n = ticket_->poll(&piece, &o, wake);
+      json logprobs;
+      const auto n = ticket_->poll(&piece, &o, wake, &logprobs);
       if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
       if (n == Ticket::Next::kText) {
-        *out += event(chunk(m_, m_.chat ? json{{"content", piece}} : json(piece), nullptr));
+        *out += event(chunk(m_, m_.chat ? json{{"content", piece}} : json(piece), nullptr, std::move(logprobs)));
         if (out->size() >= (64u << 10)) return Poll::kData;
         continue;
       }

@@ -8,12 +8,12 @@ std::function<void()> Ticket::take_wake() {
   return w;
 }
 
-bool Ticket::push_text(std::string text) {
+bool Ticket::push_text(std::string text, nlohmann::json logprobs) {
   std::function<void()> wake;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (cancelled_) return false;
-    pieces_.push_back(std::move(text));
+    pieces_.push_back({std::move(text), std::move(logprobs)});
     cv_.notify_all();
     wake = take_wake();
   }
@@ -37,12 +37,11 @@ bool Ticket::cancelled() const {
   return cancelled_;
 }
 
-bool Ticket::next(std::string* text, Outcome* out) {
+bool Ticket::next(std::string* text, Outcome* out, nlohmann::json* logprobs) {
   std::unique_lock<std::mutex> lk(mu_);
   cv_.wait(lk, [&] { return !pieces_.empty() || outcome_.has_value(); });
   if (!pieces_.empty()) {
-    *text = std::move(pieces_.front());
-    pieces_.pop_front();
+    take_front(text, logprobs);
     return true;
   }
   *out = *outcome_;
@@ -56,11 +55,16 @@ Outcome Ticket::wait(std::string* text) {
   return out;
 }
 
-Ticket::Next Ticket::poll(std::string* text, Outcome* out, std::function<void()> wake) {
+void Ticket::take_front(std::string* text, nlohmann::json* logprobs) {
+  *text = std::move(pieces_.front().text);
+  if (logprobs) *logprobs = std::move(pieces_.front().logprobs);
+  pieces_.pop_front();
+}
+
+Ticket::Next Ticket::poll(std::string* text, Outcome* out, std::function<void()> wake, nlohmann::json* logprobs) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!pieces_.empty()) {
-    *text = std::move(pieces_.front());
-    pieces_.pop_front();
+    take_front(text, logprobs);
     return Next::kText;
   }
   if (outcome_) {

@@ -27,28 +27,35 @@ struct Outcome {
 // Channel between one job and one HTTP handler.
 class Ticket {
  public:
-  // Worker side. push_text returns false once the job is cancelled.
-  bool push_text(std::string text);
+  // Worker side. push_text returns false once the job is cancelled; `logprobs`: the piece's
+  // logprobs object (a stream that asked for them), else null.
+  bool push_text(std::string text, nlohmann::json logprobs = nullptr);
   void finish(Outcome o);
   bool cancelled() const;
 
   // HTTP side. Blocks until a piece or the outcome is available. Returns true with a text
   // piece in *text, or false with the outcome in *out (once; then the ticket is done).
-  bool next(std::string* text, Outcome* out);
+  bool next(std::string* text, Outcome* out, nlohmann::json* logprobs = nullptr);
   // Waits for the outcome, concatenating all text pieces into *text.
   Outcome wait(std::string* text);
   // next() without blocking: kPending when nothing is ready, and then `wake` is called once
   // (by the thread that pushes, finishes or cancels, outside the lock) when something is.
   enum class Next { kText, kOutcome, kPending };
-  Next poll(std::string* text, Outcome* out, std::function<void()> wake);
+  Next poll(std::string* text, Outcome* out, std::function<void()> wake, nlohmann::json* logprobs = nullptr);
   void cancel();
 
  private:
+  // Under mu_: moves the first piece out.
+  void take_front(std::string* text, nlohmann::json* logprobs);
   // Takes the waiting poll's wake (call it after unlocking).
   std::function<void()> take_wake();
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> pieces_;
+  struct Piece {
+    std::string text;
+    nlohmann::json logprobs;
+  };
+  std::deque<Piece> pieces_;
   std::optional<Outcome> outcome_;
   std::function<void()> wake_;  // guarded by mu_
   bool cancelled_ = false;

@@ -114,7 +114,7 @@ bool DecodeCursor::accept(int32_t id, int64_t pos) {
   if (opt_.logprobs >= 0) r.logprobs.push_back(std::move(pending_lp_));
   const std::string piece = stop_.push(dec_.push(id));
   r.text += piece;
-  if (on_text_ && !piece.empty() && !on_text_(piece)) {
+  if (!piece.empty() && !emit(piece)) {
     cancelled_ = true;
     return end();
   }
@@ -127,12 +127,21 @@ bool DecodeCursor::accept(int32_t id, int64_t pos) {
   return true;
 }
 
+bool DecodeCursor::emit(const std::string& piece) {
+  std::vector<PositionLogprobs>& lp = out_->logprobs;
+  if (opt_.on_logprobs && lp_sent_ < lp.size()) {  // the tokens this text came from
+    opt_.on_logprobs(std::vector<PositionLogprobs>(lp.begin() + std::ptrdiff_t(lp_sent_), lp.end()));
+    lp_sent_ = lp.size();
+  }
+  return !on_text_ || on_text_(piece);
+}
+
 Status DecodeCursor::finish() {
   GenerateResult& r = *out_;
   if (!cancelled_ && !stop_.stopped()) {
     const std::string rest = stop_.push(dec_.flush()) + stop_.flush();
     r.text += rest;
-    if (on_text_ && !rest.empty()) on_text_(rest);
+    if (!rest.empty()) emit(rest);
   }
   r.decode_ms = sampled_ == 0 ? 0 : decode_timer_.ms();
   if (cancelled_) return Status(StatusCode::kCancelled, "generation cancelled by the caller");

@@ -22,6 +22,9 @@ struct GenerateOptions {
   bool stop_at_eos = true;        // config eos ids and <|im_end|> / <|endoftext|> end it
   // -1: none; 0..kMaxTopLogprobs: each output token's logprob and that many alternatives.
   int logprobs = -1;
+  // With logprobs: called just before each piece of text goes to on_text, with the logprobs
+  // of the tokens that piece came from (streaming them along with the text).
+  std::function<void(std::vector<PositionLogprobs>)> on_logprobs;
 };
 
 struct GenerateResult {
@@ -95,6 +98,8 @@ class DecodeCursor {
     ended_ = true;
     return false;
   }
+  // Sends a piece of text (after its tokens' logprobs); false if on_text cancels.
+  bool emit(const std::string& piece);
 
   int64_t vocab_, context_;
   GenerateOptions opt_;
@@ -108,6 +113,7 @@ class DecodeCursor {
   Timer start_, decode_timer_;  // request arrival; first token
   GenerateResult* out_;
   int sampled_ = 0;  // tokens accepted so far
+  size_t lp_sent_ = 0;  // out_->logprobs already given to opt_.on_logprobs
   int32_t last_ = -1;
   bool ended_ = false, cancelled_ = false;
 };

@@ -96,7 +96,10 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       if (ev.has_text()) {
         relayed = true;
         text += ev.text();
-        if (!f->ticket->push_text(ev.text())) f->try_cancel();
+        json lp;
+        if (!ev.piece_logprobs_json().empty()) lp = json::parse(ev.piece_logprobs_json(), nullptr, false);
+        if (lp.is_discarded()) lp = nullptr;
+        if (!f->ticket->push_text(ev.text(), std::move(lp))) f->try_cancel();
       } else if (ev.has_final()) {
         server::Outcome o;
         o.result = json{{"text", text}, {"finish_reason", ev.final().finish_reason()},

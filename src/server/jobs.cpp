@@ -104,7 +104,14 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
   d.options = generate_options(r);
   d.start = job.arrival;
   auto itl = std::make_shared<InterTokenTimer>(&metrics_.inter_token);
-  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone](const std::string& t) {
+  // A stream with logprobs: each piece carries those of the tokens it came from.
+  auto piece_lp = std::make_shared<json>(nullptr);
+  if (r.stream && r.logprobs >= 0)
+    d.options.on_logprobs = [piece_lp, ep = r.endpoint, offset = size_t(0)](std::vector<PositionLogprobs> lp) mutable {
+      *piece_lp = logprobs_json(lp, ep, offset);
+      for (const PositionLogprobs& p : lp) offset += p.chosen.bytes.size();
+    };
+  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone, piece_lp](const std::string& t) {
     itl->tick();
     if (opt_.debug_piece_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_piece_delay_ms));
@@ -112,7 +119,7 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
       ticket->cancel();
       return false;
     }
-    return ticket->push_text(t);
+    return ticket->push_text(t, std::exchange(*piece_lp, nullptr));
   };
   d.finish = [this, f = std::move(p->figures), ep = r.endpoint, lp = r.logprobs >= 0](GenerateResult&& g,
                                                                                      const Status& st) {

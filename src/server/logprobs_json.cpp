@@ -18,7 +18,7 @@ json chat_entry(const TokenLogprob& t) {
 
 }  // namespace
 
-json logprobs_json(const std::vector<PositionLogprobs>& lp, Endpoint ep) {
+json logprobs_json(const std::vector<PositionLogprobs>& lp, Endpoint ep, size_t offset) {
   if (ep == Endpoint::kChat) {
     json content = json::array();
     for (const PositionLogprobs& p : lp) {
@@ -30,7 +30,6 @@ json logprobs_json(const std::vector<PositionLogprobs>& lp, Endpoint ep) {
     return json{{"content", std::move(content)}, {"refusal", nullptr}};
   }
   json tokens = json::array(), values = json::array(), top = json::array(), offsets = json::array();
-  size_t offset = 0;
   for (const PositionLogprobs& p : lp) {
     tokens.push_back(p.chosen.bytes);
     values.push_back(p.chosen.logprob);

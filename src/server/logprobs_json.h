@@ -12,6 +12,7 @@
 
 namespace hypic::server {
 
-nlohmann::json logprobs_json(const std::vector<PositionLogprobs>& lp, Endpoint ep);
+// `offset`: completions' text_offset of the first token (a stream's later pieces).
+nlohmann::json logprobs_json(const std::vector<PositionLogprobs>& lp, Endpoint ep, size_t offset = 0);
 
 }  // namespace hypic::server

@@ -323,12 +323,30 @@ TEST_F(HttpTest, LogprobsOfChatAndCompletions) {
     EXPECT_GE(lp["top_logprobs"][i].size(), 1u);
   }
 
+  // Streamed: each chunk carries its tokens' logprobs; together they are the non-streamed ones.
+  body["logprobs"] = true;
+  body["top_logprobs"] = 3;
+  body["stream"] = true;
+  auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  json streamed = json::array();
+  for (size_t p = 0, e; (e = res->body.find("\n\n", p)) != std::string::npos; p = e + 2) {
+    const std::string line = res->body.substr(p, e - p);
+    if (line.rfind("data: {", 0) != 0) continue;
+    const json ch = json::parse(line.substr(6));
+    const json& lp = ch["choices"][0]["logprobs"];
+    if (ch["choices"][0]["delta"].contains("content") && !ch["choices"][0]["delta"]["content"].get<std::string>().empty()) {
+      ASSERT_TRUE(lp.is_object()) << line;
+      for (const json& e : lp["content"]) streamed.push_back(e);
+    }
+  }
+  EXPECT_EQ(streamed, content);
+
   // Bad input: a 4xx naming the field.
   const std::vector<std::pair<std::string, json>> bad = {
       {"top_logprobs", json{{"logprobs", true}, {"top_logprobs", 21}}},
       {"top_logprobs", json{{"top_logprobs", 2}}},
       {"logprobs", json{{"logprobs", "yes"}}},
-      {"logprobs", json{{"logprobs", true}, {"stream", true}}},
   };
   for (const auto& [param, extra] : bad) {
     json b = chat_body(2);

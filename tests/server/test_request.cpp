@@ -142,7 +142,6 @@ TEST(Request, HostileInputsGiveTypedErrors) {
       {"logprobs not a boolean", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"logprobs":1})", 400, "logprobs"},
       {"top_logprobs alone", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"top_logprobs":1})", 400, "top_logprobs"},
       {"top_logprobs too many", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":21})", 400, "top_logprobs"},
-      {"logprobs streamed", Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"logprobs":true,"stream":true})", 400, "logprobs"},
       {"completions logprobs boolean", Endpoint::kCompletions, R"({"model":"m","prompt":"a","logprobs":true})", 400, "logprobs"},
       {"completions logprobs 21", Endpoint::kCompletions, R"({"model":"m","prompt":"a","logprobs":21})", 400, "logprobs"},
       {"echo", Endpoint::kCompletions, R"({"model":"m","prompt":"a","echo":true})", 400, "echo"},

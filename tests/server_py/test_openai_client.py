@@ -315,6 +315,14 @@ class ChatAndCompletions(ServerCase):
             self.assertAlmostEqual(e.top_logprobs[0].logprob, e.logprob, places=6)
             self.assertLessEqual(e.logprob, 0.0)
             self.assertGreaterEqual(e.top_logprobs[1].logprob, e.top_logprobs[2].logprob)
+        streamed = []
+        with self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Hello there"}],
+                                                 max_tokens=5, temperature=0, logprobs=True, top_logprobs=3,
+                                                 stream=True) as s:
+            for ch in s:
+                if ch.choices and ch.choices[0].logprobs is not None:
+                    streamed.extend(ch.choices[0].logprobs.content)
+        self.assertEqual([(e.token, e.logprob) for e in streamed], [(e.token, e.logprob) for e in content])
         plain = self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Hello there"}],
                                                     max_tokens=5, temperature=0)
         self.assertIsNone(plain.choices[0].logprobs)

@@ -193,6 +193,12 @@ class RouterCluster(unittest.TestCase):
         want = client(self.plain.base).chat.completions.create(**kw).choices[0].logprobs
         got = client(self.router.base).chat.completions.create(**kw).choices[0].logprobs
         self.assertEqual([e.token for e in got.content], [e.token for e in want.content])
+        streamed = []
+        with client(self.router.base).chat.completions.create(stream=True, **kw) as s:
+            for ch in s:
+                if ch.choices and ch.choices[0].logprobs is not None:
+                    streamed.extend(ch.choices[0].logprobs.content)
+        self.assertEqual([e.token for e in streamed], [e.token for e in want.content])
         for a, b in zip(got.content, want.content):
             self.assertAlmostEqual(a.logprob, b.logprob, places=4)
             self.assertEqual([t.token for t in a.top_logprobs], [t.token for t in b.top_logprobs])
