@@ -21,6 +21,7 @@ pb::Usage usage_to_pb(const json& u) {
   p.set_recomputed_tokens(i64(h, "recomputed_tokens"));
   p.set_seam_tokens(i64(h, "seam_tokens"));
   p.set_ttft_ms(h.value("ttft_ms", 0.0));
+  p.set_auto_segments(int32_t(i64(h, "auto_segments")));
   if (h.contains("scatter")) {
     const json& s = h["scatter"];
     pb::ScatterUsage* ps = p.mutable_scatter();
@@ -40,6 +41,7 @@ json usage_from_pb(const pb::Usage& p) {
          {"recomputed_tokens", p.recomputed_tokens()},
          {"seam_tokens", p.seam_tokens()},
          {"ttft_ms", p.ttft_ms()}};
+  if (p.auto_segments() > 0) h["auto_segments"] = p.auto_segments();
   if (p.has_scatter())
     h["scatter"] = {{"built_remote", p.scatter().built_remote()}, {"built_local", p.scatter().built_local()},
                     {"rescheduled", p.scatter().rescheduled()}, {"corrupt", p.scatter().corrupt()}};

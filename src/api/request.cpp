@@ -436,7 +436,8 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
   if (auto it = j.find("hypic"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("hypic", "an object", *it);
     for (const auto& [k, v] : it->items())
-      if (k != "mode" && k != "seam") return unsupported("hypic." + k, " (the 'hypic' object takes 'mode' and 'seam'); remove it");
+      if (k != "mode" && k != "seam" && k != "auto_segments")
+        return unsupported("hypic." + k, " (the 'hypic' object takes 'mode', 'seam' and 'auto_segments'); remove it");
     if (auto m = it->find("mode"); m != it->end() && !m->is_null()) {
       if (!m->is_string()) return wrong_type("hypic.mode", "a string", *m);
       if (!parse_pic_mode(m->get<std::string>(), &r->mode))
@@ -446,6 +447,23 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
       int64_t v = 0;
       if (auto e = get_int(*s, "hypic.seam", 0, lim.max_seam, &v)) return e;
       r->seam = int(v);
+    }
+    if (auto a = it->find("auto_segments"); a != it->end() && !a->is_null()) {
+      // false: none; true: the server's (--auto-segments, else "separator"); a list of modes.
+      if (a->is_boolean()) {
+        r->auto_segments = a->get<bool>() ? "default" : "off";
+      } else if (a->is_array()) {
+        std::string list;
+        for (const json& m : *a) {
+          if (!m.is_string() || (m != "separator" && m != "parts"))
+            return bad_request("'hypic.auto_segments' lists \"separator\" and / or \"parts\"", "hypic.auto_segments",
+                               "invalid_value");
+          list += (list.empty() ? "" : ",") + m.get<std::string>();
+        }
+        r->auto_segments = list.empty() ? "off" : list;
+      } else {
+        return wrong_type("hypic.auto_segments", "a boolean or a list of modes", *a);
+      }
     }
   }
   return std::nullopt;

@@ -90,6 +90,13 @@ struct ApiRequest {
   std::vector<Message> messages;  // chat
   std::string prompt;             // completions: text (empty when given as token ids)
   std::vector<int32_t> prompt_tokens;  // completions: token ids (checked against the vocabulary later)
+  // Completions with automatic segments (api/auto_segments.h): the prompt's segments, in
+  // order, before `prompt` (then the text after the last one).
+  std::vector<std::string> prompt_segments;
+  // hypic.auto_segments as asked: none (the server's default), "off", "default" (true) or
+  // a list ("separator,parts"); auto_segments_made: the segments apply_auto_segments made.
+  std::optional<std::string> auto_segments;
+  int auto_segments_made = 0;
   // -1: no logprobs; else each output token's logprob and this many alternatives (chat:
   // logprobs + top_logprobs; completions: logprobs).
   int logprobs = -1;

@@ -43,6 +43,10 @@ int cmd_serve(int argc, char** argv) {
                                    "(password also $HYPIC_REDIS_PASSWORD; rediss://...?ssl_ca_certs=F[&ssl_certfile=F&"
                                    "ssl_keyfile=F] for TLS): entries built by any instance are fetched, not rebuilt; every "
                                    "instance (and a router given the same URL) answers every segment id")
+      .opt("auto-segments", "MODES", "segments for clients that do not mark them: separator (texts cut at "
+                                     "--segment-separator), parts (each text part of the last user message but the last), "
+                                     "both as separator,parts, or off; a request's hypic.auto_segments overrides it", "off")
+      .opt("segment-separator", "S", "the separator of --auto-segments separator", "<<PIC_SEP>>")
       .opt("flush-timeout", "S", "on SIGTERM, after the drain: seconds to write the memory tier's entries to --cache-dir", "30")
       .opt("max-concurrency", "N", "requests in flight at once (decoded together: continuous batching)", "16")
       .opt("prefill-threads", "N", "threads prefilling new requests while the batch decodes", "1")
@@ -105,6 +109,13 @@ int cmd_serve(int argc, char** argv) {
   so.cache_mem_bytes = size_t(*mem) << 20;
   so.cache_dir = a.str("cache-dir");
   so.segment_store = a.str("segment-store");
+  {
+    std::string why;
+    if (!server::parse_auto_segments(a.str("auto-segments"), &so.auto_segments, &why))
+      return report_error("serve", invalid_argument("--auto-segments: " + why));
+    so.auto_segments.sep = a.str("segment-separator");
+    if (so.auto_segments.sep.empty()) return report_error("serve", invalid_argument("--segment-separator must not be empty"));
+  }
   so.flush_timeout_ms = int(*flush_s) * 1000;
   so.scheduler.max_batch = int(*conc);
   so.scheduler.workers = int(*prefill_threads);

@@ -31,6 +31,7 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
                                  std::to_string(tok.vocab_size() - 1) + ")", "prompt", "invalid_value");
       out->suffix = r.prompt_tokens;
     } else {
+      for (const std::string& s : r.prompt_segments) out->segments.push_back(tok.encode(s, /*parse_special=*/true));
       out->suffix = tok.encode(r.prompt, /*parse_special=*/true);
     }
     if (out->suffix.empty()) return bad_request("'prompt' tokenises to nothing", "prompt", "invalid_value");

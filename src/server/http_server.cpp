@@ -98,6 +98,7 @@ std::optional<ApiError> HttpServer::Impl::prepare(std::string_view body, Endpoin
                                                  ApiRequest* r, PromptParts* parts) {
   if (auto e = parse_request(body, ep, opt.limits, r)) return e;
   if (r->model != opt.model_name) return model_not_found(r->model, opt.model_name);
+  if (auto e = apply_auto_segments(r, opt.auto_segments, opt.limits)) return e;
   // Registered segments referenced by id: tokens from the tenant's registration.
   const auto now = Clock::now();
   sweep_registry(now);

@@ -29,6 +29,7 @@
 #include "cluster/scatter.h"
 #include "model/model.h"
 #include "rpc/credentials.h"
+#include "api/auto_segments.h"
 #include "api/http_front.h"
 #include "server/engine_request.h"
 #include "server/scheduler.h"
@@ -51,6 +52,9 @@ struct ServerOptions {
   // any instance built are fetched instead of built, and the registry of /v1/segments is
   // kept there instead of in cache_dir, so every instance answers every segment id.
   std::string segment_store;
+  // Segments made for clients that do not mark them (api/auto_segments.h); a request's
+  // "hypic": {"auto_segments": ...} overrides it.
+  AutoSegments auto_segments;
   // Segment parallelism (combine worker): when scatter.workers is non-empty or
   // scatter.local_lanes > 1, the cold segments of hypic / naive requests are built by
   // cluster::Scatter (remote `hypic worker`s and local lanes) before the composition.

@@ -121,9 +121,11 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
     }
     return ticket->push_text(t, std::exchange(*piece_lp, nullptr));
   };
-  d.finish = [this, f = std::move(p->figures), ep = r.endpoint, lp = r.logprobs >= 0](GenerateResult&& g,
-                                                                                     const Status& st) {
-    return finish_generation(std::move(g), st, f, lp ? std::optional<Endpoint>(ep) : std::nullopt);
+  d.finish = [this, f = std::move(p->figures), ep = r.endpoint, lp = r.logprobs >= 0,
+               made = r.auto_segments_made](GenerateResult&& g, const Status& st) {
+    Outcome o = finish_generation(std::move(g), st, f, lp ? std::optional<Endpoint>(ep) : std::nullopt);
+    if (made > 0 && o.result.contains("usage")) o.result["usage"]["hypic"]["auto_segments"] = made;
+    return o;
   };
   return d;
 }

@@ -476,6 +476,46 @@ class Segments(ServerCase):
             self._chat(by_id, t)
 
 
+class AutoSegments(ServerCase):
+    """--auto-segments separator: an unmodified client's documents, cut at <<PIC_SEP>>, are
+    segments that hit in any order, with the answer of the same documents marked by hand."""
+    SERVER_ARGS = ("--auto-segments", "separator")
+
+    def ask(self, content, salt, **kw):
+        return self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": content}],
+                                                   max_tokens=6, temperature=0, extra_body={"cache_salt": salt, **kw})
+
+    def test_separated_documents_hit_in_any_order(self):
+        s = salt()
+        r1 = self.ask(DOC_A + "<<PIC_SEP>>" + DOC_B + "<<PIC_SEP>>Which is about water?", s)
+        h1 = hypic_usage(r1.usage)
+        self.assertEqual((h1["auto_segments"], h1["segments_missed"], h1["segments_hit"]), (2, 2, 0), h1)
+        r2 = self.ask(DOC_B + "<<PIC_SEP>>" + DOC_A + "<<PIC_SEP>>Which is about water?", s)
+        h2 = hypic_usage(r2.usage)
+        self.assertEqual((h2["segments_hit"], h2["segments_missed"]), (2, 0), h2)
+        marked = self.client.chat.completions.create(
+            model=MODEL, messages=seg_messages([DOC_B, DOC_A], "Which is about water?"), max_tokens=6, temperature=0,
+            extra_body={"cache_salt": s})
+        self.assertEqual(r2.choices[0].message.content, marked.choices[0].message.content)
+        self.assertEqual(hypic_usage(marked.usage)["segments_hit"], 2)
+        # A request may opt out: the text stays whole (separators removed).
+        off = self.ask(DOC_A + "<<PIC_SEP>>Which?", s, hypic={"auto_segments": False})
+        h3 = hypic_usage(off.usage)
+        self.assertEqual(h3["segments_hit"] + h3["segments_missed"], 0, h3)
+        self.assertNotIn("auto_segments", h3)
+
+    def test_completions_prompt_is_cut_too(self):
+        s = salt()
+        p = DOC_A + "<<PIC_SEP>>" + DOC_B + "<<PIC_SEP>>Summary:"
+        a = self.client.completions.create(model=MODEL, prompt=p, max_tokens=4, temperature=0,
+                                           extra_body={"cache_salt": s})
+        b = self.client.completions.create(model=MODEL, prompt=p, max_tokens=4, temperature=0,
+                                           extra_body={"cache_salt": s})
+        self.assertEqual(hypic_usage(a.usage)["segments_missed"], 2)
+        self.assertEqual(hypic_usage(b.usage)["segments_hit"], 2)
+        self.assertEqual(a.choices[0].text, b.choices[0].text)
+
+
 class Errors(ServerCase):
     def test_malformed_requests_are_bad_request(self):
         cases = [
