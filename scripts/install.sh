@@ -20,7 +20,7 @@ if ((${#missing[@]})); then
 fi
 
 # Test-side Python (no torch: heavy tools live in tools/ and use their own environment).
-PY_PKGS=(numpy tokenizers safetensors openai)
+PY_PKGS=(numpy tokenizers safetensors openai anthropic)
 STAMP=.venv/.hypic-stamp
 WANT="${PY_PKGS[*]}"
 if [[ ! -f $STAMP || "$(cat $STAMP)" != "$WANT" ]]; then

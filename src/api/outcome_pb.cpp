@@ -22,6 +22,7 @@ pb::Usage usage_to_pb(const json& u) {
   p.set_seam_tokens(i64(h, "seam_tokens"));
   p.set_ttft_ms(h.value("ttft_ms", 0.0));
   p.set_auto_segments(int32_t(i64(h, "auto_segments")));
+  p.set_cached_new_tokens(i64(h, "cached_new_tokens"));
   if (h.contains("scatter")) {
     const json& s = h["scatter"];
     pb::ScatterUsage* ps = p.mutable_scatter();
@@ -40,6 +41,7 @@ json usage_from_pb(const pb::Usage& p) {
          {"reused_tokens", p.reused_tokens()},
          {"recomputed_tokens", p.recomputed_tokens()},
          {"seam_tokens", p.seam_tokens()},
+         {"cached_new_tokens", p.cached_new_tokens()},
          {"ttft_ms", p.ttft_ms()}};
   if (p.auto_segments() > 0) h["auto_segments"] = p.auto_segments();
   if (p.has_scatter())

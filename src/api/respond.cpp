@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "api/anthropic.h"
 #include "api/http_util.h"
 
 namespace hypic::server {
@@ -116,6 +117,7 @@ void when_finished(std::shared_ptr<Ticket> ticket, std::function<void(std::strin
 }
 
 void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, ReplyDone done) {
+  if (m.anthropic) return reply_messages(std::move(reply), std::move(ticket), std::move(m), std::move(done));
   if (!m.stream) {
     return when_finished(std::move(ticket), [reply, m, done](std::string, Outcome o) {
       // The end is reported (the log line written) before the answer goes out, so a client

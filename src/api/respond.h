@@ -23,6 +23,7 @@ struct ReplyMeta {
   std::string model;
   bool stream = false;
   bool include_usage = false;
+  bool anthropic = false;  // POST /v1/messages: Anthropic's shapes (api/anthropic.h)
 };
 
 // Called exactly once, on whichever thread ended the reply: the HTTP status (499: the

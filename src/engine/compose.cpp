@@ -76,12 +76,13 @@ Status Composer::prefill(const TokenizedRequest& req, const ComposeOptions& opt,
     ForwardPiece piece;
     if (arriving) {
       stats->segments_missed += 1;
+      stats->cached_new_tokens += arriving->entry->body_tokens();
       piece = {0, arriving->entry, arriving->gate};
     } else {
       bool hit = false;
       HYPIC_ASSIGN_OR_RETURN(SegmentStore::Pin pin, entry_for(seg, opt, &hit));
       (hit ? stats->segments_hit : stats->segments_missed) += 1;
-      stats->reused_tokens += hit ? pin->body_tokens() : 0;
+      (hit ? stats->reused_tokens : stats->cached_new_tokens) += pin->body_tokens();
       piece = {0, pin.get()};
       pins.push_back(std::move(pin));
     }
@@ -125,6 +126,7 @@ Status Composer::prefill_prefix_mode(const TokenizedRequest& req, const ComposeO
     if (!last) {
       if (seq[i] != &req.prefix) ++stats->segments_missed;
       prefix_->insert(opt.salt, cacheable, int(i), *st, pos0);
+      stats->cached_new_tokens += int64_t(seq[i]->size());
     }
   }
   stats->prefill_ms = tp.ms();

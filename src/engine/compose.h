@@ -63,6 +63,7 @@ struct ComposeStats {
   int64_t reused_tokens = 0;      // tokens whose work came from a cache
   int64_t recomputed_tokens = 0;  // tokens run through the model for this request
   int64_t seam_tokens = 0;        // of which seam windows
+  int64_t cached_new_tokens = 0;  // tokens this request put in a cache (bodies of missed segments, prefix checkpoints)
   double build_ms = 0;            // standalone builds of missed segments
   double prefill_ms = 0;          // the composition forward (or full / prefix prefill)
 };

@@ -15,7 +15,10 @@ std::string StopMatcher::push(const std::string& text) {
   for (const auto& s : stops_) {
     if (s.empty()) continue;
     const size_t p = pending_.find(s);
-    if (p != std::string::npos) cut = std::min(cut, p);
+    if (p != std::string::npos && p < cut) {
+      cut = p;
+      matched_ = s;
+    }
   }
   if (cut != std::string::npos) {
     stopped_ = true;
@@ -120,6 +123,7 @@ bool DecodeCursor::accept(int32_t id, int64_t pos) {
   }
   if (stop_.stopped()) {
     r.finish_reason = "stop";
+    r.stop_sequence = stop_.matched();
     return end();
   }
   // The token still has to be fed, at position pos: it needs a free position.

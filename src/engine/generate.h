@@ -33,6 +33,7 @@ struct GenerateResult {
   // With GenerateOptions::logprobs >= 0: one per token of `text` (not the final EOS).
   std::vector<PositionLogprobs> logprobs;
   std::string finish_reason;    // "stop" or "length"
+  std::string stop_sequence;    // the stop string that ended it, if one did
   int64_t prompt_tokens = 0;
   double ttft_ms = 0;           // prompt in -> first token sampled
   double prefill_ms = 0;
@@ -51,9 +52,11 @@ class StopMatcher {
   std::string push(const std::string& text);
   std::string flush();  // at the end: what is still held back
   bool stopped() const { return stopped_; }
+  const std::string& matched() const { return matched_; }  // the stop string that matched
 
  private:
   std::vector<std::string> stops_;
+  std::string matched_;
   std::string pending_;
   bool stopped_ = false;
 };

@@ -15,6 +15,7 @@
 #include "engine/runner.h"
 #include "model/safetensors.h"
 #include "server/combine_service.h"
+#include "api/anthropic.h"
 #include "api/http_front.h"
 #include "api/http_util.h"
 #include "server/jobs.h"
@@ -65,7 +66,9 @@ struct HttpServer::Impl {
   // service's common path), then submits it to the scheduler.
   std::optional<ApiError> prepare(std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts);
   std::variant<ApiError, std::shared_ptr<Ticket>> submit(ApiRequest r, PromptParts parts, const Timer& arrival);
-  void handle_completion(const HttpRequest& req, Reply reply, Endpoint ep);
+  // messages_body: the chat body of a POST /v1/messages (answered in Anthropic's shapes).
+  void handle_completion(const HttpRequest& req, Reply reply, Endpoint ep, const std::string* messages_body = nullptr);
+  void handle_messages(const HttpRequest& req, Reply reply);
   void handle_register(const HttpRequest& req, Reply reply);
   void handle_segment(const HttpRequest& req, Reply reply, bool del);
   void handle_segment_list(const HttpRequest& req, Reply reply);
@@ -123,11 +126,22 @@ std::variant<ApiError, std::shared_ptr<Ticket>> HttpServer::Impl::submit(ApiRequ
   return why == Scheduler::Rejection::kQueueFull ? overloaded_error() : shutting_down_error();
 }
 
-void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, Endpoint ep) {
+void HttpServer::Impl::handle_messages(const HttpRequest& req, Reply reply) {
+  auto chat = messages_to_chat(req.body, opt.limits);
+  if (auto* e = std::get_if<ApiError>(&chat)) {
+    log_line(json{{"path", req.path}, {"status", e->http_status}, {"error", e->code}});
+    metrics.count_request(e->http_status);
+    return reply(anthropic_error_reply(*e));
+  }
+  handle_completion(req, std::move(reply), Endpoint::kChat, &std::get<std::string>(chat));
+}
+
+void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, Endpoint ep, const std::string* messages_body) {
   const Timer arrival;
   ReplyMeta m;
   m.chat = ep == Endpoint::kChat;
-  m.id = (m.chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
+  m.anthropic = messages_body != nullptr;
+  m.id = (m.anthropic ? "msg_" : m.chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id++);
   m.model = opt.model_name;
   json log{{"id", m.id}, {"path", req.path}};
   // The request's log line and metrics, once it ended (the log as it is when this is called).
@@ -143,9 +157,10 @@ void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, En
   };
   ApiRequest r;
   PromptParts parts;
-  if (auto e = prepare(req.body, ep, &r, &parts)) {
+  const auto error = [&m](const ApiError& e) { return m.anthropic ? anthropic_error_reply(e) : error_reply(e); };
+  if (auto e = prepare(messages_body ? *messages_body : req.body, ep, &r, &parts)) {
     done()(e->http_status, nullptr, e->code);
-    return reply(error_reply(*e));
+    return reply(error(*e));
   }
   m.stream = r.stream;
   m.include_usage = r.include_usage;
@@ -157,7 +172,7 @@ void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, En
   auto admitted = submit(std::move(r), std::move(parts), arrival);
   if (auto* e = std::get_if<ApiError>(&admitted)) {
     done()(e->http_status, nullptr, e->code);
-    return reply(error_reply(*e));
+    return reply(error(*e));
   }
   m.created = std::time(nullptr);
   reply_completion(std::move(reply), std::get<std::shared_ptr<Ticket>>(std::move(admitted)), std::move(m), done());
@@ -285,6 +300,9 @@ void HttpServer::Impl::setup_routes() {
   }, json_body);
   http->route("POST", "/v1/completions", [this](const HttpRequest& req, Reply reply) {
     handle_completion(req, std::move(reply), Endpoint::kCompletions);
+  }, json_body);
+  http->route("POST", "/v1/messages", [this](const HttpRequest& req, Reply reply) {
+    handle_messages(req, std::move(reply));
   }, json_body);
   http->route("POST", "/v1/segments", [this](const HttpRequest& req, Reply reply) {
     handle_register(req, std::move(reply));

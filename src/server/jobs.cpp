@@ -147,6 +147,7 @@ Outcome Jobs::finish_generation(GenerateResult&& g, const Status& d, RequestFigu
   f.completion_tokens = int64_t(g.tokens.size());
   out.result = json{{"text", g.text}, {"finish_reason", g.finish_reason}, {"usage", usage_json(f)}};
   if (logprobs) out.result["logprobs"] = logprobs_json(g.logprobs, *logprobs);
+  if (!g.stop_sequence.empty()) out.result["stop_sequence"] = g.stop_sequence;
   return out;
 }
 

@@ -12,6 +12,7 @@ json usage_json(const RequestFigures& f) {
              {"reused_tokens", cs.reused_tokens},
              {"recomputed_tokens", cs.recomputed_tokens},
              {"seam_tokens", cs.seam_tokens},
+             {"cached_new_tokens", cs.cached_new_tokens},
              {"ttft_ms", f.ttft_ms}};
   if (f.build)
     hypic["scatter"] = {{"built_remote", f.build->built_remote}, {"built_local", f.build->built_local},

@@ -1,0 +1,33 @@
+// Anthropic's Messages API (POST /v1/messages) on the chat machinery. A Messages body is
+// translated into the equivalent chat completions body (system blocks into a system message,
+// content blocks into parts; a text block of the last user message with
+// "cache_control": {"type": "ephemeral"} becomes a segment, as do unmarked blocks between two
+// such), so parsing, limits, segments and scheduling are the chat path's; the answer is
+// written in Anthropic's shapes: a `message` object, or the SSE events message_start,
+// content_block_start, ping, content_block_delta..., content_block_stop, message_delta,
+// message_stop; errors as {"type": "error", "error": {"type", "message"}}.
+//
+// Not yet: tools (tool_use / tool_result blocks, `tools`), images and documents, an assistant
+// message last (prefill): each a 400 naming the field.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "api/respond.h"
+
+namespace hypic::server {
+
+// The chat completions body for a Messages body, or the error (400 / 413).
+std::variant<ApiError, std::string> messages_to_chat(std::string_view body, const RequestLimits& lim);
+
+// An error response in Anthropic's shape (status kept; its type from the status).
+HttpResponse anthropic_error_reply(const ApiError& e);
+
+// reply_completion's Anthropic form (meta.stream: the SSE events).
+void reply_messages(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta meta, ReplyDone done);
+
+}  // namespace hypic::server

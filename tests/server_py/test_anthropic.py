@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""POST /v1/messages driven by the official `anthropic` Python client (from PyPI, in the test
+venv): cache_control blocks are segments that are read from the cache on the second request
+(usage.cache_read_input_tokens > 0) with the chat endpoint's answer for the same parts; the SSE
+events come in Anthropic's order; x-api-key is the key; what is not implemented yet (tools,
+images, a prefilled assistant turn) is a 400 in Anthropic's error shape.
+
+    python tests/server_py/test_anthropic.py --hypic-bin build/hypic [--source-dir .]
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_openai_client as base  # noqa: E402 - parses --hypic-bin / --source-dir, SKIPs without openai
+from test_openai_client import DOC_A, DOC_B, MODEL, HypicServer, http_json, salt, seg_messages  # noqa: E402
+
+try:
+    import anthropic
+except ImportError:
+    print("SKIP: the 'anthropic' package is not importable by %s; run scripts/install.sh" % sys.executable)
+    sys.exit(base.SKIP_CODE)
+
+KEY = "test-key-" + os.urandom(4).hex()
+GREEDY = {"temperature": 0}  # (this SDK version has no temperature argument; the API has the field)
+
+
+class Messages(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = HypicServer(api_key=KEY)
+        cls.addClassCleanup(cls.server.cleanup)
+        cls.server.start()
+        cls.client = anthropic.Anthropic(base_url=cls.server.base, api_key=KEY, max_retries=0, timeout=60.0)
+
+    def docs_message(self, question="Which is about water?"):
+        return [{"role": "user", "content": [
+            {"type": "text", "text": DOC_A, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": DOC_B, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": question}]}]
+
+    def test_cache_control_blocks_are_read_from_the_cache_the_second_time(self):
+        s = salt()
+        kw = dict(model=MODEL, max_tokens=8, system="Answer from the documents.",
+                  messages=self.docs_message(), extra_body={"cache_salt": s, "temperature": 0})
+        first = self.client.messages.create(**kw)
+        self.assertEqual(first.type, "message")
+        self.assertEqual(first.role, "assistant")
+        self.assertEqual(first.content[0].type, "text")
+        self.assertIn(first.stop_reason, ("end_turn", "max_tokens"))
+        self.assertGreater(first.usage.cache_creation_input_tokens, 0)
+        self.assertEqual(first.usage.cache_read_input_tokens, 0)
+        second = self.client.messages.create(**kw)
+        self.assertGreater(second.usage.cache_read_input_tokens, 0)
+        self.assertEqual(second.usage.cache_read_input_tokens, first.usage.cache_creation_input_tokens)
+        self.assertEqual(second.content[0].text, first.content[0].text)
+        self.assertEqual(second.usage.output_tokens, first.usage.output_tokens)
+        # The chat endpoint's answer for the same marked parts.
+        chat = self.server.client(api_key=KEY).chat.completions.create(
+            model=MODEL, messages=seg_messages([DOC_A, DOC_B], "Which is about water?", system="Answer from the documents."),
+            max_tokens=8, temperature=0, extra_body={"cache_salt": s})
+        self.assertEqual(chat.choices[0].message.content, first.content[0].text)
+
+    def test_streaming_events_in_anthropics_order(self):
+        kw = dict(model=MODEL, max_tokens=6, messages=self.docs_message("Summarise."),
+                  extra_body={"cache_salt": salt(), "temperature": 0})
+        want = self.client.messages.create(**kw)
+        kinds, text = [], ""
+        with self.client.messages.stream(**kw) as stream:
+            for ev in stream:
+                kinds.append(ev.type)
+                if ev.type == "content_block_delta":
+                    text += ev.delta.text
+            final = stream.get_final_message()
+        self.assertEqual(kinds[0], "message_start")
+        self.assertEqual(kinds[1], "content_block_start")
+        body = [k for k in kinds if k not in ("text", "ping")]  # the SDK adds "text" events of its own
+        self.assertEqual(body[-3:], ["content_block_stop", "message_delta", "message_stop"])
+        self.assertTrue(all(k == "content_block_delta" for k in body[2:-3]), body)
+        self.assertEqual(text, want.content[0].text)
+        self.assertEqual(final.content[0].text, want.content[0].text)
+        self.assertEqual(final.stop_reason, want.stop_reason)
+        self.assertEqual(final.usage.output_tokens, want.usage.output_tokens)
+
+    def test_max_tokens_and_stop_sequences(self):
+        r = self.client.messages.create(model=MODEL, max_tokens=2, extra_body=GREEDY,
+                                        messages=[{"role": "user", "content": "Tell me a long story"}])
+        self.assertEqual(r.stop_reason, "max_tokens")
+        self.assertEqual(r.usage.output_tokens, 2)
+        longer = self.client.messages.create(model=MODEL, max_tokens=12, extra_body=GREEDY,
+                                             messages=[{"role": "user", "content": "Tell me a long story"}])
+        text = longer.content[0].text
+        if len(text) > 4:  # stop at a piece of what it says anyway
+            stop = text[2:4]
+            s = self.client.messages.create(model=MODEL, max_tokens=12, extra_body=GREEDY, stop_sequences=[stop],
+                                            messages=[{"role": "user", "content": "Tell me a long story"}])
+            self.assertEqual((s.stop_reason, s.stop_sequence), ("stop_sequence", stop))
+            self.assertEqual(s.content[0].text, text[:text.index(stop)])
+
+    def test_errors_in_anthropics_shape(self):
+        with self.assertRaises(anthropic.BadRequestError) as e:
+            self.client.messages.create(model=MODEL, max_tokens=4, messages=[{"role": "user", "content": "hi"}],
+                                        tools=[{"name": "f", "input_schema": {"type": "object"}}])
+        self.assertEqual(e.exception.body["error"]["type"], "invalid_request_error")
+        with self.assertRaises(anthropic.BadRequestError):
+            self.client.messages.create(model=MODEL, max_tokens=4, messages=[
+                {"role": "user", "content": "hi"}, {"role": "assistant", "content": "Once"}])
+        with self.assertRaises(anthropic.NotFoundError) as nf:
+            self.client.messages.create(model="no-such-model", max_tokens=4, messages=[{"role": "user", "content": "hi"}])
+        self.assertEqual(nf.exception.body["type"], "error")
+        st, body = http_json("POST", self.server.base + "/v1/messages",
+                             {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}, headers={"x-api-key": KEY})
+        self.assertEqual(st, 400)
+        self.assertEqual(body["type"], "error")
+        self.assertEqual(body["error"]["type"], "invalid_request_error")
+        self.assertIn("max_tokens", body["error"]["message"])
+        bad = anthropic.Anthropic(base_url=self.server.base, api_key="wrong", max_retries=0)
+        with self.assertRaises(anthropic.AuthenticationError):
+            bad.messages.create(model=MODEL, max_tokens=2, messages=[{"role": "user", "content": "hi"}])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=base.UNITTEST_ARGV, verbosity=2)
