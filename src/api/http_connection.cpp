@@ -372,7 +372,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   static HttpResponse unauthorized_error_reply() {
-    return error_reply(make_error(401, "missing or invalid API key (send 'Authorization: Bearer KEY' or 'x-api-key: KEY')",
+    return error_reply(make_error(401, "missing or invalid API key (send 'Authorization: Bearer KEY'; on /v1/messages also 'x-api-key: KEY')",
                                      "invalid_request_error", "invalid_api_key"));
   }
 

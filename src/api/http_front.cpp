@@ -100,7 +100,8 @@ std::function<bool()> HttpRequest::client_gone() const {
 bool HttpFront::Impl::authorized(const HttpRequest& r) const {
   return opt.api_key.empty() || r.path == "/health" ||
          constant_time_equal(r.header("Authorization"), "Bearer " + opt.api_key) ||
-         constant_time_equal(r.header("x-api-key"), opt.api_key);  // Anthropic's clients
+         // Anthropic's clients send the key as x-api-key: taken on their route only.
+         (r.path == "/v1/messages" && constant_time_equal(r.header("x-api-key"), opt.api_key));
 }
 
 void HttpFront::Impl::accept() {
