@@ -1,7 +1,5 @@
 #include "api/anthropic.h"
 
-#include <atomic>
-
 #include "api/http_util.h"
 
 namespace hypic::server {
@@ -85,47 +83,20 @@ json message_json(const ReplyMeta& m, const std::string& text, const json& resul
 
 std::string sse(const char* name, const json& data) { return std::string("event: ") + name + "\ndata: " + dump(data) + "\n\n"; }
 
-struct Once {
-  ReplyDone done;
-  std::atomic<bool> called{false};
-  void operator()(int status, const json& usage, const std::string& code) {
-    if (!called.exchange(true)) done(status, usage, code);
-  }
-};
-
-class MessagesStream final : public BodyStream {
+class MessagesStream final : public TicketBodyStream {
  public:
-  MessagesStream(std::shared_ptr<Ticket> t, ReplyMeta m, std::shared_ptr<Once> end)
-      : ticket_(std::move(t)), m_(std::move(m)), end_(std::move(end)) {}
-
-  Poll poll(std::string* out, const std::function<void()>& wake) override {
-    if (!started_) {
-      started_ = true;
-      *out += sse("message_start", json{{"type", "message_start"}, {"message", message_json(m_, "", nullptr)}});
-    }
-    for (;;) {
-      std::string piece;
-      Outcome o;
-      const auto n = ticket_->poll(&piece, &o, wake);
-      if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
-      if (n == Ticket::Next::kText) {
-        open_block(out);
-        *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", 0},
-                                                {"delta", {{"type", "text_delta"}, {"text", piece}}}});
-        if (out->size() >= (64u << 10)) return Poll::kData;
-        continue;
-      }
-      finish(o, out);
-      return Poll::kDone;
-    }
-  }
-
-  void abandon() override {
-    ticket_->cancel();
-    (*end_)(499, nullptr, "cancelled");
-  }
+  MessagesStream(std::shared_ptr<Ticket> t, ReplyMeta m, ReplyDone done)
+      : TicketBodyStream(std::move(t), std::move(done)), m_(std::move(m)) {}
 
  private:
+  void start(std::string* out) override {
+    *out += sse("message_start", json{{"type", "message_start"}, {"message", message_json(m_, "", nullptr)}});
+  }
+  void piece(const std::string& text, json, std::string* out) override {
+    open_block(out);
+    *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", 0},
+                                            {"delta", {{"type", "text_delta"}, {"text", text}}}});
+  }
   void open_block(std::string* out) {
     if (block_open_) return;
     block_open_ = true;
@@ -133,7 +104,7 @@ class MessagesStream final : public BodyStream {
                                             {"content_block", {{"type", "text"}, {"text", ""}}}});
     *out += sse("ping", json{{"type", "ping"}});
   }
-  void finish(const Outcome& o, std::string* out) {
+  void finish(const Outcome& o, std::string* out) override {
     if (!o.result.is_null() && o.result.contains("finish_reason")) {
       open_block(out);
       *out += sse("content_block_stop", json{{"type", "content_block_stop"}, {"index", 0}});
@@ -144,17 +115,15 @@ class MessagesStream final : public BodyStream {
     }
     if (o.error) {
       *out += sse("error", error_json(o.error->http_status, o.error->message));
-      (*end_)(o.error->http_status, nullptr, o.error->code);
+      end()(o.error->http_status, nullptr, o.error->code);
       return;
     }
     *out += sse("message_stop", json{{"type", "message_stop"}});
-    (*end_)(200, o.result["usage"], "");
+    end()(200, o.result["usage"], "");
   }
 
-  std::shared_ptr<Ticket> ticket_;
   ReplyMeta m_;
-  std::shared_ptr<Once> end_;
-  bool started_ = false, block_open_ = false;
+  bool block_open_ = false;
 };
 
 }  // namespace
@@ -241,13 +210,7 @@ void reply_messages(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, Re
       reply(json_reply(body));
     });
   }
-  auto end = std::make_shared<Once>();
-  end->done = std::move(done);
-  HttpResponse r;
-  r.content_type = "text/event-stream";
-  r.set("Cache-Control", "no-cache");
-  r.stream = std::make_shared<MessagesStream>(std::move(ticket), std::move(m), std::move(end));
-  reply(std::move(r));
+  reply(sse_response(std::make_shared<MessagesStream>(std::move(ticket), std::move(m), std::move(done))));
 }
 
 }  // namespace hypic::server

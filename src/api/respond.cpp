@@ -22,15 +22,6 @@ json chunk(const ReplyMeta& m, json delta_or_text, json finish, json logprobs = 
 
 std::string event(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
-// The reply's end, reported once, whichever thread gets there first.
-struct Once {
-  ReplyDone done;
-  std::atomic<bool> called{false};
-  void operator()(int status, const json& usage, const std::string& code) {
-    if (!called.exchange(true)) done(status, usage, code);
-  }
-};
-
 // Collects the text until the outcome. The wake runs on the thread that fed the ticket;
 // steps never overlap (a wake is registered only by the step that then returns).
 struct Collector : std::enable_shared_from_this<Collector> {
@@ -53,39 +44,19 @@ struct Collector : std::enable_shared_from_this<Collector> {
   }
 };
 
-class TicketStream final : public BodyStream {
+class ChunkStream final : public TicketBodyStream {
  public:
-  TicketStream(std::shared_ptr<Ticket> t, ReplyMeta m, std::shared_ptr<Once> end)
-      : ticket_(std::move(t)), m_(std::move(m)), end_(std::move(end)) {}
-
-  Poll poll(std::string* out, const std::function<void()>& wake) override {
-    if (!started_) {
-      started_ = true;
-      if (m_.chat) *out += event(chunk(m_, json{{"role", "assistant"}, {"content", ""}}, nullptr));
-    }
-    for (;;) {
-      std::string piece;
-      Outcome o;
-      json logprobs;
-      const auto n = ticket_->poll(&piece, &o, wake, &logprobs);
-      if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
-      if (n == Ticket::Next::kText) {
-        *out += event(chunk(m_, m_.chat ? json{{"content", piece}} : json(piece), nullptr, std::move(logprobs)));
-        if (out->size() >= (64u << 10)) return Poll::kData;
-        continue;
-      }
-      finish(o, out);
-      return Poll::kDone;
-    }
-  }
-
-  void abandon() override {
-    ticket_->cancel();
-    (*end_)(499, nullptr, "cancelled");
-  }
+  ChunkStream(std::shared_ptr<Ticket> t, ReplyMeta m, ReplyDone done)
+      : TicketBodyStream(std::move(t), std::move(done)), m_(std::move(m)) {}
 
  private:
-  void finish(const Outcome& o, std::string* out) {
+  void start(std::string* out) override {
+    if (m_.chat) *out += event(chunk(m_, json{{"role", "assistant"}, {"content", ""}}, nullptr));
+  }
+  void piece(const std::string& text, json logprobs, std::string* out) override {
+    *out += event(chunk(m_, m_.chat ? json{{"content", text}} : json(text), nullptr, std::move(logprobs)));
+  }
+  void finish(const Outcome& o, std::string* out) override {
     if (!o.result.is_null() && o.result.contains("finish_reason")) {
       *out += event(chunk(m_, m_.chat ? json::object() : json(""), o.result["finish_reason"]));
       if (m_.include_usage) {
@@ -97,17 +68,40 @@ class TicketStream final : public BodyStream {
     }
     if (o.error) *out += event(o.error->to_json());
     *out += "data: [DONE]\n\n";
-    if (o.error) (*end_)(o.error->http_status, nullptr, o.error->code);
-    else (*end_)(200, o.result["usage"], "");
+    if (o.error) end()(o.error->http_status, nullptr, o.error->code);
+    else end()(200, o.result["usage"], "");
   }
 
-  std::shared_ptr<Ticket> ticket_;
   ReplyMeta m_;
-  std::shared_ptr<Once> end_;
-  bool started_ = false;
 };
 
 }  // namespace
+
+BodyStream::Poll TicketBodyStream::poll(std::string* out, const std::function<void()>& wake) {
+  if (!started_) {
+    started_ = true;
+    start(out);
+  }
+  for (;;) {
+    std::string text;
+    Outcome o;
+    json logprobs;
+    const auto n = ticket_->poll(&text, &o, wake, &logprobs);
+    if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
+    if (n == Ticket::Next::kText) {
+      piece(text, std::move(logprobs), out);
+      if (out->size() >= (64u << 10)) return Poll::kData;
+      continue;
+    }
+    finish(o, out);
+    return Poll::kDone;
+  }
+}
+
+void TicketBodyStream::abandon() {
+  ticket_->cancel();
+  (*end_)(499, nullptr, "cancelled");
+}
 
 void when_finished(std::shared_ptr<Ticket> ticket, std::function<void(std::string text, Outcome o)> fn) {
   auto c = std::make_shared<Collector>();
@@ -137,13 +131,15 @@ void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, 
       reply(json_reply(body));
     });
   }
-  auto end = std::make_shared<Once>();
-  end->done = std::move(done);
+  reply(sse_response(std::make_shared<ChunkStream>(std::move(ticket), std::move(m), std::move(done))));
+}
+
+HttpResponse sse_response(std::shared_ptr<BodyStream> stream) {
   HttpResponse r;
   r.content_type = "text/event-stream";
   r.set("Cache-Control", "no-cache");
-  r.stream = std::make_shared<TicketStream>(std::move(ticket), std::move(m), std::move(end));
-  reply(std::move(r));
+  r.stream = std::move(stream);
+  return r;
 }
 
 }  // namespace hypic::server

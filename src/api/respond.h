@@ -4,6 +4,7 @@
 // blocks: the ticket is drained as it fills (Ticket::poll).
 #pragma once
 
+#include <atomic>
 #include <ctime>
 #include <functional>
 #include <memory>
@@ -37,6 +38,44 @@ using ReplyDone = std::function<void(int status, const nlohmann::json& usage, co
 // stream cut at the drain deadline) ends with the result's finish chunk (and usage, when
 // asked), then the error event.
 void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta meta, ReplyDone done);
+
+// The reply's end, reported once, whichever thread gets there first.
+class ReplyOnce {
+ public:
+  explicit ReplyOnce(ReplyDone done) : done_(std::move(done)) {}
+  void operator()(int status, const nlohmann::json& usage, const std::string& code) {
+    if (!called_.exchange(true)) done_(status, usage, code);
+  }
+
+ private:
+  ReplyDone done_;
+  std::atomic<bool> called_{false};
+};
+
+// A streamed reply drained from its Ticket as it fills; subclasses write the events (the
+// OpenAI chunks, Anthropic's events). A connection that ends first cancels the ticket (499).
+class TicketBodyStream : public BodyStream {
+ public:
+  TicketBodyStream(std::shared_ptr<Ticket> t, ReplyDone done)
+      : ticket_(std::move(t)), end_(std::make_shared<ReplyOnce>(std::move(done))) {}
+  Poll poll(std::string* out, const std::function<void()>& wake) final;
+  void abandon() final;
+
+ protected:
+  virtual void start(std::string* out) = 0;
+  virtual void piece(const std::string& text, nlohmann::json logprobs, std::string* out) = 0;
+  // The last events; then reports the end through end().
+  virtual void finish(const Outcome& o, std::string* out) = 0;
+  ReplyOnce& end() { return *end_; }
+
+ private:
+  std::shared_ptr<Ticket> ticket_;
+  std::shared_ptr<ReplyOnce> end_;
+  bool started_ = false;
+};
+
+// A 200 text/event-stream response whose body comes from `stream`.
+HttpResponse sse_response(std::shared_ptr<BodyStream> stream);
 
 // Calls `fn` once with the text collected and the outcome: on the thread that finishes the
 // ticket, or on this one if it already has. Never blocks.
