@@ -174,8 +174,7 @@ std::optional<ApiError> parse_logprobs(const json& j, Endpoint ep, ApiRequest* r
   if (ep == Endpoint::kCompletions) {
     if (auto e = j.find("echo"); e != j.end() && !e->is_null()) {
       if (!e->is_boolean()) return wrong_type("echo", "a boolean", *e);
-      if (e->get<bool>())
-        return bad_request("'echo' (the prompt's logprobs) is not supported yet", "echo", "unsupported_value");
+      r->echo = e->get<bool>();
     }
     if (!has_lp) return std::nullopt;
     int64_t n = 0;
@@ -388,7 +387,7 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
     int64_t v = 0;
-    if (auto e = get_int(*it, key, 1, lim.max_tokens, &v)) return e;
+    if (auto e = get_int(*it, key, 0, lim.max_tokens, &v)) return e;  // 0: completions with echo only
     r->max_tokens = int(v);
   }
   if (auto it = j.find("temperature"); it != j.end() && !it->is_null())
@@ -466,6 +465,9 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
       }
     }
   }
+  if (r->max_tokens == 0 && !r->echo)
+    return bad_request("'max_tokens' must be at least 1 (0 is for completions with 'echo': scoring the prompt only)",
+                       j.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", "invalid_value");
   return std::nullopt;
 }
 

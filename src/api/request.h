@@ -97,6 +97,9 @@ struct ApiRequest {
   // a list ("separator,parts"); auto_segments_made: the segments apply_auto_segments made.
   std::optional<std::string> auto_segments;
   int auto_segments_made = 0;
+  // Completions: the answer starts with the prompt (and, with logprobs, the prompt tokens'
+  // logprobs: the prompt is then prefilled in full mode, every position scored).
+  bool echo = false;
   // -1: no logprobs; else each output token's logprob and this many alternatives (chat:
   // logprobs + top_logprobs; completions: logprobs).
   int logprobs = -1;

@@ -35,4 +35,29 @@ PositionLogprobs logprobs_at(const float* logits, int64_t V, int32_t chosen, int
   return out;
 }
 
+Status score_prompt(const Model& model, const Tokenizer& tok, SeqState& st, const std::vector<int32_t>& prompt, int top,
+                    std::vector<PositionLogprobs>* out, std::vector<float>* last_logits,
+                    const std::function<bool()>& cancelled) {
+  constexpr size_t kChunk = 64;  // rows of logits held at once: kChunk × vocabulary floats
+  const int64_t V = model.config().vocab_size;
+  out->clear();
+  out->reserve(prompt.size());
+  if (prompt.empty()) return invalid_argument("nothing to score: the prompt is empty");
+  PositionLogprobs first;
+  first.chosen = {prompt[0], std::string(tok.token_bytes(prompt[0])), std::nanf("")};
+  out->push_back(std::move(first));
+  std::vector<float> logits;
+  for (size_t p = 0; p < prompt.size(); p += kChunk) {
+    if (cancelled && cancelled()) return Status(StatusCode::kCancelled, "the prefill was cancelled");
+    const std::vector<int32_t> chunk(prompt.begin() + std::ptrdiff_t(p),
+                                     prompt.begin() + std::ptrdiff_t(std::min(prompt.size(), p + kChunk)));
+    HYPIC_RETURN_IF_ERROR(model.forward(st, chunk, LogitsFor::kAll, &logits));
+    for (size_t j = 0; j < chunk.size() && p + j + 1 < prompt.size(); ++j)
+      out->push_back(logprobs_at(logits.data() + j * size_t(V), V, prompt[p + j + 1], top, tok));
+    if (p + kChunk >= prompt.size())
+      last_logits->assign(logits.end() - V, logits.end());
+  }
+  return Status::ok();
+}
+
 }  // namespace hypic

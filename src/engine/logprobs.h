@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hypic {
@@ -29,5 +32,13 @@ inline constexpr int kMaxTopLogprobs = 20;
 
 // logits: [V]. `top` in 0..kMaxTopLogprobs.
 PositionLogprobs logprobs_at(const float* logits, int64_t V, int32_t chosen, int top, const Tokenizer& tok);
+
+// Prefills `prompt` into `st` (the full forward, in chunks) and scores it: one entry per prompt
+// token, each the logprob of that token given the ones before (the first has none: NaN, no
+// alternatives). *last_logits: the last token's logits, for decoding on. `cancelled` is
+// polled between chunks (kCancelled).
+Status score_prompt(const Model& model, const Tokenizer& tok, SeqState& st, const std::vector<int32_t>& prompt, int top,
+                    std::vector<PositionLogprobs>* out, std::vector<float>* last_logits,
+                    const std::function<bool()>& cancelled = {});
 
 }  // namespace hypic

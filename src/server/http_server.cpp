@@ -369,6 +369,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   jo.debug_delay_ms = impl->opt.debug_delay_ms;
   jo.debug_piece_delay_ms = impl->opt.debug_piece_delay_ms;
   jo.store = impl->store.get();
+  jo.tok = &tok;
   impl->jobs = std::make_unique<Jobs>(*impl->runner, *impl->registry, impl->metrics, jo,
                                       [p] { return p->scheduler->cutting(); });
   impl->scheduler = std::make_unique<Scheduler>(

@@ -88,7 +88,8 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
   ro.parallel = opt_.parallel || !r.scatter_workers.empty();
   ro.workers = r.scatter_workers.empty() ? nullptr : &r.scatter_workers;
   const TokenizedRequest req = make_request(runner_.model(), job.parts, r.seam, r.cache_salt);
-  Result<Prefilled> p = runner_.prefill(req, ro);
+  auto echo = std::make_shared<Echo>();
+  Result<Prefilled> p = r.echo ? prefill_echo(job, ro, echo.get()) : runner_.prefill(req, ro);
   if (!p) {
     const Status& s = p.status();
     out.error = s.code() != StatusCode::kCancelled ? status_error(s)
@@ -106,8 +107,10 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
   auto itl = std::make_shared<InterTokenTimer>(&metrics_.inter_token);
   // A stream with logprobs: each piece carries those of the tokens it came from.
   auto piece_lp = std::make_shared<json>(nullptr);
+  if (r.echo && r.stream)  // the prompt first
+    job.ticket->push_text(echo->text, r.logprobs >= 0 ? logprobs_json(echo->logprobs, r.endpoint) : json(nullptr));
   if (r.stream && r.logprobs >= 0)
-    d.options.on_logprobs = [piece_lp, ep = r.endpoint, offset = size_t(0)](std::vector<PositionLogprobs> lp) mutable {
+    d.options.on_logprobs = [piece_lp, ep = r.endpoint, offset = echo->text.size()](std::vector<PositionLogprobs> lp) mutable {
       *piece_lp = logprobs_json(lp, ep, offset);
       for (const PositionLogprobs& p : lp) offset += p.chosen.bytes.size();
     };
@@ -121,13 +124,35 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
     }
     return ticket->push_text(t, std::exchange(*piece_lp, nullptr));
   };
-  d.finish = [this, f = std::move(p->figures), ep = r.endpoint, lp = r.logprobs >= 0,
-               made = r.auto_segments_made](GenerateResult&& g, const Status& st) {
+  d.finish = [this, f = std::move(p->figures), ep = r.endpoint, lp = r.logprobs >= 0, made = r.auto_segments_made,
+               echo = r.echo ? echo : nullptr](GenerateResult&& g, const Status& st) {
+    if (echo) {  // the answer starts with the prompt
+      g.text = echo->text + g.text;
+      g.logprobs.insert(g.logprobs.begin(), echo->logprobs.begin(), echo->logprobs.end());
+    }
     Outcome o = finish_generation(std::move(g), st, f, lp ? std::optional<Endpoint>(ep) : std::nullopt);
     if (made > 0 && o.result.contains("usage")) o.result["usage"]["hypic"]["auto_segments"] = made;
     return o;
   };
   return d;
+}
+
+Result<Prefilled> Jobs::prefill_echo(const Scheduler::Job& job, const RunOptions& ro, Echo* echo) const {
+  if (!opt_.tok) return internal_error("echo needs the tokenizer (Jobs::Options::tok)");
+  const Model& model = runner_.model();
+  const std::vector<int32_t> prompt = job.parts.concatenated();
+  const Timer t;
+  Prefilled p;
+  p.state = model.new_state(std::min<int64_t>(int64_t(prompt.size()) + ro.decode_tokens + 1,
+                                              model.config().max_position_embeddings));
+  HYPIC_RETURN_IF_ERROR(score_prompt(model, *opt_.tok, p.state, prompt, std::max(0, job.request.logprobs),
+                                     &echo->logprobs, &p.logits, ro.compose.cancelled));
+  echo->text = opt_.tok->decode(prompt);
+  p.figures.mode = PicMode::kFull;  // every position scored: the whole prompt computed
+  p.figures.compose.prompt_tokens = int64_t(prompt.size());
+  p.figures.compose.recomputed_tokens = int64_t(prompt.size());
+  p.figures.compose.prefill_ms = t.ms();
+  return p;
 }
 
 Outcome Jobs::finish_generation(GenerateResult&& g, const Status& d, RequestFigures f,

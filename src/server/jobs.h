@@ -37,6 +37,8 @@ class Jobs {
     int debug_piece_delay_ms = 0;  // tests: and this long after each piece of text
     // The runner's store: a registration's entry is written to its disk tier (if any).
     SegmentStore* store = nullptr;
+    // The model's tokenizer (completions with echo: the prompt's text and token bytes).
+    const Tokenizer* tok = nullptr;
   };
   // All must outlive the jobs. `cutting`: the scheduler's drain deadline has passed
   // (Scheduler::cutting), prefills still running stop at their next layer.
@@ -57,6 +59,13 @@ class Jobs {
   // Builds (or finds) the entry of parts.segments[0] and registers it, pinned.
   Outcome run_registration(const Scheduler::Job& job) const;
   // A finished generation's outcome: text, finish_reason and usage, or its error.
+  // Completions with echo: the prompt's text and logprobs, put before the answer's.
+  struct Echo {
+    std::string text;
+    std::vector<PositionLogprobs> logprobs;
+  };
+  // The prompt prefilled in full and every position scored (echo), instead of the runner.
+  Result<Prefilled> prefill_echo(const Scheduler::Job& job, const RunOptions& ro, Echo* echo) const;
   // `logprobs`: the endpoint whose logprobs form the result gets (none: not asked for).
   Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f,
                             std::optional<Endpoint> logprobs) const;

@@ -1,5 +1,7 @@
 #include "server/logprobs_json.h"
 
+#include <cmath>
+
 namespace hypic::server {
 
 using nlohmann::json;
@@ -32,10 +34,11 @@ json logprobs_json(const std::vector<PositionLogprobs>& lp, Endpoint ep, size_t 
   json tokens = json::array(), values = json::array(), top = json::array(), offsets = json::array();
   for (const PositionLogprobs& p : lp) {
     tokens.push_back(p.chosen.bytes);
-    values.push_back(p.chosen.logprob);
+    const bool scored = !std::isnan(p.chosen.logprob);  // an echoed prompt's first token is not
+    values.push_back(scored ? json(p.chosen.logprob) : json(nullptr));
     json alts = json::object();
     for (const TokenLogprob& t : p.top) alts[t.bytes] = t.logprob;  // OpenAI's form: a map (two tokens of the same text: one key)
-    top.push_back(std::move(alts));
+    top.push_back(scored ? std::move(alts) : json(nullptr));
     offsets.push_back(offset);
     offset += p.chosen.bytes.size();
   }

@@ -14,6 +14,7 @@
 #include "engine/generate.h"
 #include "engine/prompt.h"
 #include "server/exposition_check.h"
+#include "engine/logprobs.h"
 #include "server/http_server.h"
 
 namespace hypic::server {
@@ -355,11 +356,47 @@ TEST_F(HttpTest, LogprobsOfChatAndCompletions) {
     EXPECT_EQ(st, 400) << extra.dump();
     EXPECT_EQ(e["error"]["param"], param) << extra.dump() << e.dump();
   }
-  for (const json& extra : {json{{"logprobs", 21}}, json{{"logprobs", true}}, json{{"echo", true}}}) {
+  for (const json& extra : {json{{"logprobs", 21}}, json{{"logprobs", true}}, json{{"echo", "yes"}}}) {
     json b{{"model", "tiny"}, {"prompt", "x"}, {"max_tokens", 1}};
     b.update(extra);
     EXPECT_EQ((post(c, "/v1/completions", b, &st), st), 400) << extra.dump();
   }
+}
+
+TEST_F(HttpTest, EchoScoresThePrompt) {
+  Running s(*model_, *tok_, opts());
+  auto c = s.client();
+  int st = 0;
+  const std::string prompt = "Once upon a time there was";
+  const std::vector<int32_t> ids = tok_->encode(prompt);
+  // max_tokens 0: the prompt alone, each token's logprob given the ones before (the first: null).
+  const json j = post(c, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 0}, {"echo", true},
+                                                 {"logprobs", 2}}, &st);
+  ASSERT_EQ(st, 200) << j.dump();
+  EXPECT_EQ(j["choices"][0]["text"], prompt);
+  const json& lp = j["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), ids.size());
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  EXPECT_EQ(j["usage"]["completion_tokens"], 0);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], int(ids.size()));
+  for (size_t i = 1; i < ids.size(); ++i) {  // against a direct forward of the tokens before
+    SeqState state = model_->new_state(int64_t(i) + 1);
+    std::vector<float> logits;
+    ASSERT_TRUE(model_->forward(state, std::vector<int32_t>(ids.begin(), ids.begin() + i), LogitsFor::kLast, &logits).is_ok());
+    const PositionLogprobs ref = logprobs_at(logits.data(), int64_t(logits.size()), ids[i], 2, *tok_);
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), ref.chosen.logprob, 1e-3) << i;
+    EXPECT_EQ(lp["top_logprobs"][i].size(), ref.top[0].bytes == ref.top[1].bytes ? 1u : 2u);
+  }
+  // With a completion: the prompt then the answer, which is the plain request's.
+  const json plain = post(c, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 3},
+                                                     {"temperature", 0}}, &st);
+  const json both = post(c, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 3},
+                                                    {"temperature", 0}, {"echo", true}, {"logprobs", 0}}, &st);
+  ASSERT_EQ(st, 200) << both.dump();
+  EXPECT_EQ(both["choices"][0]["text"], prompt + plain["choices"][0]["text"].get<std::string>());
+  EXPECT_EQ(both["choices"][0]["logprobs"]["tokens"].size(),
+            ids.size() + plain["usage"]["completion_tokens"].get<size_t>() - (plain["choices"][0]["finish_reason"] == "stop"));
 }
 
 TEST_F(HttpTest, SegmentsAreReusedAndSaltIsolates) {

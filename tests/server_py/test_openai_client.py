@@ -336,6 +336,14 @@ class ChatAndCompletions(ServerCase):
         with self.assertRaises(openai.BadRequestError):
             self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=1,
                                                 logprobs=True, top_logprobs=21)
+        # Log-likelihood scoring as evaluation harnesses ask for it: echo, logprobs, no new tokens.
+        e = self.client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=0, echo=True, logprobs=1)
+        self.assertEqual(e.choices[0].text, "Once upon a time")
+        lp = e.choices[0].logprobs
+        self.assertIsNone(lp.token_logprobs[0])
+        self.assertTrue(all(x <= 0 for x in lp.token_logprobs[1:]))
+        self.assertEqual("".join(lp.tokens), "Once upon a time")
+        self.assertEqual(e.usage.completion_tokens, 0)
 
     def test_models_list(self):
         models = list(self.client.models.list())
