@@ -89,7 +89,13 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
   ro.workers = r.scatter_workers.empty() ? nullptr : &r.scatter_workers;
   const TokenizedRequest req = make_request(runner_.model(), job.parts, r.seam, r.cache_salt);
   auto echo = std::make_shared<Echo>();
-  Result<Prefilled> p = r.echo ? prefill_echo(job, ro, echo.get()) : runner_.prefill(req, ro);
+  if (r.echo && !opt_.tok) {
+    out.error = make_error(500, "echo needs the tokenizer (Jobs::Options::tok)", "server_error", "internal_error");
+    return out;
+  }
+  // Echo with logprobs scores every prompt position (a full forward); without, only the text.
+  Result<Prefilled> p = r.echo && r.logprobs >= 0 ? prefill_echo(job, ro, echo.get()) : runner_.prefill(req, ro);
+  if (p && r.echo && echo->text.empty()) echo->text = opt_.tok->decode(job.parts.concatenated());
   if (!p) {
     const Status& s = p.status();
     out.error = s.code() != StatusCode::kCancelled ? status_error(s)
@@ -138,7 +144,6 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
 }
 
 Result<Prefilled> Jobs::prefill_echo(const Scheduler::Job& job, const RunOptions& ro, Echo* echo) const {
-  if (!opt_.tok) return internal_error("echo needs the tokenizer (Jobs::Options::tok)");
   const Model& model = runner_.model();
   const std::vector<int32_t> prompt = job.parts.concatenated();
   const Timer t;

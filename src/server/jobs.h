@@ -64,7 +64,8 @@ class Jobs {
     std::string text;
     std::vector<PositionLogprobs> logprobs;
   };
-  // The prompt prefilled in full and every position scored (echo), instead of the runner.
+  // The prompt prefilled in full and every position scored (echo with logprobs), instead of
+  // the runner; opt_.tok must be set.
   Result<Prefilled> prefill_echo(const Scheduler::Job& job, const RunOptions& ro, Echo* echo) const;
   // `logprobs`: the endpoint whose logprobs form the result gets (none: not asked for).
   Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f,

@@ -397,6 +397,11 @@ TEST_F(HttpTest, EchoScoresThePrompt) {
   EXPECT_EQ(both["choices"][0]["text"], prompt + plain["choices"][0]["text"].get<std::string>());
   EXPECT_EQ(both["choices"][0]["logprobs"]["tokens"].size(),
             ids.size() + plain["usage"]["completion_tokens"].get<size_t>() - (plain["choices"][0]["finish_reason"] == "stop"));
+  const json text_only = post(c, "/v1/completions", json{{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 3},
+                                                         {"temperature", 0}, {"echo", true}}, &st);
+  ASSERT_EQ(st, 200) << text_only.dump();
+  EXPECT_EQ(text_only["choices"][0]["text"], both["choices"][0]["text"]);
+  EXPECT_TRUE(text_only["choices"][0]["logprobs"].is_null());
 }
 
 TEST_F(HttpTest, SegmentsAreReusedAndSaltIsolates) {
