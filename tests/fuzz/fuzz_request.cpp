@@ -42,7 +42,9 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
   FUZZ_CHECK(r.endpoint == ep);
-  FUZZ_CHECK(r.max_tokens >= 1 && r.max_tokens <= lim.max_tokens, "max_tokens %d", r.max_tokens);
+  FUZZ_CHECK(r.max_tokens >= (r.echo ? 0 : 1) && r.max_tokens <= lim.max_tokens, "max_tokens %d", r.max_tokens);
+  FUZZ_CHECK(r.logprobs >= -1 && r.logprobs <= hypic::server::kMaxTopLogprobs, "logprobs %d", r.logprobs);
+  FUZZ_CHECK(!r.echo || ep == Endpoint::kCompletions, "echo on chat");
   FUZZ_CHECK(r.temperature >= 0.0 && r.temperature <= 2.0);
   FUZZ_CHECK(r.top_p > 0.0 && r.top_p <= 1.0);
   FUZZ_CHECK(int(r.stop.size()) <= lim.max_stop);
@@ -52,10 +54,11 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
   FUZZ_CHECK(!r.include_usage || r.stream, "include_usage without stream");
   FUZZ_CHECK(!r.registration);
   if (ep == Endpoint::kCompletions) {
-    FUZZ_CHECK(!r.prompt.empty());
+    FUZZ_CHECK(r.prompt.empty() != r.prompt_tokens.empty(), "a prompt is text or token ids");
+    for (int32_t id : r.prompt_tokens) FUZZ_CHECK(id >= 0);
     FUZZ_CHECK(r.messages.empty());
   } else {
-    FUZZ_CHECK(r.prompt.empty());
+    FUZZ_CHECK(r.prompt.empty() && r.prompt_tokens.empty());
     FUZZ_CHECK(!r.messages.empty() && int(r.messages.size()) <= lim.max_messages);
     FUZZ_CHECK(r.messages.back().role == Role::kUser);
     FUZZ_CHECK(r.segment_count() <= lim.max_segments);
