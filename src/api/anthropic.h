@@ -17,12 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/anthropic_request.h"
 #include "api/respond.h"
 
 namespace hypic::server {
-
-// The chat completions body for a Messages body, or the error (400 / 413).
-std::variant<ApiError, std::string> messages_to_chat(std::string_view body, const RequestLimits& lim);
 
 // An error response in Anthropic's shape (status kept; its type from the status).
 HttpResponse anthropic_error_reply(const ApiError& e);

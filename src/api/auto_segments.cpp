@@ -32,6 +32,7 @@ bool cut_parts(std::vector<ContentPart>* parts, const std::string& sep, int* mad
       }
     if (!pieces.back().empty()) out.push_back({pieces.back(), false, ""});
   }
+  if (out.empty()) out.push_back({"", false, ""});  // nothing but separators: an empty text, not no content
   // Valid only if the segments are consecutive (no text between two of them).
   int first = -1, last = -1;
   for (int j = 0; j < int(out.size()); ++j)

@@ -2,7 +2,10 @@
 //
 // Input: byte 0 selects the endpoint (even: /v1/chat/completions, odd: /v1/completions); the
 // rest is the HTTP body. The body goes through parse_request for that endpoint and through
-// parse_segment_request (POST /v1/segments). Neither may crash, throw or abort, whatever the
+// parse_segment_request (POST /v1/segments), and as an Anthropic Messages body through
+// messages_to_chat and then the chat parser; an accepted request also goes through
+// apply_auto_segments (both modes), whose result must still satisfy every rule. None may
+// crash, throw or abort, whatever the
 // bytes; an error must be a well-formed OpenAI error object (400 or 413) that serialises; an
 // accepted request must satisfy every documented limit of RequestLimits. For an accepted
 // request prompt_text() (ChatML) and generate_options() run too (build_prompt needs a
@@ -13,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/anthropic_request.h"
+#include "api/auto_segments.h"
 #include "fuzz_common.h"
 #include "server/engine_request.h"
 #include "tokenizer/chat_template.h"
@@ -120,12 +125,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   static const RequestLimits lim{};
 
-  ApiRequest r;
-  if (std::optional<ApiError> e = hypic::server::parse_request(body, ep, lim, &r)) {
-    check_error(*e);
-  } else {
-    check_request(r, ep, lim);
-  }
+  hypic::server::AutoSegments both;
+  both.separator = both.parts = true;
+  const auto parse_and_cut = [&](std::string_view b, Endpoint e) {
+    ApiRequest r;
+    if (std::optional<ApiError> err = hypic::server::parse_request(b, e, lim, &r)) return check_error(*err);
+    check_request(r, e, lim);
+    if (std::optional<ApiError> err = hypic::server::apply_auto_segments(&r, both, lim)) return check_error(*err);
+    FUZZ_CHECK(r.auto_segments_made >= 0 && r.auto_segments_made <= lim.max_segments);
+    if (e == Endpoint::kChat) check_request(r, e, lim);  // the cut layout obeys every rule too
+  };
+  parse_and_cut(body, ep);
+  auto chat = hypic::server::messages_to_chat(body, lim);
+  if (auto* err = std::get_if<ApiError>(&chat)) check_error(*err);
+  else parse_and_cut(std::get<std::string>(chat), Endpoint::kChat);
 
   SegmentRequest s;
   if (std::optional<ApiError> e = hypic::server::parse_segment_request(body, lim, &s)) {
