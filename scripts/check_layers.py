@@ -5,7 +5,7 @@ library links (directly or through another library) a library of the model.
 The layers of src/ (docs/ARCHITECTURE.md), lowest first; a layer may include its own
 headers and those of the layers listed for it, nothing else:
 
-  core -> kernels / tokenizer / api / rpc / kv -> model -> cache -> engine -> cluster -> server
+  core -> kernels / tokenizer / grammar / api / rpc / kv -> model -> cache -> engine -> cluster -> server
        -> router / bench -> cli
   (api: the HTTP front and the OpenAI API, on core and tokenizer; the router uses api alone,
   never the server or the model; rpc: the cluster's gRPC credentials, kv: the Redis client, both
@@ -23,24 +23,25 @@ import pathlib
 import re
 import sys
 
-BELOW_MODEL = {"core", "kernels", "tokenizer", "api", "rpc", "kv", "proto"}
+BELOW_MODEL = {"core", "kernels", "tokenizer", "grammar", "api", "rpc", "kv", "proto"}
 ALLOWED = {
     "core": set(),
     "kernels": {"core"},
     "tokenizer": {"core"},
-    "api": {"core", "tokenizer", "proto"},
+    "grammar": {"core"},
+    "api": {"core", "tokenizer", "grammar", "proto"},
     "rpc": {"core"},
     "kv": {"core"},
     "model": {"core", "kernels"},
     "cache": {"core", "kernels", "model", "kv"},
-    "engine": {"core", "kernels", "tokenizer", "model", "cache"},
-    "cluster": {"core", "kernels", "tokenizer", "model", "cache", "engine", "rpc", "proto"},
-    "server": {"core", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
+    "engine": {"core", "grammar", "kernels", "tokenizer", "model", "cache"},
+    "cluster": {"core", "grammar", "kernels", "tokenizer", "model", "cache", "engine", "rpc", "proto"},
+    "server": {"core", "grammar", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
                "rpc", "kv", "proto"},
     # The router holds no model: the HTTP front, the API and the generated stubs only.
-    "router": {"core", "tokenizer", "api", "rpc", "kv", "proto"},
-    "bench": {"core", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "rpc", "proto"},
-    "cli": {"core", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
+    "router": {"core", "grammar", "tokenizer", "api", "rpc", "kv", "proto"},
+    "bench": {"core", "grammar", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "rpc", "proto"},
+    "cli": {"core", "grammar", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
             "server", "router", "bench", "rpc", "kv", "proto"},
 }
 PSEUDO = {"proto"}  # layers without a folder
