@@ -94,16 +94,22 @@ DecodeCursor::DecodeCursor(const ModelConfig& cfg, const Tokenizer& tok,
       out_(out) {
   out_->finish_reason = "length";
   ended_ = opt.max_tokens <= 0;
+  if (opt.grammar) constraint_.emplace(opt.grammar, tok, eos_);
 }
 
 int32_t DecodeCursor::sample(const float* logits) {
-  const int32_t id = sampler_.sample(logits, vocab_);
-  if (opt_.logprobs >= 0) pending_lp_ = logprobs_at(logits, vocab_, id, std::min(opt_.logprobs, kMaxTopLogprobs), tok_);
+  const int32_t id = constraint_ ? constraint_->sample(sampler_, opt_.sampling, logits, vocab_)
+                                 : sampler_.sample(logits, vocab_);
+  if (id >= 0 && opt_.logprobs >= 0) pending_lp_ = logprobs_at(logits, vocab_, id, std::min(opt_.logprobs, kMaxTopLogprobs), tok_);
   return id;
 }
 
 bool DecodeCursor::accept(int32_t id, int64_t pos) {
   GenerateResult& r = *out_;
+  if (id < 0) {  // under a grammar, no token is allowed: the text is complete
+    r.finish_reason = "stop";
+    return end();
+  }
   if (sampled_++ == 0) {
     r.ttft_ms = start_.ms();
     decode_timer_.reset();
@@ -114,6 +120,7 @@ bool DecodeCursor::accept(int32_t id, int64_t pos) {
     r.finish_reason = "stop";
     return end();
   }
+  if (constraint_) constraint_->accept(id);
   if (opt_.logprobs >= 0) r.logprobs.push_back(std::move(pending_lp_));
   const std::string piece = stop_.push(dec_.push(id));
   r.text += piece;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "core/timer.h"
 #include "engine/logprobs.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,6 +28,9 @@ struct GenerateOptions {
   // With logprobs: called just before each piece of text goes to on_text, with the logprobs
   // of the tokens that piece came from (streaming them along with the text).
   std::function<void(std::vector<PositionLogprobs>)> on_logprobs;
+  // Constrained decoding (engine/token_constraint.h): the text is a sentence of this grammar
+  // (ended by an end-of-sequence token once complete, or cut by max_tokens). Null: free text.
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 struct GenerateResult {
@@ -110,6 +116,7 @@ class DecodeCursor {
   PositionLogprobs pending_lp_;      // of the token sample() chose, for accept()
   std::vector<int32_t> eos_;
   Sampler sampler_;
+  std::optional<TokenConstraint> constraint_;  // with opt.grammar
   StopMatcher stop_;
   IncrementalDecoder dec_;
   TextCallback on_text_;

@@ -90,6 +90,9 @@ class Tokenizer {
   int vocab_size() const;  // max id + 1 over vocab and added tokens
   bool is_special(int32_t id) const;
   bool is_known(int32_t id) const;  // a vocab or added token has this id
+  // The same for every copy of this tokenizer, different for every other loaded one (a key
+  // for per-vocabulary caches).
+  const void* identity() const { return impl_.get(); }
 
   // One line for logs: format, vocabulary size, merges, normalizer, split pattern.
   std::string summary() const;

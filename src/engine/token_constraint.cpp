@@ -1,0 +1,143 @@
+#include "engine/token_constraint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <string>
+
+namespace hypic {
+
+std::shared_ptr<const VocabTrie> VocabTrie::of(const Tokenizer& tok) {
+  static std::mutex mu;
+  static std::map<const void*, std::shared_ptr<const VocabTrie>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& t = cache[tok.identity()];
+  if (!t) t = std::make_shared<const VocabTrie>(tok);
+  return t;
+}
+
+VocabTrie::VocabTrie(const Tokenizer& tok) : tok_(tok) {
+  std::vector<std::pair<std::string_view, int32_t>> toks;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    if (!tok.is_known(id) || tok.is_special(id)) continue;
+    const std::string_view b = tok.token_bytes(id);
+    if (!b.empty()) toks.emplace_back(b, id);
+  }
+  std::sort(toks.begin(), toks.end());
+  // Node `n` holds the tokens toks[lo, hi) that share its prefix of length `depth`. A node's
+  // edges are contiguous: its children are all created before any grandchild.
+  nodes_.push_back({});
+  struct Todo {
+    int32_t node;
+    size_t lo, hi, depth;
+  };
+  std::vector<Todo> todo{{0, 0, toks.size(), 0}};
+  while (!todo.empty()) {
+    const Todo t = todo.back();
+    todo.pop_back();
+    size_t i = t.lo;
+    nodes_[size_t(t.node)].first_token = int32_t(tokens_.size());
+    for (; i < t.hi && toks[i].first.size() == t.depth; ++i) tokens_.push_back(toks[i].second);
+    nodes_[size_t(t.node)].tokens = int32_t(tokens_.size()) - nodes_[size_t(t.node)].first_token;
+    nodes_[size_t(t.node)].first_edge = int32_t(edge_byte_.size());
+    while (i < t.hi) {
+      const uint8_t b = uint8_t(toks[i].first[t.depth]);
+      size_t j = i;
+      while (j < t.hi && uint8_t(toks[j].first[t.depth]) == b) ++j;
+      const int32_t child = int32_t(nodes_.size());
+      nodes_.push_back({});
+      edge_byte_.push_back(b);
+      edge_to_.push_back(child);
+      todo.push_back({child, i, j, t.depth + 1});
+      i = j;
+    }
+    nodes_[size_t(t.node)].edges = int32_t(edge_byte_.size()) - nodes_[size_t(t.node)].first_edge;
+  }
+}
+
+TokenConstraint::TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok,
+                                 std::vector<int32_t> eos)
+    : g_(std::move(g)), tok_(tok), trie_(VocabTrie::of(tok)), eos_(std::move(eos)), state_(g_->start()) {}
+
+bool TokenConstraint::is_eos(int32_t id) const { return std::find(eos_.begin(), eos_.end(), id) != eos_.end(); }
+
+bool TokenConstraint::allows(int32_t id) const {
+  if (id < 0 || id >= tok_.vocab_size()) return false;
+  if (is_eos(id)) return complete();
+  if (tok_.is_special(id)) return false;
+  const std::string_view b = tok_.token_bytes(id);
+  return !b.empty() && !g_->advance(state_, b).dead();
+}
+
+void TokenConstraint::accept(int32_t id) {
+  if (is_eos(id)) return;
+  const bool ok = g_->accept(&state_, tok_.token_bytes(id));
+  HYPIC_CHECK(ok, "TokenConstraint::accept: token " + std::to_string(id) + " is not allowed here");
+}
+
+int32_t TokenConstraint::best_eos(const float* logits) const {
+  int32_t best = -1;
+  for (int32_t e : eos_)
+    if (e >= 0 && e < tok_.vocab_size() && (best < 0 || logits[e] > logits[best])) best = e;
+  return best;
+}
+
+void TokenConstraint::walk(int32_t node, const grammar::Grammar::State& s, std::vector<uint8_t>* allowed) const {
+  const VocabTrie::Node& n = trie_->nodes()[size_t(node)];
+  if (node != 0)
+    for (int32_t i = 0; i < n.tokens; ++i) (*allowed)[size_t(trie_->token(n.first_token + i))] = 1;
+  const grammar::ByteSet next = g_->next_bytes(s);
+  for (int32_t e = n.first_edge; e < n.first_edge + n.edges; ++e) {
+    const uint8_t b = trie_->edge_byte(e);
+    if (next.test(b)) walk(trie_->edge_to(e), g_->advance(s, b), allowed);
+  }
+}
+
+void TokenConstraint::allowed_mask(std::vector<uint8_t>* allowed, int64_t V) const {
+  allowed->assign(size_t(V), 0);
+  walk(0, state_, allowed);
+  if (complete())
+    for (int32_t e : eos_)
+      if (e >= 0 && e < V) (*allowed)[size_t(e)] = 1;
+}
+
+int32_t TokenConstraint::masked_sample(Sampler& sampler, const float* logits, int64_t V) {
+  ++full_masks_;
+  allowed_mask(&allowed_, V);
+  masked_.assign(logits, logits + V);
+  bool any = false;
+  for (int64_t i = 0; i < V; ++i) {
+    if (!allowed_[size_t(i)]) masked_[size_t(i)] = -INFINITY;
+    else any = true;
+  }
+  if (!any) return -1;
+  const int32_t id = sampler.sample(masked_.data(), V);
+  // Rounding at the end of a cumulative sum could land on a masked id: fall back to the best.
+  return allowed_[size_t(id)] ? id : argmax(masked_.data(), V);
+}
+
+int32_t TokenConstraint::sample(Sampler& sampler, const SamplingParams& p, const float* logits, int64_t V) {
+  ++sampled_;
+  if (finished()) return best_eos(logits);
+  if (p.temperature <= 0.0f) {
+    const int32_t a = argmax(logits, V);
+    if (allows(a)) return a;
+    const size_t k = size_t(std::min<int64_t>(kRankedTries, V));
+    order_.resize(size_t(V));
+    std::iota(order_.begin(), order_.end(), 0);
+    const auto better = [&](int32_t x, int32_t y) { return logits[x] > logits[y] || (logits[x] == logits[y] && x < y); };
+    std::partial_sort(order_.begin(), order_.begin() + std::ptrdiff_t(k), order_.end(), better);
+    for (size_t i = 1; i < k; ++i)
+      if (allows(order_[i])) return order_[i];
+  } else if (p.top_k <= 0 && p.top_p >= 1.0f) {
+    for (int i = 0; i < kRejectionTries; ++i) {
+      const int32_t id = sampler.sample(logits, V);
+      if (allows(id)) return id;
+    }
+  }
+  return masked_sample(sampler, logits, V);
+}
+
+}  // namespace hypic

@@ -1,0 +1,92 @@
+// Constrained decoding: a byte grammar (grammar/grammar.h) restricts which tokens a sequence
+// may sample, so that its text is always a sentence of the grammar (JSON of a schema, tool
+// calls). A token is allowed when its bytes continue the text so far; the end-of-sequence
+// tokens are allowed when the text is a whole sentence, and are the only ones once nothing
+// may follow; other special tokens never are.
+//
+// Sampling under the mask without computing it for the whole vocabulary when it need not be:
+//   greedy:                 candidates in descending logit order, the first allowed one
+//                           (exact: the masked argmax); after kRankedTries, the full mask;
+//   temperature, no top-k / top-p: rejection sampling, up to kRejectionTries draws from the
+//                           unmasked distribution (exact: the accepted draw follows the masked
+//                           distribution), then the full mask;
+//   top-k or top-p:         the full mask, then the usual sampler (they apply after the mask).
+// The full mask walks a byte trie of the vocabulary (VocabTrie, built once per tokenizer)
+// with the grammar state, pruning every subtree whose first byte the grammar refuses.
+// Reported logprobs stay those of the model's logits (before the mask), as vLLM's default.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "grammar/grammar.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hypic {
+
+// The non-special tokens of a vocabulary as a trie over their bytes. Immutable; shared.
+class VocabTrie {
+ public:
+  // Built on first use per tokenizer and kept for the program's life.
+  static std::shared_ptr<const VocabTrie> of(const Tokenizer& tok);
+  explicit VocabTrie(const Tokenizer& tok);
+
+  struct Node {
+    int32_t first_edge = 0, edges = 0;    // into edge_byte_ / edge_to_
+    int32_t first_token = 0, tokens = 0;  // into tokens_: the ids whose bytes end here
+  };
+  const std::vector<Node>& nodes() const { return nodes_; }
+  uint8_t edge_byte(int32_t e) const { return edge_byte_[size_t(e)]; }
+  int32_t edge_to(int32_t e) const { return edge_to_[size_t(e)]; }
+  int32_t token(int32_t i) const { return tokens_[size_t(i)]; }
+
+ private:
+  Tokenizer tok_;  // keeps the tokenizer (and so the cache key) alive
+  std::vector<Node> nodes_;  // nodes_[0]: the root (the empty string)
+  std::vector<uint8_t> edge_byte_;
+  std::vector<int32_t> edge_to_, tokens_;
+};
+
+class TokenConstraint {
+ public:
+  static constexpr int kRankedTries = 64;
+  static constexpr int kRejectionTries = 16;
+
+  TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok, std::vector<int32_t> eos);
+
+  bool allows(int32_t id) const;
+  // The next token under the mask (see above); -1 when no token is allowed (the grammar is
+  // complete and the model has no end-of-sequence token).
+  int32_t sample(Sampler& sampler, const SamplingParams& p, const float* logits, int64_t V);
+  // Advances past an allowed token (an end-of-sequence token changes nothing).
+  void accept(int32_t id);
+  // The full mask: allowed[id] = 1 for each allowed id ([V]).
+  void allowed_mask(std::vector<uint8_t>* allowed, int64_t V) const;
+  // The text so far is a whole sentence / nothing may follow it.
+  bool complete() const { return grammar::Grammar::accepting(state_); }
+  bool finished() const { return complete() && !g_->can_continue(state_); }
+
+  // Counters for benchmarks: tokens sampled, and how many took the full mask.
+  int64_t sampled() const { return sampled_; }
+  int64_t full_masks() const { return full_masks_; }
+
+ private:
+  bool is_eos(int32_t id) const;
+  int32_t best_eos(const float* logits) const;
+  void walk(int32_t node, const grammar::Grammar::State& s, std::vector<uint8_t>* allowed) const;
+  int32_t masked_sample(Sampler& sampler, const float* logits, int64_t V);
+
+  std::shared_ptr<const grammar::Grammar> g_;
+  Tokenizer tok_;
+  std::shared_ptr<const VocabTrie> trie_;
+  std::vector<int32_t> eos_;
+  grammar::Grammar::State state_;
+  std::vector<uint8_t> allowed_;  // scratch for the full mask
+  std::vector<float> masked_;
+  std::vector<int32_t> order_;
+  int64_t sampled_ = 0, full_masks_ = 0;
+};
+
+}  // namespace hypic
