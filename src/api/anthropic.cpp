@@ -69,6 +69,8 @@ class MessagesStream final : public TicketBodyStream {
     *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", 0},
                                             {"delta", {{"type", "text_delta"}, {"text", text}}}});
   }
+  // Never called yet: /v1/messages refuses tools (messages_to_chat), so no call is read.
+  void tool_call(const json&, std::string*) override {}
   void open_block(std::string* out) {
     if (block_open_) return;
     block_open_ = true;

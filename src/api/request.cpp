@@ -4,6 +4,7 @@
 #include <cmath>
 #include <span>
 
+#include "api/request_tools.h"
 #include "tokenizer/chat_template.h"
 
 namespace hypic::server {
@@ -243,20 +244,26 @@ std::optional<ApiError> parse_messages(const json& v, const RequestLimits& lim, 
     if (rs == "system" || rs == "developer") msg.role = Role::kSystem;
     else if (rs == "user") msg.role = Role::kUser;
     else if (rs == "assistant") msg.role = Role::kAssistant;
+    else if (rs == "tool") msg.role = Role::kTool;
     else
-      return bad_request("role '" + rs + "' is not supported (system, developer, user, assistant)", pm + ".role", "invalid_value");
+      return bad_request("role '" + rs + "' is not supported (system, developer, user, assistant, tool)", pm + ".role", "invalid_value");
+    if (auto e = parse_message_tool_fields(m, pm, &msg)) return e;
     auto content = m.find("content");
-    if (content == m.end() || content->is_null())
-      return bad_request("'" + pm + ".content' is required", pm + ".content", "missing_required_parameter");
-    if (auto e = parse_content(*content, pm + ".content", lim, &msg)) return e;
+    if (content == m.end() || content->is_null()) {
+      if (msg.tool_calls.empty())  // an assistant message of calls only may have no content
+        return bad_request("'" + pm + ".content' is required", pm + ".content", "missing_required_parameter");
+    } else if (auto e = parse_content(*content, pm + ".content", lim, &msg)) {
+      return e;
+    }
     if (msg.role != Role::kUser)
       for (size_t j = 0; j < msg.parts.size(); ++j)
         if (msg.parts[j].segment)
           return bad_request("only user content can be marked as a segment", pm + ".content[" + std::to_string(j) + "]", "invalid_value");
     r->messages.push_back(std::move(msg));
   }
-  if (r->messages.back().role != Role::kUser)
-    return bad_request("the last message must be from the user", "messages", "invalid_value");
+  if (r->messages.back().role != Role::kUser && r->messages.back().role != Role::kTool)
+    return bad_request("the last message must be from the user (or a tool result)", "messages", "invalid_value");
+  if (auto e = check_tool_messages(r->messages)) return e;
   for (size_t i = 0; i + 1 < r->messages.size(); ++i)
     for (size_t j = 0; j < r->messages[i].parts.size(); ++j)
       if (r->messages[i].parts[j].segment)
@@ -322,11 +329,9 @@ std::optional<ApiError> check_fields(const json& j, Endpoint ep) {
       {"stop", nullptr}, {"stream", nullptr}, {"stream_options", nullptr}, {"cache_salt", nullptr},
       {"user", nullptr}, {"logprobs", nullptr}, {"hypic", nullptr},
       {"presence_penalty", is_zero_number}, {"frequency_penalty", is_zero_number},
-      {"logit_bias", is_empty}, {"top_logprobs", nullptr}, {"tools", is_empty}, {"functions", is_empty},
-      {"tool_choice", [](const json& v) { return v == "none"; }},
-      {"function_call", [](const json& v) { return v == "none"; }},
-      {"parallel_tool_calls", [](const json& v) { return v.is_boolean(); }},  // no tools: nothing to parallelise
-      {"response_format", [](const json& v) { return v.is_object() && v.size() == 1 && v.value("type", "") == "text"; }},
+      {"logit_bias", is_empty}, {"top_logprobs", nullptr}, {"tools", nullptr}, {"functions", is_empty},
+      {"tool_choice", nullptr}, {"function_call", [](const json& v) { return v == "none"; }},
+      {"parallel_tool_calls", nullptr}, {"response_format", nullptr},
       {"store", [](const json& v) { return v == false; }}, {"metadata", is_empty},
       {"service_tier", [](const json& v) { return v == "auto" || v == "default"; }},
       {"modalities", [](const json& v) { return v == json::array({"text"}); }},
@@ -355,14 +360,14 @@ std::optional<ApiError> check_fields(const json& j, Endpoint ep) {
     if (v.is_null()) continue;
     const bool no_value = std::find_if(std::begin(kNoValue), std::end(kNoValue), [&](const char* n) { return key == n; }) != std::end(kNoValue);
     if (no_value || (f->noop && !f->noop(v)))
-      return unsupported(key, key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call"
-                                  ? " yet (tool calling is planned); remove it"
+      return unsupported(key, key == "functions" || key == "function_call"
+                                  ? " (the deprecated form of tool calling); send 'tools' and 'tool_choice' instead"
                                   : "; remove it or send its default");
   }
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLimits& lim,
+std::optional<ApiError> parse_object(const json& j, std::string_view body, Endpoint ep, const RequestLimits& lim,
                                      ApiRequest* r) {
   if (!j.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");
   auto model = j.find("model");
@@ -432,6 +437,8 @@ std::optional<ApiError> parse_object(const json& j, Endpoint ep, const RequestLi
     r->user = it->get<std::string>();
   }
   if (auto e = parse_logprobs(j, ep, r)) return e;
+  if (ep == Endpoint::kChat)
+    if (auto e = parse_tool_fields(j, body, r)) return e;
   if (auto it = j.find("hypic"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("hypic", "an object", *it);
     for (const auto& [k, v] : it->items())
@@ -487,7 +494,7 @@ std::optional<ApiError> parse_request(std::string_view body, Endpoint ep,
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded())
     return bad_request("the request body is not valid JSON (or not valid UTF-8)", "", "invalid_json");
-  return parse_object(j, ep, limits, out);
+  return parse_object(j, body, ep, limits, out);
 }
 
 std::optional<ApiError> parse_segment_request(std::string_view body, const RequestLimits& lim,
@@ -547,6 +554,7 @@ std::string_view role_name(Role r) {
     case Role::kSystem: return "system";
     case Role::kUser: return "user";
     case Role::kAssistant: return "assistant";
+    case Role::kTool: return "tool";
   }
   return "user";
 }
@@ -554,9 +562,11 @@ std::string_view role_name(Role r) {
 
 std::string prompt_text(const ChatTemplate& chat, const ApiRequest& r) {
   if (r.endpoint == Endpoint::kCompletions) return r.prompt;
+  std::vector<Message> turns;
+  if (template_messages(chat, r, &turns)) return {};  // not writable in this format
   std::vector<ChatMessage> msgs;
-  msgs.reserve(r.messages.size());
-  for (const auto& m : r.messages) {
+  msgs.reserve(turns.size());
+  for (const auto& m : turns) {
     ChatMessage& c = msgs.emplace_back();
     c.role = role_name(m.role);
     for (const auto& p : m.parts) c.content += p.text;

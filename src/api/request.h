@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,10 +17,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/tool_calls.h"
 #include "core/pic_mode.h"
 
 namespace hypic {
 class ChatTemplate;
+namespace grammar {
+class Grammar;
+}
 }
 
 namespace hypic::server {
@@ -37,7 +42,7 @@ struct ApiError {
 ApiError bad_request(std::string message, std::string param = "", std::string code = "");
 
 enum class Endpoint { kChat, kCompletions };
-enum class Role { kSystem, kUser, kAssistant };
+enum class Role { kSystem, kUser, kAssistant, kTool };
 
 // A content part of a chat message. Three forms:
 //   {"type": "text", "text": "..."}                                   plain text
@@ -56,6 +61,8 @@ struct ContentPart {
 struct Message {
   Role role = Role::kUser;
   std::vector<ContentPart> parts;
+  std::vector<ToolCall> tool_calls;  // an assistant message's calls (history)
+  std::string tool_call_id;          // a tool message: the call it answers
 };
 
 struct RequestLimits {
@@ -115,6 +122,20 @@ struct ApiRequest {
   PicMode mode = PicMode::kHypic;
   int seam = 8;
   std::string user;
+  // Chat: tools (api/request_tools.h). tool_choice_name: the function of ToolChoice::kNamed.
+  std::vector<ToolDef> tools;
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;
+  bool parallel_tool_calls = true;
+  // response_format; response_schema: json_schema's "schema" (null: any JSON object).
+  ResponseFormat response_format = ResponseFormat::kText;
+  nlohmann::ordered_json response_schema;
+  // Tools go into the prompt and calls are read out of the reply (tools given, choice not none).
+  bool uses_tools() const { return !tools.empty() && tool_choice != ToolChoice::kNone; }
+  // Not parsed; set by the server (request_grammar): what sampling is constrained to (null:
+  // free text) and the model's call block delimiters (calls are read out of the reply).
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::string tool_call_open, tool_call_close;
   // Not parsed; set by the HTTP layer.
   // A registration job (POST /v1/segments): build and pin the entry of parts.segments[0].
   std::optional<SegmentRequest> registration;

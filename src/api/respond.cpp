@@ -56,6 +56,14 @@ class ChunkStream final : public TicketBodyStream {
   void piece(const std::string& text, json logprobs, std::string* out) override {
     *out += event(chunk(m_, m_.chat ? json{{"content", text}} : json(text), nullptr, std::move(logprobs)));
   }
+  // As vLLM streams them: the id and name first, then the arguments.
+  void tool_call(const json& call, std::string* out) override {
+    const json head{{"index", call["index"]}, {"id", call["id"]}, {"type", "function"},
+                    {"function", {{"name", call["name"]}, {"arguments", ""}}}};
+    *out += event(chunk(m_, json{{"tool_calls", json::array({head})}}, nullptr));
+    const json args{{"index", call["index"]}, {"function", {{"arguments", call["arguments"]}}}};
+    *out += event(chunk(m_, json{{"tool_calls", json::array({args})}}, nullptr));
+  }
   void finish(const Outcome& o, std::string* out) override {
     if (!o.result.is_null() && o.result.contains("finish_reason")) {
       *out += event(chunk(m_, m_.chat ? json::object() : json(""), o.result["finish_reason"]));
@@ -85,11 +93,12 @@ BodyStream::Poll TicketBodyStream::poll(std::string* out, const std::function<vo
   for (;;) {
     std::string text;
     Outcome o;
-    json logprobs;
-    const auto n = ticket_->poll(&text, &o, wake, &logprobs);
+    json logprobs, call;
+    const auto n = ticket_->poll(&text, &o, wake, &logprobs, &call);
     if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
     if (n == Ticket::Next::kText) {
-      piece(text, std::move(logprobs), out);
+      if (!call.is_null()) tool_call(call, out);
+      else piece(text, std::move(logprobs), out);
       if (out->size() >= (64u << 10)) return Poll::kData;
       continue;
     }
@@ -122,7 +131,12 @@ void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, 
       }
       json choice{{"index", 0}, {"finish_reason", o.result["finish_reason"]},
                   {"logprobs", o.result.contains("logprobs") ? o.result["logprobs"] : json(nullptr)}};
-      if (m.chat) choice["message"] = {{"role", "assistant"}, {"content", o.result["text"]}};
+      if (m.chat) {
+        json calls = openai_tool_calls(o.result);
+        const bool text = !o.result["text"].get_ref<const std::string&>().empty();
+        choice["message"] = {{"role", "assistant"}, {"content", text || calls.empty() ? o.result["text"] : json(nullptr)}};
+        if (!calls.empty()) choice["message"]["tool_calls"] = std::move(calls);
+      }
       else choice["text"] = o.result["text"];
       json body{{"id", m.id}, {"object", m.chat ? "chat.completion" : "text_completion"},
                 {"created", m.created}, {"model", m.model}, {"choices", json::array({choice})},
@@ -132,6 +146,14 @@ void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, 
     });
   }
   reply(sse_response(std::make_shared<ChunkStream>(std::move(ticket), std::move(m), std::move(done))));
+}
+
+json openai_tool_calls(const json& result) {
+  json out = json::array();
+  if (auto it = result.find("tool_calls"); it != result.end() && it->is_array())
+    for (const json& c : *it)
+      out.push_back({{"id", c["id"]}, {"type", "function"}, {"function", {{"name", c["name"]}, {"arguments", c["arguments"]}}}});
+  return out;
 }
 
 HttpResponse sse_response(std::shared_ptr<BodyStream> stream) {

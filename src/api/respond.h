@@ -64,6 +64,8 @@ class TicketBodyStream : public BodyStream {
  protected:
   virtual void start(std::string* out) = 0;
   virtual void piece(const std::string& text, nlohmann::json logprobs, std::string* out) = 0;
+  // A tool call read out of the reply ({"index", "id", "name", "arguments"}).
+  virtual void tool_call(const nlohmann::json& call, std::string* out) = 0;
   // The last events; then reports the end through end().
   virtual void finish(const Outcome& o, std::string* out) = 0;
   ReplyOnce& end() { return *end_; }
@@ -73,6 +75,9 @@ class TicketBodyStream : public BodyStream {
   std::shared_ptr<ReplyOnce> end_;
   bool started_ = false;
 };
+
+// The OpenAI tool_calls array of a job's result (its "tool_calls"; empty when none).
+nlohmann::json openai_tool_calls(const nlohmann::json& result);
 
 // A 200 text/event-stream response whose body comes from `stream`.
 HttpResponse sse_response(std::shared_ptr<BodyStream> stream);

@@ -30,23 +30,29 @@ class Ticket {
   // Worker side. push_text returns false once the job is cancelled; `logprobs`: the piece's
   // logprobs object (a stream that asked for them), else null.
   bool push_text(std::string text, nlohmann::json logprobs = nullptr);
+  // A tool call read out of the reply ({"id", "name", "arguments"}), in order with the text.
+  bool push_tool_call(nlohmann::json call);
   void finish(Outcome o);
   bool cancelled() const;
 
   // HTTP side. Blocks until a piece or the outcome is available. Returns true with a text
-  // piece in *text, or false with the outcome in *out (once; then the ticket is done).
-  bool next(std::string* text, Outcome* out, nlohmann::json* logprobs = nullptr);
+  // piece in *text, or false with the outcome in *out (once; then the ticket is done). A tool
+  // call piece has empty text and the call in *tool_call (null for a text piece); a caller
+  // that passes no tool_call never sees calls (their text is not in the pieces).
+  bool next(std::string* text, Outcome* out, nlohmann::json* logprobs = nullptr, nlohmann::json* tool_call = nullptr);
   // Waits for the outcome, concatenating all text pieces into *text.
   Outcome wait(std::string* text);
   // next() without blocking: kPending when nothing is ready, and then `wake` is called once
   // (by the thread that pushes, finishes or cancels, outside the lock) when something is.
   enum class Next { kText, kOutcome, kPending };
-  Next poll(std::string* text, Outcome* out, std::function<void()> wake, nlohmann::json* logprobs = nullptr);
+  Next poll(std::string* text, Outcome* out, std::function<void()> wake, nlohmann::json* logprobs = nullptr,
+            nlohmann::json* tool_call = nullptr);
   void cancel();
 
  private:
   // Under mu_: moves the first piece out.
-  void take_front(std::string* text, nlohmann::json* logprobs);
+  void take_front(std::string* text, nlohmann::json* logprobs, nlohmann::json* tool_call);
+  bool push(std::string text, nlohmann::json logprobs, nlohmann::json tool_call);
   // Takes the waiting poll's wake (call it after unlocking).
   std::function<void()> take_wake();
   mutable std::mutex mu_;
@@ -54,6 +60,7 @@ class Ticket {
   struct Piece {
     std::string text;
     nlohmann::json logprobs;
+    nlohmann::json tool_call;
   };
   std::deque<Piece> pieces_;
   std::optional<Outcome> outcome_;

@@ -92,8 +92,16 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     pb::GenerateEvent ev;
     bool relayed = false;
     std::string text;  // the whole reply (the non-streaming body)
+    json calls = json::array();
     while (reader->Read(&ev)) {
-      if (ev.has_text()) {
+      if (ev.has_tool_call_json()) {
+        relayed = true;
+        json c = json::parse(ev.tool_call_json(), nullptr, /*allow_exceptions=*/false);
+        if (c.is_object()) {
+          calls.push_back(c);
+          if (!f->ticket->push_tool_call(std::move(c))) f->try_cancel();
+        }
+      } else if (ev.has_text()) {
         relayed = true;
         text += ev.text();
         json lp;
@@ -105,6 +113,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
         o.result = json{{"text", text}, {"finish_reason", ev.final().finish_reason()},
                         {"usage", server::usage_from_pb(ev.final().usage())}};
         o.result["usage"]["hypic"]["instance"] = addr;
+        if (!calls.empty()) o.result["tool_calls"] = calls;
         if (!ev.final().logprobs_json().empty()) {
           json lp = json::parse(ev.final().logprobs_json(), nullptr, /*allow_exceptions=*/false);
           if (!lp.is_discarded()) o.result["logprobs"] = std::move(lp);

@@ -57,12 +57,13 @@ struct CombineServer::Service final : pb::Combine::Service {
     std::shared_ptr<Ticket> ticket = std::get<std::shared_ptr<Ticket>>(std::move(admitted));
     std::string piece;
     Outcome o;
-    nlohmann::json logprobs;
+    nlohmann::json logprobs, call;
     bool writing = true;
-    while (ticket->next(&piece, &o, &logprobs)) {
+    while (ticket->next(&piece, &o, &logprobs, &call)) {
       if (!writing) continue;
       pb::GenerateEvent ev;
-      ev.set_text(std::move(piece));
+      if (!call.is_null()) ev.set_tool_call_json(dump(call));
+      else ev.set_text(std::move(piece));
       if (!logprobs.is_null()) ev.set_piece_logprobs_json(dump(logprobs));
       if (!w->Write(ev) || ctx->IsCancelled()) {  // the router (or its client) went away
         writing = false;

@@ -1,5 +1,6 @@
 #include "server/engine_request.h"
 
+#include "api/request_tools.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -14,6 +15,7 @@ GenerateOptions generate_options(const ApiRequest& r) {
   g.sampling.top_k = r.top_k;
   g.sampling.seed = r.seed.value_or(0);
   g.logprobs = r.logprobs;
+  g.grammar = r.grammar;
   return g;
 }
 
@@ -44,11 +46,13 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
     auto plain = [&](const std::string& s, std::vector<int32_t>* ids) {
       tok.encode_append(s, *ids, /*parse_special=*/false);
     };
+    std::vector<Message> turns;  // tools, calls and results written in the model's format
+    if (auto e = template_messages(chat, r, &turns)) return e;
     std::vector<int32_t>* cur = &out->prefix;
-    for (size_t i = 0; i < r.messages.size(); ++i) {
-      const Message& m = r.messages[i];
+    for (size_t i = 0; i < turns.size(); ++i) {
+      const Message& m = turns[i];
       special(chat.message_open(i, role_name(m.role)), cur);
-      const bool last = i + 1 == r.messages.size();
+      const bool last = i + 1 == turns.size();
       // Consecutive plain parts are tokenised as one text, so that splitting a string into
       // parts does not change its tokens.
       std::string run;
@@ -60,7 +64,7 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
           if (p.segment_id.empty()) {
             out->segments.push_back(tok.encode(p.text, /*parse_special=*/false));
           } else {
-            const std::string param = "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "].segment_id";
+            const std::string param = "messages[" + std::to_string(r.messages.size() - 1) + "].content[" + std::to_string(j) + "].segment_id";
             std::vector<int32_t> ids;
             std::optional<ApiError> e = resolve ? resolve(p.segment_id, &ids) : segment_not_found(p.segment_id);
             if (!e && ids.empty()) e = segment_not_found(p.segment_id);

@@ -16,6 +16,7 @@
 #include "model/safetensors.h"
 #include "server/combine_service.h"
 #include "api/anthropic.h"
+#include "api/request_tools.h"
 #include "api/http_front.h"
 #include "api/http_util.h"
 #include "server/jobs.h"
@@ -102,6 +103,7 @@ std::optional<ApiError> HttpServer::Impl::prepare(std::string_view body, Endpoin
   if (auto e = parse_request(body, ep, opt.limits, r)) return e;
   if (r->model != opt.model_name) return model_not_found(r->model, opt.model_name);
   if (auto e = apply_auto_segments(r, opt.auto_segments, opt.limits)) return e;
+  if (auto e = request_grammar(chat, r)) return e;
   // Registered segments referenced by id: tokens from the tenant's registration.
   const auto now = Clock::now();
   sweep_registry(now);

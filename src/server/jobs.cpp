@@ -16,6 +16,35 @@ using nlohmann::json;
 
 namespace {
 
+// A reply read for tool calls as it streams: content pieces and calls go to the ticket in
+// order; the whole content and the calls are kept for the outcome.
+struct ToolReply {
+  explicit ToolReply(const ApiRequest& r) : reader(r.tool_call_open, r.tool_call_close, names(r)) {}
+  static std::vector<std::string> names(const ApiRequest& r) {
+    std::vector<std::string> n;
+    for (const ToolDef& t : r.tools) n.push_back(t.name);
+    return n;
+  }
+  // False once the ticket is cancelled. `lp` goes with the first content piece.
+  bool push(std::vector<ToolCallReader::Event> events, Ticket& t, json lp) {
+    bool ok = true;
+    for (auto& e : events) {
+      if (e.is_call) {
+        json c{{"index", calls.size()}, {"id", e.call.id}, {"name", e.call.name}, {"arguments", e.call.arguments}};
+        calls.push_back(c);
+        ok = t.push_tool_call(std::move(c)) && ok;
+      } else {
+        content += e.text;
+        ok = t.push_text(e.text, std::exchange(lp, nullptr)) && ok;
+      }
+    }
+    return ok;
+  }
+  ToolCallReader reader;
+  std::string content;
+  json calls = json::array();
+};
+
 ApiError drain_cut_error() {
   return make_error(503, "the server is shutting down: this reply was cut at the drain deadline (--drain-timeout); "
                          "a stream's finish_reason is \"abort\"; retry the request",
@@ -120,7 +149,8 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
       *piece_lp = logprobs_json(lp, ep, offset);
       for (const PositionLogprobs& p : lp) offset += p.chosen.bytes.size();
     };
-  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone, piece_lp](const std::string& t) {
+  auto tools = r.uses_tools() ? std::make_shared<ToolReply>(r) : nullptr;
+  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone, piece_lp, tools](const std::string& t) {
     itl->tick();
     if (opt_.debug_piece_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_piece_delay_ms));
@@ -128,16 +158,23 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
       ticket->cancel();
       return false;
     }
+    if (tools) return tools->push(tools->reader.feed(t), *ticket, std::exchange(*piece_lp, nullptr));
     return ticket->push_text(t, std::exchange(*piece_lp, nullptr));
   };
   d.finish = [this, f = std::move(p->figures), ep = r.endpoint, lp = r.logprobs >= 0, made = r.auto_segments_made,
-               echo = r.echo ? echo : nullptr](GenerateResult&& g, const Status& st) {
+               echo = r.echo ? echo : nullptr, tools, ticket = job.ticket](GenerateResult&& g, const Status& st) {
     if (echo) {  // the answer starts with the prompt
       g.text = echo->text + g.text;
       g.logprobs.insert(g.logprobs.begin(), echo->logprobs.begin(), echo->logprobs.end());
     }
+    if (tools) tools->push(tools->reader.finish(), *ticket, nullptr);
     Outcome o = finish_generation(std::move(g), st, f, lp ? std::optional<Endpoint>(ep) : std::nullopt);
     if (made > 0 && o.result.contains("usage")) o.result["usage"]["hypic"]["auto_segments"] = made;
+    if (tools && o.result.contains("text")) {  // the content without the calls, and the calls
+      o.result["text"] = tools->content;
+      o.result["tool_calls"] = tools->calls;
+      if (!tools->calls.empty() && o.result["finish_reason"] == "stop") o.result["finish_reason"] = "tool_calls";
+    }
     return o;
   };
   return d;

@@ -37,6 +37,18 @@ struct ChatMessage {
   std::string role, content;
 };
 
+// How a family writes tools and tool calls (Qwen's Hermes-style format to start):
+//   system turn: [{system} "\n\n"] preamble_head ("\n" {tool as JSON})* preamble_tail
+//   a call:      call_open {"name": ..., "arguments": ...} call_close, calls joined by
+//                call_separator, after the assistant's text (and a "\n" when there is text)
+//   results:     consecutive tool messages as one user turn, each response_open {content}
+//                response_close, joined by response_separator
+struct ToolFormat {
+  std::string preamble_head, preamble_tail;
+  std::string call_open, call_close, call_separator;
+  std::string response_open, response_close, response_separator;
+};
+
 // Implementations are stateless: every method may be called concurrently.
 class ChatTemplate {
  public:
@@ -57,6 +69,8 @@ class ChatTemplate {
   // Text before the first turn; `first_role` is the first message's role, "" when there is
   // no message. Default: nothing.
   virtual std::string conversation_open(std::string_view first_role) const;
+  // The family's tool format; null when hypic does not write tools for it (yet).
+  virtual const ToolFormat* tool_format() const { return nullptr; }
   // Text around the content of the first message. Default: turn_open / turn_close.
   virtual std::string first_turn_open(std::string_view role) const { return turn_open(role); }
   virtual std::string first_turn_close(std::string_view role) const { return turn_close(role); }
@@ -79,6 +93,9 @@ class ChatMl final : public ChatTemplate {
   std::string turn_close(std::string_view role) const override;
   std::string generation_prompt() const override;
   std::vector<std::string> end_tokens() const override { return {"<|im_end|>", "<|endoftext|>"}; }
+  // Qwen3 / Qwen3-Next's chat template: tools in a <tools> block of the system turn, calls as
+  // <tool_call> JSON, results in <tool_response> blocks of a user turn.
+  const ToolFormat* tool_format() const override;
 };
 
 // Ling 2.0 / Ring 2.0 / Ring-mini-linear-2.0 / Ring-flash-linear-2.0 ("bailing"), the

@@ -330,9 +330,6 @@ TEST(Request, UnimplementedFieldsAreRefusedByName) {
     std::string param;
   };
   const std::vector<Case> refused = {
-      {Endpoint::kChat, R"("tools":[{"type":"function","function":{"name":"f"}}])", "tools"},
-      {Endpoint::kChat, R"("tool_choice":"auto")", "tool_choice"},
-      {Endpoint::kChat, R"("response_format":{"type":"json_object"})", "response_format"},
       {Endpoint::kChat, R"("presence_penalty":0.5)", "presence_penalty"},
       {Endpoint::kChat, R"("frequency_penalty":-1)", "frequency_penalty"},
       {Endpoint::kChat, R"("logit_bias":{"42":5})", "logit_bias"},

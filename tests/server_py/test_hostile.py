@@ -603,11 +603,6 @@ class Bodies(HostileCase):
         self.assertServes()
 
     UNSUPPORTED = [
-        ("tools", [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]),
-        ("tool_choice", "auto"),
-        ("tool_choice", {"type": "function", "function": {"name": "f"}}),
-        ("response_format", {"type": "json_object"}),
-        ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}),
         ("presence_penalty", 0.5),
         ("frequency_penalty", -1.0),
         ("logit_bias", {"50": 10}),

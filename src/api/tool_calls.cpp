@@ -1,0 +1,180 @@
+#include "api/tool_calls.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+namespace hypic::server {
+
+using OJson = nlohmann::ordered_json;
+
+namespace {
+
+void python_json_to(const OJson& v, std::string* out) {
+  switch (v.type()) {
+    case OJson::value_t::object: {
+      *out += '{';
+      bool first = true;
+      for (const auto& [k, x] : v.items()) {
+        if (!first) *out += ", ";
+        first = false;
+        *out += OJson(k).dump(-1, ' ', false, OJson::error_handler_t::replace);
+        *out += ": ";
+        python_json_to(x, out);
+      }
+      *out += '}';
+      return;
+    }
+    case OJson::value_t::array: {
+      *out += '[';
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (i) *out += ", ";
+        python_json_to(v[i], out);
+      }
+      *out += ']';
+      return;
+    }
+    default:
+      *out += v.dump(-1, ' ', false, OJson::error_handler_t::replace);
+  }
+}
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// The call in a block's text, if it is one: {"name": declared, "arguments": object or a
+// string holding one}.
+bool parse_call(std::string_view block, const std::vector<std::string>& names, ToolCall* call) {
+  const OJson j = OJson::parse(trim(block), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  auto n = j.find("name");
+  if (n == j.end() || !n->is_string()) return false;
+  if (std::find(names.begin(), names.end(), n->get<std::string>()) == names.end()) return false;
+  OJson args = OJson::object();
+  if (auto a = j.find("arguments"); a != j.end()) {
+    args = a->is_string() ? OJson::parse(a->get<std::string>(), nullptr, false) : *a;
+    if (!args.is_object()) return false;
+  }
+  call->id = new_tool_call_id();
+  call->name = n->get<std::string>();
+  call->arguments = args.dump(-1, ' ', false, OJson::error_handler_t::replace);
+  return true;
+}
+
+// The length of the longest suffix of s that is a proper prefix of p.
+size_t partial_prefix(std::string_view s, std::string_view p) {
+  for (size_t n = std::min(s.size(), p.size() - 1); n > 0; --n)
+    if (s.substr(s.size() - n) == p.substr(0, n)) return n;
+  return 0;
+}
+
+}  // namespace
+
+std::string python_json(const OJson& v) {
+  std::string out;
+  python_json_to(v, &out);
+  return out;
+}
+
+std::string new_tool_call_id() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "call_%016llx%08llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng() & 0xffffffffULL));
+  return buf;
+}
+
+// Content is trimmed as a whole: leading whitespace (at the start and after a call) is
+// dropped; trailing whitespace is held until more text follows it, and dropped before a call
+// and at the end. So the streamed pieces add up to exactly the non-streamed content.
+void ToolCallReader::add_text(std::vector<Event>* out, std::string text) {
+  if (at_start_) {
+    const size_t b = text.find_first_not_of(" \n\t\r");
+    text.erase(0, b == std::string::npos ? text.size() : b);
+    if (text.empty()) return;
+    at_start_ = false;
+  }
+  const size_t e = text.find_last_not_of(" \n\t\r");
+  if (e == std::string::npos) {
+    held_ws_ += text;
+    return;
+  }
+  Event ev;
+  ev.text = std::exchange(held_ws_, "") + text.substr(0, e + 1);
+  held_ws_ = text.substr(e + 1);
+  out->push_back(std::move(ev));
+}
+
+void ToolCallReader::take(std::vector<Event>* out, bool at_end) {
+  for (;;) {
+    if (!inside_) {
+      const size_t p = buf_.find(open_);
+      if (p == std::string::npos) {
+        const size_t keep = at_end ? 0 : partial_prefix(buf_, open_);
+        add_text(out, buf_.substr(0, buf_.size() - keep));
+        buf_.erase(0, buf_.size() - keep);
+        return;
+      }
+      add_text(out, buf_.substr(0, p));
+      buf_.erase(0, p + open_.size());
+      inside_ = true;
+    }
+    const size_t q = buf_.find(close_);
+    if (q == std::string::npos) {
+      if (at_end) {  // unterminated: text as it was written
+        add_text(out, open_ + buf_);
+        buf_.clear();
+        inside_ = false;
+      }
+      return;
+    }
+    Event ev;
+    if (parse_call(std::string_view(buf_).substr(0, q), names_, &ev.call)) {
+      ev.is_call = true;
+      held_ws_.clear();
+      at_start_ = true;
+      ++calls_;
+      out->push_back(std::move(ev));
+    } else {
+      add_text(out, open_ + buf_.substr(0, q + close_.size()));
+    }
+    buf_.erase(0, q + close_.size());
+    inside_ = false;
+  }
+}
+
+std::vector<ToolCallReader::Event> ToolCallReader::feed(std::string_view text) {
+  buf_ += text;
+  std::vector<Event> out;
+  take(&out, false);
+  return out;
+}
+
+std::vector<ToolCallReader::Event> ToolCallReader::finish() {
+  std::vector<Event> out;
+  take(&out, true);
+  held_ws_.clear();
+  return out;
+}
+
+ParsedReply read_tool_calls(std::string_view text, const std::string& open, const std::string& close,
+                            const std::vector<std::string>& names) {
+  ToolCallReader r(open, close, names);
+  ParsedReply out;
+  auto add = [&](std::vector<ToolCallReader::Event> evs) {
+    for (auto& e : evs) {
+      if (e.is_call) out.calls.push_back(std::move(e.call));
+      else out.content += e.text;
+    }
+  };
+  add(r.feed(text));
+  add(r.finish());
+  return out;
+}
+
+}  // namespace hypic::server
