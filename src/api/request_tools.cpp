@@ -21,6 +21,15 @@ ApiError schema_error(const std::string& param, const Status& s) {
   return bad_request("'" + param + "': " + s.message(), param, "invalid_schema");
 }
 
+// The string at o[key]; `absent` when missing, "" (never a valid value here) when not a string.
+// (json::value() throws on a present key of another type: a request must never make it.)
+template <typename J>
+std::string string_field(const J& o, const char* key, const char* absent = "") {
+  auto it = o.find(key);
+  if (it == o.end()) return absent;
+  return it->is_string() ? it->template get<std::string>() : std::string();
+}
+
 bool valid_name(const std::string& n) {
   if (n.empty() || n.size() > kMaxToolNameBytes) return false;
   for (char c : n)
@@ -37,7 +46,7 @@ std::optional<ApiError> parse_tools(const OJson& tools, ApiRequest* r) {
     const std::string p = "tools[" + std::to_string(i) + "]";
     const OJson& t = tools[i];
     if (!t.is_object()) return bad_request("'" + p + "' must be an object", p, "invalid_type");
-    if (t.value("type", "") != "function")
+    if (string_field(t, "type") != "function")
       return bad_request("'" + p + ".type' must be \"function\"", p + ".type", "invalid_value");
     auto f = t.find("function");
     if (f == t.end() || !f->is_object())
@@ -75,7 +84,7 @@ std::optional<ApiError> parse_tool_choice(const json& v, ApiRequest* r) {
     else return bad_request("'tool_choice' must be \"auto\", \"none\", \"required\" or a named function", "tool_choice", "invalid_value");
   } else if (v.is_object()) {
     auto f = v.find("function");
-    if (v.value("type", "") != "function" || f == v.end() || !f->is_object() || !f->contains("name") ||
+    if (string_field(v, "type") != "function" || f == v.end() || !f->is_object() || !f->contains("name") ||
         !(*f)["name"].is_string())
       return bad_request("a named 'tool_choice' is {\"type\": \"function\", \"function\": {\"name\": ...}}", "tool_choice", "invalid_value");
     r->tool_choice = ToolChoice::kNamed;
@@ -97,7 +106,7 @@ std::optional<ApiError> parse_tool_choice(const json& v, ApiRequest* r) {
 
 std::optional<ApiError> parse_response_format(const OJson& v, ApiRequest* r) {
   if (!v.is_object()) return bad_request("'response_format' must be an object", "response_format", "invalid_type");
-  const std::string type = v.value("type", "");
+  const std::string type = string_field(v, "type");
   if (type == "text") return std::nullopt;
   if (type == "json_object") {
     r->response_format = ResponseFormat::kJsonObject;
@@ -182,7 +191,7 @@ std::optional<ApiError> parse_message_tool_fields(const json& m, const std::stri
     auto f = c.find("function");
     if (!c.contains("id") || !c["id"].is_string() || c["id"].get<std::string>().empty())
       return bad_request("'" + p + ".id' must be a non-empty string", p + ".id", "invalid_value");
-    if (c.value("type", "function") != "function")
+    if (string_field(c, "type", "function") != "function")
       return bad_request("'" + p + ".type' must be \"function\"", p + ".type", "invalid_value");
     if (f == c.end() || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string() ||
         !f->contains("arguments") || !(*f)["arguments"].is_string())

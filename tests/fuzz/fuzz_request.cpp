@@ -18,6 +18,7 @@
 
 #include "api/anthropic_request.h"
 #include "api/auto_segments.h"
+#include "api/request_tools.h"
 #include "fuzz_common.h"
 #include "server/engine_request.h"
 #include "tokenizer/chat_template.h"
@@ -45,6 +46,10 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+bool forced_call(const ApiRequest& r) {
+  return r.tool_choice == hypic::server::ToolChoice::kRequired || r.tool_choice == hypic::server::ToolChoice::kNamed;
+}
+
 void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
   FUZZ_CHECK(r.endpoint == ep);
   FUZZ_CHECK(r.max_tokens >= (r.echo ? 0 : 1) && r.max_tokens <= lim.max_tokens, "max_tokens %d", r.max_tokens);
@@ -65,11 +70,18 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
   } else {
     FUZZ_CHECK(r.prompt.empty() && r.prompt_tokens.empty());
     FUZZ_CHECK(!r.messages.empty() && int(r.messages.size()) <= lim.max_messages);
-    FUZZ_CHECK(r.messages.back().role == Role::kUser);
+    FUZZ_CHECK(r.messages.back().role == Role::kUser || r.messages.back().role == Role::kTool);
+    FUZZ_CHECK(r.tools.size() <= hypic::server::kMaxTools);
+    for (const auto& t : r.tools) FUZZ_CHECK(!t.name.empty() && t.name.size() <= hypic::server::kMaxToolNameBytes);
+    const bool forced = forced_call(r);
+    FUZZ_CHECK(!forced || !r.tools.empty(), "a required tool call without tools");
+    FUZZ_CHECK(!forced || r.response_format == hypic::server::ResponseFormat::kText, "a forced call with a JSON format");
     FUZZ_CHECK(r.segment_count() <= lim.max_segments);
     for (size_t i = 0; i < r.messages.size(); ++i) {
       const auto& m = r.messages[i];
-      FUZZ_CHECK(!m.parts.empty());
+      FUZZ_CHECK(!m.parts.empty() || !m.tool_calls.empty());
+      FUZZ_CHECK(m.tool_calls.empty() || m.role == Role::kAssistant, "tool calls outside an assistant message");
+      FUZZ_CHECK((m.role == Role::kTool) == !m.tool_call_id.empty(), "a tool message without its call id");
       const bool last = i + 1 == r.messages.size();
       int first = -1, final_seg = -1;
       for (int j = 0; j < int(m.parts.size()); ++j) {
@@ -100,6 +112,12 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
     FUZZ_CHECK(chatml.size() >= text_bytes);
   }
 
+  if (ep == Endpoint::kChat) {  // the grammar of every accepted request builds
+    ApiRequest copy = r;
+    const std::optional<ApiError> err = hypic::server::request_grammar(chat, &copy);
+    FUZZ_CHECK(!err, "an accepted request whose grammar fails: %s", err ? err->message.c_str() : "");
+    FUZZ_CHECK(bool(copy.grammar) == (forced_call(copy) || copy.response_format != hypic::server::ResponseFormat::kText));
+  }
   const hypic::GenerateOptions g = hypic::server::generate_options(r);
   FUZZ_CHECK(g.max_tokens == r.max_tokens);
   FUZZ_CHECK(g.stop == r.stop);

@@ -203,6 +203,21 @@ class RouterCluster(unittest.TestCase):
             self.assertAlmostEqual(a.logprob, b.logprob, places=4)
             self.assertEqual([t.token for t in a.top_logprobs], [t.token for t in b.top_logprobs])
 
+    def test_tool_calls_through_the_router(self):
+        import test_tools
+        kw = dict(model=MODEL, messages=test_tools.ASK, tools=test_tools.TOOLS, tool_choice="required",
+                  max_tokens=120, temperature=0)
+        want = client(self.plain.base).chat.completions.create(**kw).choices[0]
+        got = client(self.router.base).chat.completions.create(**kw).choices[0]
+        self.assertEqual(got.finish_reason, "tool_calls")
+        self.assertIsNone(got.message.content)
+        self.assertEqual([(t.function.name, t.function.arguments) for t in got.message.tool_calls],
+                         [(t.function.name, t.function.arguments) for t in want.message.tool_calls])
+        content, calls, finish = test_tools.assemble(client(self.router.base).chat.completions.create(stream=True, **kw))
+        self.assertEqual((content, finish), ("", "tool_calls"))
+        self.assertEqual([(c["name"], c["arguments"]) for c in calls],
+                         [(t.function.name, t.function.arguments) for t in want.message.tool_calls])
+
     def test_streaming_through_the_router(self):
         docs = DOCS[1:3]
         want = ask(self.plain.base, docs, "s2").choices[0].message.content
