@@ -182,6 +182,7 @@ int cmd_bench(int argc, char** argv) {
   if (what == "compose") return bench_compose(argc - 1, argv + 1);
   if (what == "ttft") return bench_ttft(argc - 1, argv + 1);
   if (what == "scatter") return bench_scatter(argc - 1, argv + 1);
+  if (what == "constrained") return bench_constrained(argc - 1, argv + 1);
   std::fprintf(stderr, "hypic bench: unknown benchmark '%s'\n%s", what.c_str(), usage);
   return 2;
 }

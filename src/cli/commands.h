@@ -22,6 +22,8 @@ int bench_compose(int argc, char** argv);
 int bench_ttft(int argc, char** argv);
 // hypic bench scatter (cmd_bench_scatter.cpp): segment parallelism, measured and simulated.
 int bench_scatter(int argc, char** argv);
+// hypic bench constrained (cmd_bench_constrained.cpp): the cost of constrained decoding.
+int bench_constrained(int argc, char** argv);
 
 // One line of a command list.
 struct CommandSummary {
@@ -36,6 +38,7 @@ inline constexpr CommandSummary kBenchCommands[] = {
     {"compose", "linear-attention segment transitions: exactness and build cost"},
     {"ttft", "time to first token of a RAG trace in every caching mode"},
     {"scatter", "cold TTFT with scatter workers (segment parallelism), measured and simulated"},
+    {"constrained", "constrained decoding (tool calls, JSON schemas): mask and decode cost"},
 };
 // kBenchCommands as help lines: `indent`, the name padded to `width`, the summary.
 std::string bench_command_lines(const std::string& indent, int width);

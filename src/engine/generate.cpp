@@ -155,6 +155,7 @@ Status DecodeCursor::finish() {
     if (!rest.empty()) emit(rest);
   }
   r.decode_ms = sampled_ == 0 ? 0 : decode_timer_.ms();
+  if (constraint_) r.full_masks = constraint_->full_masks();
   if (cancelled_) return Status(StatusCode::kCancelled, "generation cancelled by the caller");
   return Status::ok();
 }

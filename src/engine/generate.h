@@ -44,6 +44,7 @@ struct GenerateResult {
   double ttft_ms = 0;           // prompt in -> first token sampled
   double prefill_ms = 0;
   double decode_ms = 0;         // after the first token
+  int64_t full_masks = 0;       // with a grammar: tokens that needed the full vocabulary mask
 };
 
 // Called with each new piece of text as it becomes final (stop strings held back until

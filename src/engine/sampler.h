@@ -20,6 +20,9 @@ class Sampler {
   explicit Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
   // logits: [V]. Deterministic for a given seed and sequence of calls.
   int32_t sample(const float* logits, int64_t V);
+  // A uniform draw in [0, 1) from the same seeded stream (for samplers built on this one).
+  double uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+  const SamplingParams& params() const { return p_; }
 
  private:
   SamplingParams p_;

@@ -59,22 +59,69 @@ VocabTrie::VocabTrie(const Tokenizer& tok) : tok_(tok) {
 
 TokenConstraint::TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok,
                                  std::vector<int32_t> eos)
-    : g_(std::move(g)), tok_(tok), trie_(VocabTrie::of(tok)), eos_(std::move(eos)), state_(g_->start()) {}
+    : g_(std::move(g)), tok_(tok), trie_(VocabTrie::of(tok)), eos_(std::move(eos)) {
+  cur_ = intern(g_->start());
+}
+
+int32_t TokenConstraint::intern(grammar::Grammar::State s) {
+  std::string key;
+  for (const auto& st : s.stacks) {
+    key.append(reinterpret_cast<const char*>(st.data()), st.size() * sizeof(int32_t));
+    key.append(4, '\xff');  // no position is -1: a stack separator
+  }
+  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+  DfaState d;
+  d.next = g_->next_bytes(s);
+  d.accepting = grammar::Grammar::accepting(s);
+  d.to.assign(256, kUnknown);
+  d.state = std::move(s);
+  dfa_.push_back(std::move(d));
+  const int32_t id = int32_t(dfa_.size() - 1);
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+int32_t TokenConstraint::step(int32_t sid, uint8_t b) {
+  int32_t to = dfa_[size_t(sid)].to[b];
+  if (to != kUnknown) return to;
+  to = dfa_[size_t(sid)].next.test(b) ? intern(g_->advance(dfa_[size_t(sid)].state, b)) : kDead;
+  dfa_[size_t(sid)].to[b] = to;
+  return to;
+}
+
+void TokenConstraint::bound_cache() {
+  if (dfa_.size() <= kMaxStates) return;
+  grammar::Grammar::State keep = std::move(dfa_[size_t(cur_)].state);
+  dfa_.clear();
+  ids_.clear();
+  cur_ = intern(std::move(keep));
+}
+
+int32_t TokenConstraint::run(int32_t sid, std::string_view bytes) {
+  for (char c : bytes) {
+    sid = step(sid, uint8_t(c));
+    if (sid < 0) return kDead;
+  }
+  return sid;
+}
 
 bool TokenConstraint::is_eos(int32_t id) const { return std::find(eos_.begin(), eos_.end(), id) != eos_.end(); }
 
-bool TokenConstraint::allows(int32_t id) const {
+bool TokenConstraint::allows(int32_t id) {
+  bound_cache();
   if (id < 0 || id >= tok_.vocab_size()) return false;
   if (is_eos(id)) return complete();
   if (tok_.is_special(id)) return false;
   const std::string_view b = tok_.token_bytes(id);
-  return !b.empty() && !g_->advance(state_, b).dead();
+  return !b.empty() && run(cur_, b) >= 0;
 }
 
 void TokenConstraint::accept(int32_t id) {
   if (is_eos(id)) return;
-  const bool ok = g_->accept(&state_, tok_.token_bytes(id));
-  HYPIC_CHECK(ok, "TokenConstraint::accept: token " + std::to_string(id) + " is not allowed here");
+  bound_cache();
+  const int32_t next = run(cur_, tok_.token_bytes(id));
+  HYPIC_CHECK(next >= 0, "TokenConstraint::accept: token " + std::to_string(id) + " is not allowed here");
+  cur_ = next;
 }
 
 int32_t TokenConstraint::best_eos(const float* logits) const {
@@ -84,20 +131,22 @@ int32_t TokenConstraint::best_eos(const float* logits) const {
   return best;
 }
 
-void TokenConstraint::walk(int32_t node, const grammar::Grammar::State& s, std::vector<uint8_t>* allowed) const {
+void TokenConstraint::walk(int32_t node, int32_t sid, std::vector<uint8_t>* allowed) {
   const VocabTrie::Node& n = trie_->nodes()[size_t(node)];
   if (node != 0)
     for (int32_t i = 0; i < n.tokens; ++i) (*allowed)[size_t(trie_->token(n.first_token + i))] = 1;
-  const grammar::ByteSet next = g_->next_bytes(s);
   for (int32_t e = n.first_edge; e < n.first_edge + n.edges; ++e) {
     const uint8_t b = trie_->edge_byte(e);
-    if (next.test(b)) walk(trie_->edge_to(e), g_->advance(s, b), allowed);
+    if (!dfa_[size_t(sid)].next.test(b)) continue;
+    const int32_t to = step(sid, b);
+    if (to >= 0) walk(trie_->edge_to(e), to, allowed);
   }
 }
 
-void TokenConstraint::allowed_mask(std::vector<uint8_t>* allowed, int64_t V) const {
+void TokenConstraint::allowed_mask(std::vector<uint8_t>* allowed, int64_t V) {
+  bound_cache();
   allowed->assign(size_t(V), 0);
-  walk(0, state_, allowed);
+  walk(0, cur_, allowed);
   if (complete())
     for (int32_t e : eos_)
       if (e >= 0 && e < V) (*allowed)[size_t(e)] = 1;
@@ -132,12 +181,38 @@ int32_t TokenConstraint::sample(Sampler& sampler, const SamplingParams& p, const
     for (size_t i = 1; i < k; ++i)
       if (allows(order_[i])) return order_[i];
   } else if (p.top_k <= 0 && p.top_p >= 1.0f) {
-    for (int i = 0; i < kRejectionTries; ++i) {
-      const int32_t id = sampler.sample(logits, V);
-      if (allows(id)) return id;
-    }
+    return temperature_sample(sampler, p, logits, V);
   }
   return masked_sample(sampler, logits, V);
+}
+
+int32_t TokenConstraint::temperature_sample(Sampler& sampler, const SamplingParams& p, const float* logits, int64_t V) {
+  // One pass of exp into a cumulative sum: each rejection draw is then a binary search, and
+  // the masked draw after them reuses the weights.
+  const float mx = logits[argmax(logits, V)];
+  const double T = p.temperature;
+  cdf_.resize(size_t(V));
+  double total = 0;
+  for (int64_t i = 0; i < V; ++i) cdf_[size_t(i)] = (total += std::exp((double(logits[i]) - mx) / T));
+  for (int i = 0; i < kRejectionTries; ++i) {
+    const double u = sampler.uniform() * total;
+    const int32_t id = int32_t(std::min<int64_t>(V - 1, std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin()));
+    if (allows(id)) return id;
+  }
+  ++full_masks_;
+  allowed_mask(&allowed_, V);
+  double kept = 0;
+  for (int64_t i = 0; i < V; ++i)
+    if (allowed_[size_t(i)]) kept += cdf_[size_t(i)] - (i ? cdf_[size_t(i) - 1] : 0.0);
+  if (kept <= 0) return -1;
+  double u = sampler.uniform() * kept;
+  int32_t last = -1;
+  for (int64_t i = 0; i < V; ++i) {
+    if (!allowed_[size_t(i)]) continue;
+    last = int32_t(i);
+    if ((u -= cdf_[size_t(i)] - (i ? cdf_[size_t(i) - 1] : 0.0)) <= 0) return last;
+  }
+  return last;
 }
 
 }  // namespace hypic

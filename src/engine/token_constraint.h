@@ -7,17 +7,24 @@
 // Sampling under the mask without computing it for the whole vocabulary when it need not be:
 //   greedy:                 candidates in descending logit order, the first allowed one
 //                           (exact: the masked argmax); after kRankedTries, the full mask;
-//   temperature, no top-k / top-p: rejection sampling, up to kRejectionTries draws from the
+//   temperature, no top-k / top-p: rejection sampling, up to kRejectionTries draws (binary
+//                           searches in one cumulative sum of the weights) from the
 //                           unmasked distribution (exact: the accepted draw follows the masked
 //                           distribution), then the full mask;
 //   top-k or top-p:         the full mask, then the usual sampler (they apply after the mask).
 // The full mask walks a byte trie of the vocabulary (VocabTrie, built once per tokenizer)
-// with the grammar state, pruning every subtree whose first byte the grammar refuses.
+// with the grammar state, pruning every subtree whose first byte the grammar refuses. Grammar
+// states are interned as they are met and their byte transitions memoised (a DFA built
+// lazily, per sequence; past kMaxStates states it starts over, between two calls), so a walk is mostly
+// table lookups: inside a JSON string almost every byte leads back to the same state.
 // Reported logprobs stay those of the model's logits (before the mask), as vLLM's default.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -53,39 +60,59 @@ class TokenConstraint {
  public:
   static constexpr int kRankedTries = 64;
   static constexpr int kRejectionTries = 16;
+  static constexpr size_t kMaxStates = 2048;  // 1 KiB of transitions each
 
   TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok, std::vector<int32_t> eos);
 
-  bool allows(int32_t id) const;
+  bool allows(int32_t id);
   // The next token under the mask (see above); -1 when no token is allowed (the grammar is
   // complete and the model has no end-of-sequence token).
   int32_t sample(Sampler& sampler, const SamplingParams& p, const float* logits, int64_t V);
   // Advances past an allowed token (an end-of-sequence token changes nothing).
   void accept(int32_t id);
   // The full mask: allowed[id] = 1 for each allowed id ([V]).
-  void allowed_mask(std::vector<uint8_t>* allowed, int64_t V) const;
+  void allowed_mask(std::vector<uint8_t>* allowed, int64_t V);
   // The text so far is a whole sentence / nothing may follow it.
-  bool complete() const { return grammar::Grammar::accepting(state_); }
-  bool finished() const { return complete() && !g_->can_continue(state_); }
+  bool complete() const { return dfa_[size_t(cur_)].accepting; }
+  bool finished() const { return complete() && dfa_[size_t(cur_)].next.none(); }
 
   // Counters for benchmarks: tokens sampled, and how many took the full mask.
   int64_t sampled() const { return sampled_; }
   int64_t full_masks() const { return full_masks_; }
 
  private:
+  // One interned grammar state: its byte transitions (kUnknown until computed, kDead) and
+  // what the mask needs of it.
+  static constexpr int32_t kUnknown = -2, kDead = -1;
+  struct DfaState {
+    grammar::Grammar::State state;
+    grammar::ByteSet next;  // bytes that continue it
+    bool accepting = false;
+    std::vector<int32_t> to;  // [256]
+  };
+  int32_t intern(grammar::Grammar::State s);
+  int32_t step(int32_t sid, uint8_t b);  // kDead when b does not continue it
+  int32_t run(int32_t sid, std::string_view bytes);
+  // Past kMaxStates: forgets every state but the current one (ids held by a caller are then
+  // stale: called only on entry to allows / accept / allowed_mask).
+  void bound_cache();
   bool is_eos(int32_t id) const;
   int32_t best_eos(const float* logits) const;
-  void walk(int32_t node, const grammar::Grammar::State& s, std::vector<uint8_t>* allowed) const;
+  void walk(int32_t node, int32_t sid, std::vector<uint8_t>* allowed);
   int32_t masked_sample(Sampler& sampler, const float* logits, int64_t V);
+  int32_t temperature_sample(Sampler& sampler, const SamplingParams& p, const float* logits, int64_t V);
 
   std::shared_ptr<const grammar::Grammar> g_;
   Tokenizer tok_;
   std::shared_ptr<const VocabTrie> trie_;
   std::vector<int32_t> eos_;
-  grammar::Grammar::State state_;
+  std::vector<DfaState> dfa_;
+  std::unordered_map<std::string, int32_t> ids_;  // a state's stacks, serialised -> its id
+  int32_t cur_ = 0;  // the state after the text so far
   std::vector<uint8_t> allowed_;  // scratch for the full mask
   std::vector<float> masked_;
   std::vector<int32_t> order_;
+  std::vector<double> cdf_;  // cumulative sampling weights (temperature without top-k / top-p)
   int64_t sampled_ = 0, full_masks_ = 0;
 };
 

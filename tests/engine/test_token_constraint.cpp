@@ -30,7 +30,7 @@ std::shared_ptr<const grammar::Grammar> weather_calls() {
 }
 
 // The reference: every id checked on its own.
-std::vector<uint8_t> brute_mask(const TokenConstraint& c, int64_t V) {
+std::vector<uint8_t> brute_mask(TokenConstraint& c, int64_t V) {
   std::vector<uint8_t> m(static_cast<size_t>(V), 0);
   for (int64_t i = 0; i < V; ++i) m[size_t(i)] = c.allows(int32_t(i)) ? 1 : 0;
   return m;
