@@ -57,15 +57,16 @@ bool cut_parts(std::vector<ContentPart>* parts, const std::string& sep, int* mad
 }  // namespace
 
 bool parse_auto_segments(std::string_view list, AutoSegments* out, std::string* error) {
-  out->separator = out->parts = false;
+  out->separator = out->parts = out->tools = false;
   if (list.empty() || list == "off") return true;
   while (!list.empty()) {
     const size_t c = list.find(',');
     const std::string_view m = list.substr(0, c);
     if (m == "separator") out->separator = true;
     else if (m == "parts") out->parts = true;
+    else if (m == "tools") out->tools = true;
     else {
-      *error = "unknown automatic segment mode '" + std::string(m) + "' (separator, parts, or off)";
+      *error = "unknown automatic segment mode '" + std::string(m) + "' (separator, parts, tools, or off)";
       return false;
     }
     list = c == std::string_view::npos ? std::string_view() : list.substr(c + 1);
@@ -98,13 +99,24 @@ std::optional<ApiError> apply_auto_segments(ApiRequest* r, const AutoSegments& s
   } else {
     if (r->segment_count() > 0) return std::nullopt;  // the client marked its own
     std::vector<ContentPart>& parts = r->messages.back().parts;
-    if (a.separator) cut_parts(&parts, a.sep, &made);
-    if (a.parts && made == 0 && parts.size() >= 2) {
+    const bool user_last = r->messages.back().role == Role::kUser;
+    if (a.separator && user_last) cut_parts(&parts, a.sep, &made);
+    if (a.parts && user_last && made == 0 && parts.size() >= 2) {
       for (size_t j = 0; j + 1 < parts.size(); ++j)
         if (!parts[j].text.empty()) {
           parts[j].segment = true;
           ++made;
         }
+    }
+    // Tool descriptions, else tool results (api/request_tools.h writes them as segments).
+    if (a.tools && made == 0 && r->uses_tools() && r->tools.size() <= size_t(lim.max_segments)) {
+      r->segment_tools = true;
+      made = int(r->tools.size());
+    }
+    if (a.parts && made == 0 && !user_last) {
+      for (size_t i = r->messages.size(); i-- > 0 && r->messages[i].role == Role::kTool;) ++made;
+      r->segment_tool_results = made <= lim.max_segments;
+      if (!r->segment_tool_results) made = 0;
     }
   }
   if (made > lim.max_segments)

@@ -8,7 +8,12 @@
 //              segment, the last stays plain text (the question). Chat: the text parts of the
 //              last user message; completions: the prompt (then the pieces before the last
 //              are its segments, the last its text). The separators are removed.
-//   parts      chat: every text part of the last user message but the last is a segment.
+//   parts      chat: every text part of the last user message but the last is a segment;
+//              when the conversation ends with tool results, each result is a segment.
+//   tools      chat with tools: each tool's description in the system turn is a segment, so
+//              an agent whose tool list changes between requests reuses every tool it had
+//              before, in any order and any subset (only when nothing else is segmented: the
+//              layout has one run of segments, and documents in the question come first).
 //
 // A cut that would leave text between two segments (separators in two parts, say) is not
 // made: the separators are removed and the text stays plain (the answer is the full one).
@@ -27,11 +32,13 @@ inline constexpr std::string_view kDefaultSegmentSeparator = "<<PIC_SEP>>";
 struct AutoSegments {
   bool separator = false;
   bool parts = false;
+  bool tools = false;
   std::string sep = std::string(kDefaultSegmentSeparator);
-  bool any() const { return separator || parts; }
+  bool any() const { return separator || parts || tools; }
 };
 
-// "separator", "parts", "separator,parts", "off" / "" (none); false and an error otherwise.
+// A comma-separated list of "separator", "parts", "tools"; "off" / "" (none); false and an
+// error otherwise.
 bool parse_auto_segments(std::string_view list, AutoSegments* out, std::string* error);
 
 // Applies the request's choice (ApiRequest::auto_segments: none = `server_default`) to *r;

@@ -461,8 +461,8 @@ std::optional<ApiError> parse_object(const json& j, std::string_view body, Endpo
       } else if (a->is_array()) {
         std::string list;
         for (const json& m : *a) {
-          if (!m.is_string() || (m != "separator" && m != "parts"))
-            return bad_request("'hypic.auto_segments' lists \"separator\" and / or \"parts\"", "hypic.auto_segments",
+          if (!m.is_string() || (m != "separator" && m != "parts" && m != "tools"))
+            return bad_request("'hypic.auto_segments' lists \"separator\", \"parts\" and / or \"tools\"", "hypic.auto_segments",
                                "invalid_value");
           list += (list.empty() ? "" : ",") + m.get<std::string>();
         }

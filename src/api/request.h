@@ -104,6 +104,10 @@ struct ApiRequest {
   // a list ("separator,parts"); auto_segments_made: the segments apply_auto_segments made.
   std::optional<std::string> auto_segments;
   int auto_segments_made = 0;
+  // Set by apply_auto_segments: each tool description / each trailing tool result is written
+  // as a segment (api/request_tools.h template_messages).
+  bool segment_tools = false;
+  bool segment_tool_results = false;
   // Completions: the answer starts with the prompt (and, with logprobs, the prompt tokens'
   // logprobs: the prompt is then prefilled in full mode, every position scored).
   bool echo = false;

@@ -233,7 +233,8 @@ std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiReq
     if (m.role == Role::kTool) {
       const bool first = i == 0 || r.messages[i - 1].role != Role::kTool;
       if (first) out->push_back(Message{Role::kUser, {}, {}, ""});
-      out->back().parts.push_back({(first ? "" : f->response_separator) + f->response_open + text_of(m) + f->response_close, false, ""});
+      out->back().parts.push_back({(first ? "" : f->response_separator) + f->response_open + text_of(m) + f->response_close,
+                                   r.segment_tool_results, ""});  // (only a trailing run is ever marked)
       continue;
     }
     out->push_back(m);
@@ -250,13 +251,20 @@ std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiReq
     a.tool_calls.clear();
   }
   if (!r.uses_tools()) return std::nullopt;
-  std::string tools = f->preamble_head;
-  for (const ToolDef& t : r.tools) tools += "\n" + t.rendered;
-  tools += f->preamble_tail;
-  if (!out->empty() && out->front().role == Role::kSystem)
-    out->front().parts.push_back({"\n\n" + tools, false, ""});
-  else
-    out->insert(out->begin(), Message{Role::kSystem, {{tools, false, ""}}, {}, ""});
+  // head, each tool (as a segment with segment_tools), tail.
+  std::vector<ContentPart> tools{{f->preamble_head, false, ""}};
+  for (const ToolDef& t : r.tools) {
+    if (r.segment_tools) tools.push_back({"\n" + t.rendered, true, ""});
+    else tools.back().text += "\n" + t.rendered;
+  }
+  if (r.segment_tools) tools.push_back({"", false, ""});
+  tools.back().text += f->preamble_tail;
+  if (!out->empty() && out->front().role == Role::kSystem) {
+    tools.front().text = "\n\n" + tools.front().text;
+    out->front().parts.insert(out->front().parts.end(), tools.begin(), tools.end());
+  } else {
+    out->insert(out->begin(), Message{Role::kSystem, std::move(tools), {}, ""});
+  }
   return std::nullopt;
 }
 

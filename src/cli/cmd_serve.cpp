@@ -43,9 +43,10 @@ int cmd_serve(int argc, char** argv) {
                                    "(password also $HYPIC_REDIS_PASSWORD; rediss://...?ssl_ca_certs=F[&ssl_certfile=F&"
                                    "ssl_keyfile=F] for TLS): entries built by any instance are fetched, not rebuilt; every "
                                    "instance (and a router given the same URL) answers every segment id")
-      .opt("auto-segments", "MODES", "segments for clients that do not mark them: separator (texts cut at "
-                                     "--segment-separator), parts (each text part of the last user message but the last), "
-                                     "both as separator,parts, or off; a request's hypic.auto_segments overrides it", "off")
+      .opt("auto-segments", "MODES", "segments for clients that do not mark them, a comma-separated list: separator (texts "
+                                     "cut at --segment-separator), parts (each text part of the last user message but the "
+                                     "last; trailing tool results), tools (each tool description); or off; a request's "
+                                     "hypic.auto_segments overrides it", "off")
       .opt("segment-separator", "S", "the separator of --auto-segments separator", "<<PIC_SEP>>")
       .opt("flush-timeout", "S", "on SIGTERM, after the drain: seconds to write the memory tier's entries to --cache-dir", "30")
       .opt("max-concurrency", "N", "requests in flight at once (decoded together: continuous batching)", "16")

@@ -58,7 +58,7 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
       std::string run;
       for (size_t j = 0; j < m.parts.size(); ++j) {
         const ContentPart& p = m.parts[j];
-        if (last && p.segment) {
+        if (p.segment) {  // in one message only: the last user turn, or the tools of the system turn
           plain(run, cur);
           run.clear();
           if (p.segment_id.empty()) {

@@ -4,6 +4,7 @@
 // (whole and split at every byte: the same content and calls).
 #include <gtest/gtest.h>
 
+#include "api/auto_segments.h"
 #include "api/request_tools.h"
 #include "grammar/grammar.h"
 #include "server/engine_request.h"
@@ -134,6 +135,47 @@ TEST(Tools, PromptTextIsQwensToolFormat) {
   auto e = build_prompt(*tok, *chat_template_for("bailing").value(), r, 1 << 20, &q);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "tools");
+}
+
+// --auto-segments tools: each description its own segment, the rest of the conversation in
+// the suffix; documents in the question win (one run of segments). parts: trailing tool results.
+TEST(Tools, ToolDescriptionsAndResultsAsSegments) {
+  auto tok = Tokenizer::load(std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense/tokenizer.json");
+  ASSERT_TRUE(tok.is_ok());
+  AutoSegments tools_mode;
+  tools_mode.tools = true;
+  ApiRequest r = ok(body(R"("tools":[)" + kWeather + "," + kTime + "]", R"([{"role":"system","content":"S"},{"role":"user","content":"Hi"}])"));
+  ASSERT_FALSE(apply_auto_segments(&r, tools_mode, RequestLimits{}));
+  EXPECT_TRUE(r.segment_tools);
+  EXPECT_EQ(r.auto_segments_made, 2);
+  PromptParts p;
+  ASSERT_FALSE(build_prompt(*tok, chatml(), r, 1 << 20, &p));
+  ASSERT_EQ(p.segments.size(), 2u);
+  EXPECT_EQ(p.segments[0], tok->encode("\n" + r.tools[0].rendered, false));
+  EXPECT_EQ(p.segments[1], tok->encode("\n" + r.tools[1].rendered, false));
+  EXPECT_EQ(tok->decode(p.prefix), "<|im_start|>system\nS\n\n" + chatml().tool_format()->preamble_head);
+  EXPECT_EQ(tok->decode(p.suffix).rfind(chatml().tool_format()->preamble_tail + "<|im_end|>\n<|im_start|>user\nHi", 0), 0u);
+  EXPECT_EQ(tok->decode(p.concatenated()), prompt_text(chatml(), r));  // the same text, cut
+  // A question with separated documents keeps them as the segments.
+  AutoSegments both = tools_mode;
+  both.separator = true;
+  ApiRequest d = ok(body(R"("tools":[)" + kTime + "]", R"([{"role":"user","content":"Doc one<<PIC_SEP>>Q?"}])"));
+  ASSERT_FALSE(apply_auto_segments(&d, both, RequestLimits{}));
+  EXPECT_FALSE(d.segment_tools);
+  EXPECT_EQ(d.auto_segments_made, 1);
+  // parts: a conversation that ends with tool results has each result as a segment.
+  AutoSegments parts;
+  parts.parts = true;
+  ApiRequest t = ok(body(R"("tools":[)" + kTime + "]", R"([{"role":"user","content":"Time?"}, {"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"get_time","arguments":"{}"}},                                                  {"id":"b","type":"function","function":{"name":"get_time","arguments":"{}"}}]}, {"role":"tool","tool_call_id":"a","content":"12:00"},{"role":"tool","tool_call_id":"b","content":"13:00"}])"));
+  ASSERT_FALSE(apply_auto_segments(&t, parts, RequestLimits{}));
+  EXPECT_TRUE(t.segment_tool_results);
+  EXPECT_EQ(t.auto_segments_made, 2);
+  PromptParts q;
+  ASSERT_FALSE(build_prompt(*tok, chatml(), t, 1 << 20, &q));
+  ASSERT_EQ(q.segments.size(), 2u);
+  EXPECT_EQ(tok->decode(q.segments[0]), "<tool_response>\n12:00\n</tool_response>");
+  EXPECT_EQ(tok->decode(q.segments[1]), "\n<tool_response>\n13:00\n</tool_response>");
+  EXPECT_EQ(tok->decode(q.concatenated()), prompt_text(chatml(), t));
 }
 
 TEST(Tools, GrammarPerChoice) {

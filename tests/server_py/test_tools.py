@@ -169,6 +169,29 @@ class ToolCalls(unittest.TestCase):
         self.assertEqual([t.function.arguments for t in a.choices[0].message.tool_calls],
                          [t.function.arguments for t in b.choices[0].message.tool_calls])
 
+    def test_tool_descriptions_are_segments_reused_in_any_order(self):
+        def tool(i):
+            return {"type": "function", "function": {
+                "name": "tool_%d" % i,
+                "description": ("Tool number %d of the agent. " % i) + " ".join("It handles case %d.%d carefully." % (i, k) for k in range(12)),
+                "parameters": {"type": "object", "properties": {"x": {"enum": [1, 2]}}, "required": ["x"],
+                               "additionalProperties": False}}}
+        many = [tool(i) for i in range(5)]
+        kw = dict(tool_choice="required", parallel_tool_calls=False,
+                  extra_body={"cache_salt": salt(), "hypic": {"auto_segments": ["tools"]}})
+        a = self.create(tools=many[:4], **kw)
+        ha = a.usage.model_extra["hypic"]
+        self.assertEqual((ha["auto_segments"], ha["segments_hit"], ha["segments_missed"]), (4, 0, 4))
+        b = self.create(tools=[many[3], many[4], many[0]], **kw)  # another subset, another order
+        hb = b.usage.model_extra["hypic"]
+        self.assertEqual((hb["auto_segments"], hb["segments_hit"], hb["segments_missed"]), (3, 2, 1))
+        self.assertGreater(hb["reused_tokens"], 0)
+        for r in (a, b):
+            self.assertEqual(r.choices[0].finish_reason, "tool_calls")
+            for tc in r.choices[0].message.tool_calls:
+                self.assertTrue(tc.function.name.startswith("tool_"))
+                self.assertEqual(set(json.loads(tc.function.arguments)), {"x"})
+
     def test_response_format_json_schema(self):
         schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "sure": {"type": "boolean"},
                                                    "tags": {"type": "array", "items": {"enum": [1, 2]}, "maxItems": 3}},
