@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PNG plots for docs/BENCHMARKS.md from the benchmarks' JSON in bench/results/.
+"""PNG plots for docs/BENCHMARKS.md and docs/BENCHMARKS_SERVING.md from the benchmarks' JSON in bench/results/.
 
     python3 bench/plots.py [--results bench/results] [--out docs/img]
 

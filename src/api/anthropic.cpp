@@ -64,13 +64,13 @@ class MessagesStream final : public TicketBodyStream {
   void start(std::string* out) override {
     *out += sse("message_start", json{{"type", "message_start"}, {"message", message_json(m_, "", nullptr)}});
   }
-  void piece(const std::string& text, json, std::string* out) override {
+  void piece(const std::string& text, json, int, std::string* out) override {
     open_block(out);
     *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", 0},
                                             {"delta", {{"type", "text_delta"}, {"text", text}}}});
   }
   // Never called yet: /v1/messages refuses tools (messages_to_chat), so no call is read.
-  void tool_call(const json&, std::string*) override {}
+  void tool_call(const json&, int, std::string*) override {}
   void open_block(std::string* out) {
     if (block_open_) return;
     block_open_ = true;

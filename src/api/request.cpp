@@ -412,8 +412,8 @@ std::optional<ApiError> parse_object(const json& j, std::string_view body, Endpo
   }
   if (auto it = j.find("n"); it != j.end() && !it->is_null()) {
     int64_t n = 0;
-    if (auto e = get_int(*it, "n", 1, 128, &n)) return e;
-    if (n != 1) return bad_request("only n = 1 is supported", "n", "unsupported_value");
+    if (auto e = get_int(*it, "n", 1, lim.max_choices, &n)) return e;
+    r->n = int(n);
   }
   if (auto it = j.find("stop"); it != j.end())
     if (auto e = parse_stop(*it, lim, r)) return e;

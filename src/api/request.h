@@ -69,6 +69,7 @@ struct RequestLimits {
   size_t max_body_bytes = 8u << 20;
   int max_messages = 256;
   int max_segments = 64;
+  int max_choices = 16;           // upper bound for n
   int max_stop = 4;
   size_t max_stop_bytes = 256;
   int max_tokens = 4096;          // upper bound for max_tokens
@@ -115,6 +116,7 @@ struct ApiRequest {
   // logprobs + top_logprobs; completions: logprobs).
   int logprobs = -1;
   int max_tokens = 0;             // resolved (default applied)
+  int n = 1;                      // choices: one prefill, a sequence each
   double temperature = 1.0;       // OpenAI default
   double top_p = 1.0;
   int top_k = 0;                  // extension (as vLLM): 0 or -1 off

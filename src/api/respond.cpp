@@ -12,8 +12,8 @@ using nlohmann::json;
 
 namespace {
 
-json chunk(const ReplyMeta& m, json delta_or_text, json finish, json logprobs = nullptr) {
-  json choice{{"index", 0}, {"finish_reason", std::move(finish)}, {"logprobs", std::move(logprobs)}};
+json chunk(const ReplyMeta& m, json delta_or_text, json finish, json logprobs = nullptr, int index = 0) {
+  json choice{{"index", index}, {"finish_reason", std::move(finish)}, {"logprobs", std::move(logprobs)}};
   if (m.chat) choice["delta"] = std::move(delta_or_text);
   else choice["text"] = std::move(delta_or_text);
   return json{{"id", m.id}, {"object", m.chat ? "chat.completion.chunk" : "text_completion"},
@@ -31,12 +31,12 @@ struct Collector : std::enable_shared_from_this<Collector> {
 
   void step() {
     for (;;) {
-      std::string piece;
+      Ticket::Piece piece;
       Outcome o;
       const auto n = ticket->poll(&piece, &o, [self = shared_from_this()] { self->step(); });
       if (n == Ticket::Next::kPending) return;
       if (n == Ticket::Next::kText) {
-        text += piece;
+        if (piece.choice == 0 && piece.tool_call.is_null()) text += piece.text;
         continue;
       }
       return fn(std::move(text), std::move(o));
@@ -51,22 +51,25 @@ class ChunkStream final : public TicketBodyStream {
 
  private:
   void start(std::string* out) override {
-    if (m_.chat) *out += event(chunk(m_, json{{"role", "assistant"}, {"content", ""}}, nullptr));
+    if (m_.chat)
+      for (int i = 0; i < m_.choices; ++i) *out += event(chunk(m_, json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, i));
   }
-  void piece(const std::string& text, json logprobs, std::string* out) override {
-    *out += event(chunk(m_, m_.chat ? json{{"content", text}} : json(text), nullptr, std::move(logprobs)));
+  void piece(const std::string& text, json logprobs, int choice, std::string* out) override {
+    *out += event(chunk(m_, m_.chat ? json{{"content", text}} : json(text), nullptr, std::move(logprobs), choice));
   }
   // As vLLM streams them: the id and name first, then the arguments.
-  void tool_call(const json& call, std::string* out) override {
+  void tool_call(const json& call, int choice, std::string* out) override {
     const json head{{"index", call["index"]}, {"id", call["id"]}, {"type", "function"},
                     {"function", {{"name", call["name"]}, {"arguments", ""}}}};
-    *out += event(chunk(m_, json{{"tool_calls", json::array({head})}}, nullptr));
+    *out += event(chunk(m_, json{{"tool_calls", json::array({head})}}, nullptr, nullptr, choice));
     const json args{{"index", call["index"]}, {"function", {{"arguments", call["arguments"]}}}};
-    *out += event(chunk(m_, json{{"tool_calls", json::array({args})}}, nullptr));
+    *out += event(chunk(m_, json{{"tool_calls", json::array({args})}}, nullptr, nullptr, choice));
   }
   void finish(const Outcome& o, std::string* out) override {
-    if (!o.result.is_null() && o.result.contains("finish_reason")) {
-      *out += event(chunk(m_, m_.chat ? json::object() : json(""), o.result["finish_reason"]));
+    if (!o.result.is_null() && o.result.contains("usage")) {
+      const json choices = choice_results(o.result);
+      for (size_t i = 0; i < choices.size(); ++i)
+        *out += event(chunk(m_, m_.chat ? json::object() : json(""), choices[i]["finish_reason"], nullptr, int(i)));
       if (m_.include_usage) {
         json u = chunk(m_, nullptr, nullptr);
         u["choices"] = json::array();
@@ -91,14 +94,13 @@ BodyStream::Poll TicketBodyStream::poll(std::string* out, const std::function<vo
     start(out);
   }
   for (;;) {
-    std::string text;
+    Ticket::Piece p;
     Outcome o;
-    json logprobs, call;
-    const auto n = ticket_->poll(&text, &o, wake, &logprobs, &call);
+    const auto n = ticket_->poll(&p, &o, wake);
     if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
     if (n == Ticket::Next::kText) {
-      if (!call.is_null()) tool_call(call, out);
-      else piece(text, std::move(logprobs), out);
+      if (!p.tool_call.is_null()) tool_call(p.tool_call, p.choice, out);
+      else piece(p.text, std::move(p.logprobs), p.choice, out);
       if (out->size() >= (64u << 10)) return Poll::kData;
       continue;
     }
@@ -129,17 +131,22 @@ void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, 
         done(o.error->http_status, nullptr, o.error->code);
         return reply(error_reply(*o.error));
       }
-      json choice{{"index", 0}, {"finish_reason", o.result["finish_reason"]},
-                  {"logprobs", o.result.contains("logprobs") ? o.result["logprobs"] : json(nullptr)}};
-      if (m.chat) {
-        json calls = openai_tool_calls(o.result);
-        const bool text = !o.result["text"].get_ref<const std::string&>().empty();
-        choice["message"] = {{"role", "assistant"}, {"content", text || calls.empty() ? o.result["text"] : json(nullptr)}};
-        if (!calls.empty()) choice["message"]["tool_calls"] = std::move(calls);
+      json choices = json::array();
+      for (const json& c : choice_results(o.result)) {
+        json choice{{"index", choices.size()}, {"finish_reason", c["finish_reason"]},
+                    {"logprobs", c.contains("logprobs") ? c["logprobs"] : json(nullptr)}};
+        if (m.chat) {
+          json calls = openai_tool_calls(c);
+          const bool text = !c["text"].get_ref<const std::string&>().empty();
+          choice["message"] = {{"role", "assistant"}, {"content", text || calls.empty() ? c["text"] : json(nullptr)}};
+          if (!calls.empty()) choice["message"]["tool_calls"] = std::move(calls);
+        } else {
+          choice["text"] = c["text"];
+        }
+        choices.push_back(std::move(choice));
       }
-      else choice["text"] = o.result["text"];
       json body{{"id", m.id}, {"object", m.chat ? "chat.completion" : "text_completion"},
-                {"created", m.created}, {"model", m.model}, {"choices", json::array({choice})},
+                {"created", m.created}, {"model", m.model}, {"choices", std::move(choices)},
                 {"usage", o.result["usage"]}};
       done(200, o.result["usage"], "");
       reply(json_reply(body));
@@ -154,6 +161,11 @@ json openai_tool_calls(const json& result) {
     for (const json& c : *it)
       out.push_back({{"id", c["id"]}, {"type", "function"}, {"function", {{"name", c["name"]}, {"arguments", c["arguments"]}}}});
   return out;
+}
+
+json choice_results(const json& result) {
+  if (auto it = result.find("choices"); it != result.end() && it->is_array()) return *it;
+  return json::array({result});
 }
 
 HttpResponse sse_response(std::shared_ptr<BodyStream> stream) {

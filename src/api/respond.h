@@ -25,6 +25,7 @@ struct ReplyMeta {
   bool stream = false;
   bool include_usage = false;
   bool anthropic = false;  // POST /v1/messages: Anthropic's shapes (api/anthropic.h)
+  int choices = 1;         // the request's n
 };
 
 // Called exactly once, on whichever thread ended the reply: the HTTP status (499: the
@@ -63,9 +64,10 @@ class TicketBodyStream : public BodyStream {
 
  protected:
   virtual void start(std::string* out) = 0;
-  virtual void piece(const std::string& text, nlohmann::json logprobs, std::string* out) = 0;
-  // A tool call read out of the reply ({"index", "id", "name", "arguments"}).
-  virtual void tool_call(const nlohmann::json& call, std::string* out) = 0;
+  // A text piece / a tool call read out of the reply ({"index", "id", "name", "arguments"})
+  // of choice `choice`.
+  virtual void piece(const std::string& text, nlohmann::json logprobs, int choice, std::string* out) = 0;
+  virtual void tool_call(const nlohmann::json& call, int choice, std::string* out) = 0;
   // The last events; then reports the end through end().
   virtual void finish(const Outcome& o, std::string* out) = 0;
   ReplyOnce& end() { return *end_; }
@@ -76,8 +78,13 @@ class TicketBodyStream : public BodyStream {
   bool started_ = false;
 };
 
-// The OpenAI tool_calls array of a job's result (its "tool_calls"; empty when none).
+// The OpenAI tool_calls array of a choice's result (its "tool_calls"; empty when none).
 nlohmann::json openai_tool_calls(const nlohmann::json& result);
+
+// The per-choice results of a job's result: its "choices" (n > 1: each with text,
+// finish_reason and, when there are, logprobs, tool_calls, stop_sequence), or the result
+// itself as the only one.
+nlohmann::json choice_results(const nlohmann::json& result);
 
 // A 200 text/event-stream response whose body comes from `stream`.
 HttpResponse sse_response(std::shared_ptr<BodyStream> stream);

@@ -8,18 +8,12 @@ std::function<void()> Ticket::take_wake() {
   return w;
 }
 
-bool Ticket::push_text(std::string text, nlohmann::json logprobs) {
-  return push(std::move(text), std::move(logprobs), nullptr);
-}
-
-bool Ticket::push_tool_call(nlohmann::json call) { return push("", nullptr, std::move(call)); }
-
-bool Ticket::push(std::string text, nlohmann::json logprobs, nlohmann::json tool_call) {
+bool Ticket::push(Piece p) {
   std::function<void()> wake;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (cancelled_) return false;
-    pieces_.push_back({std::move(text), std::move(logprobs), std::move(tool_call)});
+    pieces_.push_back(std::move(p));
     cv_.notify_all();
     wake = take_wake();
   }
@@ -43,14 +37,25 @@ bool Ticket::cancelled() const {
   return cancelled_;
 }
 
-bool Ticket::next(std::string* text, Outcome* out, nlohmann::json* logprobs, nlohmann::json* tool_call) {
+bool Ticket::next(Piece* p, Outcome* out) {
   std::unique_lock<std::mutex> lk(mu_);
   cv_.wait(lk, [&] { return !pieces_.empty() || outcome_.has_value(); });
   if (!pieces_.empty()) {
-    take_front(text, logprobs, tool_call);
+    *p = std::move(pieces_.front());
+    pieces_.pop_front();
     return true;
   }
   *out = *outcome_;
+  return false;
+}
+
+bool Ticket::next(std::string* text, Outcome* out) {
+  Piece p;
+  while (next(&p, out)) {
+    if (!p.tool_call.is_null()) continue;
+    *text = std::move(p.text);
+    return true;
+  }
   return false;
 }
 
@@ -61,18 +66,11 @@ Outcome Ticket::wait(std::string* text) {
   return out;
 }
 
-void Ticket::take_front(std::string* text, nlohmann::json* logprobs, nlohmann::json* tool_call) {
-  *text = std::move(pieces_.front().text);
-  if (logprobs) *logprobs = std::move(pieces_.front().logprobs);
-  if (tool_call) *tool_call = std::move(pieces_.front().tool_call);
-  pieces_.pop_front();
-}
-
-Ticket::Next Ticket::poll(std::string* text, Outcome* out, std::function<void()> wake, nlohmann::json* logprobs,
-                          nlohmann::json* tool_call) {
+Ticket::Next Ticket::poll(Piece* p, Outcome* out, std::function<void()> wake) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!pieces_.empty()) {
-    take_front(text, logprobs, tool_call);
+    *p = std::move(pieces_.front());
+    pieces_.pop_front();
     return Next::kText;
   }
   if (outcome_) {

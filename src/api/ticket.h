@@ -27,41 +27,42 @@ struct Outcome {
 // Channel between one job and one HTTP handler.
 class Ticket {
  public:
-  // Worker side. push_text returns false once the job is cancelled; `logprobs`: the piece's
-  // logprobs object (a stream that asked for them), else null.
-  bool push_text(std::string text, nlohmann::json logprobs = nullptr);
-  // A tool call read out of the reply ({"id", "name", "arguments"}), in order with the text.
-  bool push_tool_call(nlohmann::json call);
+  // A piece of a reply: text (with, for a stream that asked for them, its logprobs object),
+  // or a tool call read out of the reply ({"index", "id", "name", "arguments"}: text empty);
+  // `choice`: which of the request's n choices it belongs to.
+  struct Piece {
+    std::string text;
+    nlohmann::json logprobs;
+    nlohmann::json tool_call;
+    int choice = 0;
+  };
+
+  // Worker side. push returns false once the job is cancelled.
+  bool push(Piece p);
+  bool push_text(std::string text, nlohmann::json logprobs = nullptr, int choice = 0) {
+    return push(Piece{std::move(text), std::move(logprobs), nullptr, choice});
+  }
   void finish(Outcome o);
   bool cancelled() const;
 
-  // HTTP side. Blocks until a piece or the outcome is available. Returns true with a text
-  // piece in *text, or false with the outcome in *out (once; then the ticket is done). A tool
-  // call piece has empty text and the call in *tool_call (null for a text piece); a caller
-  // that passes no tool_call never sees calls (their text is not in the pieces).
-  bool next(std::string* text, Outcome* out, nlohmann::json* logprobs = nullptr, nlohmann::json* tool_call = nullptr);
+  // HTTP side. Blocks until a piece or the outcome is available. Returns true with a piece
+  // in *p, or false with the outcome in *out (once; then the ticket is done).
+  bool next(Piece* p, Outcome* out);
+  // next() for text alone: tool-call pieces are skipped.
+  bool next(std::string* text, Outcome* out);
   // Waits for the outcome, concatenating all text pieces into *text.
   Outcome wait(std::string* text);
   // next() without blocking: kPending when nothing is ready, and then `wake` is called once
   // (by the thread that pushes, finishes or cancels, outside the lock) when something is.
   enum class Next { kText, kOutcome, kPending };
-  Next poll(std::string* text, Outcome* out, std::function<void()> wake, nlohmann::json* logprobs = nullptr,
-            nlohmann::json* tool_call = nullptr);
+  Next poll(Piece* p, Outcome* out, std::function<void()> wake);
   void cancel();
 
  private:
-  // Under mu_: moves the first piece out.
-  void take_front(std::string* text, nlohmann::json* logprobs, nlohmann::json* tool_call);
-  bool push(std::string text, nlohmann::json logprobs, nlohmann::json tool_call);
   // Takes the waiting poll's wake (call it after unlocking).
   std::function<void()> take_wake();
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  struct Piece {
-    std::string text;
-    nlohmann::json logprobs;
-    nlohmann::json tool_call;
-  };
   std::deque<Piece> pieces_;
   std::optional<Outcome> outcome_;
   std::function<void()> wake_;  // guarded by mu_

@@ -19,6 +19,33 @@ uint64_t hash_text(uint64_t seed, const std::string& a, const std::string& b) {
   return h.digest();
 }
 
+json parse_or_null(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+// The job's result as the instance's server built it (api/respond.h choice_results): one
+// choice flat, n > 1 as "choices"; texts and calls collected per choice from the events.
+server::Outcome final_outcome(const pb::Final& fin, const std::vector<std::string>& texts,
+                              const std::vector<json>& calls, const std::string& addr) {
+  const size_t n = std::max<size_t>(1, std::max<size_t>(fin.choices_size(), texts.size()));
+  json choices = json::array();
+  for (size_t i = 0; i < n; ++i) {
+    const bool own = int(i) < fin.choices_size();
+    json c{{"text", i < texts.size() ? texts[i] : ""},
+           {"finish_reason", own ? fin.choices(int(i)).finish_reason() : fin.finish_reason()}};
+    const std::string& lp = own ? fin.choices(int(i)).logprobs_json() : (i == 0 ? fin.logprobs_json() : std::string());
+    if (!lp.empty() && !parse_or_null(lp).is_null()) c["logprobs"] = parse_or_null(lp);
+    if (i < calls.size() && !calls[i].empty()) c["tool_calls"] = calls[i];
+    choices.push_back(std::move(c));
+  }
+  server::Outcome o;
+  o.result = n == 1 ? choices[0] : json{{"choices", choices}};
+  o.result["usage"] = server::usage_from_pb(fin.usage());
+  o.result["usage"]["hypic"]["instance"] = addr;
+  return o;
+}
+
 }  // namespace
 
 std::vector<SegKey> affinity_keys(const server::ApiRequest& r, const std::map<std::string, int64_t>& id_bytes) {
@@ -91,34 +118,31 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     auto reader = combine_stub(addr)->Generate(&ctx, req);
     pb::GenerateEvent ev;
     bool relayed = false;
-    std::string text;  // the whole reply (the non-streaming body)
-    json calls = json::array();
+    // Per choice: the whole text and the tool calls (the non-streaming body).
+    std::vector<std::string> texts(1);
+    std::vector<json> calls(1, json::array());
     while (reader->Read(&ev)) {
+      const size_t ch = size_t(std::clamp(ev.choice(), 0, 1023));
+      if (ch >= texts.size()) {
+        texts.resize(ch + 1);
+        calls.resize(ch + 1, json::array());
+      }
       if (ev.has_tool_call_json()) {
         relayed = true;
         json c = json::parse(ev.tool_call_json(), nullptr, /*allow_exceptions=*/false);
         if (c.is_object()) {
-          calls.push_back(c);
-          if (!f->ticket->push_tool_call(std::move(c))) f->try_cancel();
+          calls[ch].push_back(c);
+          if (!f->ticket->push(server::Ticket::Piece{"", nullptr, std::move(c), int(ch)})) f->try_cancel();
         }
       } else if (ev.has_text()) {
         relayed = true;
-        text += ev.text();
+        texts[ch] += ev.text();
         json lp;
         if (!ev.piece_logprobs_json().empty()) lp = json::parse(ev.piece_logprobs_json(), nullptr, false);
         if (lp.is_discarded()) lp = nullptr;
-        if (!f->ticket->push_text(ev.text(), std::move(lp))) f->try_cancel();
+        if (!f->ticket->push_text(ev.text(), std::move(lp), int(ch))) f->try_cancel();
       } else if (ev.has_final()) {
-        server::Outcome o;
-        o.result = json{{"text", text}, {"finish_reason", ev.final().finish_reason()},
-                        {"usage", server::usage_from_pb(ev.final().usage())}};
-        o.result["usage"]["hypic"]["instance"] = addr;
-        if (!calls.empty()) o.result["tool_calls"] = calls;
-        if (!ev.final().logprobs_json().empty()) {
-          json lp = json::parse(ev.final().logprobs_json(), nullptr, /*allow_exceptions=*/false);
-          if (!lp.is_discarded()) o.result["logprobs"] = std::move(lp);
-        }
-        outcome = std::move(o);
+        outcome = final_outcome(ev.final(), texts, calls, addr);
       } else if (ev.has_error()) {
         server::Outcome o;
         o.error = server::error_from_pb(ev.error());

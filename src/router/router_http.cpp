@@ -38,6 +38,7 @@ void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server
   m.model = served;
   m.stream = r.stream;
   m.include_usage = r.include_usage;
+  m.choices = r.n;
   m.created = std::time(nullptr);
   log["stream"] = r.stream;
   log["mode"] = pic_mode_name(r.mode);

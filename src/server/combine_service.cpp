@@ -1,5 +1,7 @@
 #include "server/combine_service.h"
 
+#include "api/respond.h"
+
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 
 #include "api/http_util.h"
 #include "api/outcome_pb.h"
+#include "api/respond.h"
 #include "core/address.h"
 #include "hypic_cluster.grpc.pb.h"
 
@@ -55,16 +58,16 @@ struct CombineServer::Service final : pb::Combine::Service {
     auto admitted = hooks.submit(std::move(r), std::move(parts), arrival);
     if (auto* e = std::get_if<ApiError>(&admitted)) return send_error(*e);
     std::shared_ptr<Ticket> ticket = std::get<std::shared_ptr<Ticket>>(std::move(admitted));
-    std::string piece;
+    Ticket::Piece piece;
     Outcome o;
-    nlohmann::json logprobs, call;
     bool writing = true;
-    while (ticket->next(&piece, &o, &logprobs, &call)) {
+    while (ticket->next(&piece, &o)) {
       if (!writing) continue;
       pb::GenerateEvent ev;
-      if (!call.is_null()) ev.set_tool_call_json(dump(call));
-      else ev.set_text(std::move(piece));
-      if (!logprobs.is_null()) ev.set_piece_logprobs_json(dump(logprobs));
+      if (!piece.tool_call.is_null()) ev.set_tool_call_json(dump(piece.tool_call));
+      else ev.set_text(std::move(piece.text));
+      if (!piece.logprobs.is_null()) ev.set_piece_logprobs_json(dump(piece.logprobs));
+      ev.set_choice(piece.choice);
       if (!w->Write(ev) || ctx->IsCancelled()) {  // the router (or its client) went away
         writing = false;
         ticket->cancel();
@@ -76,9 +79,16 @@ struct CombineServer::Service final : pb::Combine::Service {
     }
     if (o.error) return send_error(*o.error);
     pb::GenerateEvent ev;
-    ev.mutable_final()->set_finish_reason(o.result.value("finish_reason", ""));
+    const nlohmann::json choices = choice_results(o.result);
+    ev.mutable_final()->set_finish_reason(choices[0].value("finish_reason", ""));
     *ev.mutable_final()->mutable_usage() = usage_to_pb(o.result["usage"]);
-    if (o.result.contains("logprobs")) ev.mutable_final()->set_logprobs_json(dump(o.result["logprobs"]));
+    if (choices[0].contains("logprobs")) ev.mutable_final()->set_logprobs_json(dump(choices[0]["logprobs"]));
+    if (choices.size() > 1)
+      for (const nlohmann::json& c : choices) {
+        pb::FinalChoice* fc = ev.mutable_final()->add_choices();
+        fc->set_finish_reason(c.value("finish_reason", ""));
+        if (c.contains("logprobs")) fc->set_logprobs_json(dump(c["logprobs"]));
+      }
     w->Write(ev);
     end(200, o.result["usage"], "");
     return grpc::Status::OK;

@@ -166,6 +166,7 @@ void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, En
   }
   m.stream = r.stream;
   m.include_usage = r.include_usage;
+  m.choices = r.n;
   log["stream"] = r.stream;
   log["mode"] = pic_mode_name(r.mode);
   // The front watches the socket: a client that leaves cancels the job (before its prefill,

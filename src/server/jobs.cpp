@@ -19,7 +19,7 @@ namespace {
 // A reply read for tool calls as it streams: content pieces and calls go to the ticket in
 // order; the whole content and the calls are kept for the outcome.
 struct ToolReply {
-  explicit ToolReply(const ApiRequest& r) : reader(r.tool_call_open, r.tool_call_close, names(r)) {}
+  ToolReply(const ApiRequest& r, int choice) : reader(r.tool_call_open, r.tool_call_close, names(r)), choice(choice) {}
   static std::vector<std::string> names(const ApiRequest& r) {
     std::vector<std::string> n;
     for (const ToolDef& t : r.tools) n.push_back(t.name);
@@ -32,18 +32,53 @@ struct ToolReply {
       if (e.is_call) {
         json c{{"index", calls.size()}, {"id", e.call.id}, {"name", e.call.name}, {"arguments", e.call.arguments}};
         calls.push_back(c);
-        ok = t.push_tool_call(std::move(c)) && ok;
+        ok = t.push(Ticket::Piece{"", nullptr, std::move(c), choice}) && ok;
       } else {
         content += e.text;
-        ok = t.push_text(e.text, std::exchange(lp, nullptr)) && ok;
+        ok = t.push_text(e.text, std::exchange(lp, nullptr), choice) && ok;
       }
     }
     return ok;
   }
   ToolCallReader reader;
+  int choice;
   std::string content;
   json calls = json::array();
 };
+
+}  // namespace
+
+// One outcome of the n choices' (n > 1: their results under "choices", the usage counting
+// every choice's tokens; an error without a result wins).
+Outcome combine_choices(std::vector<Outcome> outs) {
+  if (outs.size() == 1) return std::move(outs[0]);
+  Outcome o;
+  for (Outcome& c : outs)
+    if (c.error && c.result.is_null()) return std::move(c);
+  json usage = outs[0].result["usage"];  // the prompt's figures: the same for every choice
+  json choices = json::array();
+  int64_t completion = 0;
+  for (Outcome& c : outs) {
+    if (c.error) o.error = c.error;  // cut at the drain deadline: the results, then the error
+    completion += c.result["usage"].value("completion_tokens", int64_t(0));
+    json one = std::move(c.result);
+    one.erase("usage");
+    choices.push_back(std::move(one));
+  }
+  usage["completion_tokens"] = completion;
+  usage["total_tokens"] = usage.value("prompt_tokens", int64_t(0)) + completion;
+  o.result = json{{"choices", std::move(choices)}, {"usage", std::move(usage)}};
+  return o;
+}
+
+std::optional<Outcome> ChoiceGroup::done(int index, Outcome o) {
+  std::lock_guard<std::mutex> l(mu_);
+  outs_[size_t(index)] = std::move(o);
+  if (--left_ > 0) return std::nullopt;
+  return combine_choices(std::move(outs_));
+}
+
+namespace {
 
 ApiError drain_cut_error() {
   return make_error(503, "the server is shutting down: this reply was cut at the drain deadline (--drain-timeout); "
@@ -97,7 +132,7 @@ Jobs::Jobs(const Runner& runner, SegmentRegistry& registry, ServerMetrics& metri
            std::function<bool()> cutting)
     : runner_(runner), registry_(registry), metrics_(metrics), opt_(opt), cutting_(std::move(cutting)) {}
 
-std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) const {
+std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> Jobs::run(const Scheduler::Job& job) const {
   Outcome out;
   if (opt_.debug_delay_ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_delay_ms));
@@ -133,24 +168,42 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
     return out;
   }
   metrics_.record_compose(p->figures.compose);
-  // Decoding continues on the scheduler's decode thread, batched with the other requests.
+  // Decoding continues on the scheduler's decode thread, batched with the other requests:
+  // one sequence per choice, each from a copy of the prefilled state.
+  if (r.echo && r.stream)  // the prompt first
+    for (int i = 0; i < r.n; ++i)
+      job.ticket->push_text(echo->text, r.logprobs >= 0 ? logprobs_json(echo->logprobs, r.endpoint) : json(nullptr), i);
+  auto group = std::make_shared<ChoiceGroup>(r.n);
+  std::vector<Scheduler::Decoding> seqs;
+  for (int i = 0; i < r.n; ++i) {
+    const bool last = i + 1 == r.n;
+    seqs.push_back(choice(job, i, last ? std::move(p->state) : p->state.copy(), last ? std::move(p->logits) : p->logits,
+                          p->figures, echo, group));
+  }
+  if (seqs.size() == 1) return std::move(seqs[0]);
+  return seqs;
+}
+
+Scheduler::Decoding Jobs::choice(const Scheduler::Job& job, int index, SeqState state, std::vector<float> logits,
+                                 const RequestFigures& figures, std::shared_ptr<Echo> echo,
+                                 std::shared_ptr<ChoiceGroup> group) const {
+  const ApiRequest& r = job.request;
   Scheduler::Decoding d;
-  d.state = std::move(p->state);
-  d.logits = std::move(p->logits);
+  d.state = std::move(state);
+  d.logits = std::move(logits);
   d.options = generate_options(r);
+  d.options.sampling.seed += uint64_t(index);  // each choice its own stream, reproducible with `seed`
   d.start = job.arrival;
   auto itl = std::make_shared<InterTokenTimer>(&metrics_.inter_token);
   // A stream with logprobs: each piece carries those of the tokens it came from.
   auto piece_lp = std::make_shared<json>(nullptr);
-  if (r.echo && r.stream)  // the prompt first
-    job.ticket->push_text(echo->text, r.logprobs >= 0 ? logprobs_json(echo->logprobs, r.endpoint) : json(nullptr));
   if (r.stream && r.logprobs >= 0)
     d.options.on_logprobs = [piece_lp, ep = r.endpoint, offset = echo->text.size()](std::vector<PositionLogprobs> lp) mutable {
       *piece_lp = logprobs_json(lp, ep, offset);
       for (const PositionLogprobs& p : lp) offset += p.chosen.bytes.size();
     };
-  auto tools = r.uses_tools() ? std::make_shared<ToolReply>(r) : nullptr;
-  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone, piece_lp, tools](const std::string& t) {
+  auto tools = r.uses_tools() ? std::make_shared<ToolReply>(r, index) : nullptr;
+  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone, piece_lp, tools, index](const std::string& t) {
     itl->tick();
     if (opt_.debug_piece_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_piece_delay_ms));
@@ -159,10 +212,10 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
       return false;
     }
     if (tools) return tools->push(tools->reader.feed(t), *ticket, std::exchange(*piece_lp, nullptr));
-    return ticket->push_text(t, std::exchange(*piece_lp, nullptr));
+    return ticket->push_text(t, std::exchange(*piece_lp, nullptr), index);
   };
-  d.finish = [this, f = std::move(p->figures), ep = r.endpoint, lp = r.logprobs >= 0, made = r.auto_segments_made,
-               echo = r.echo ? echo : nullptr, tools, ticket = job.ticket](GenerateResult&& g, const Status& st) {
+  d.finish = [this, f = figures, ep = r.endpoint, lp = r.logprobs >= 0, made = r.auto_segments_made,
+              echo = r.echo ? echo : nullptr, tools, ticket = job.ticket, group, index](GenerateResult&& g, const Status& st) {
     if (echo) {  // the answer starts with the prompt
       g.text = echo->text + g.text;
       g.logprobs.insert(g.logprobs.begin(), echo->logprobs.begin(), echo->logprobs.end());
@@ -175,7 +228,7 @@ std::variant<Outcome, Scheduler::Decoding> Jobs::run(const Scheduler::Job& job) 
       o.result["tool_calls"] = tools->calls;
       if (!tools->calls.empty() && o.result["finish_reason"] == "stop") o.result["finish_reason"] = "tool_calls";
     }
-    return o;
+    return group->done(index, std::move(o));
   };
   return d;
 }

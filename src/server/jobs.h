@@ -13,6 +13,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <variant>
 
@@ -25,6 +27,24 @@
 #include "server/segment_registry.h"
 
 namespace hypic::server {
+
+// The n choices of one request: each finished choice's outcome is kept; the last one to
+// finish makes the job's (combine_choices). Thread-safe.
+class ChoiceGroup {
+ public:
+  explicit ChoiceGroup(int n) : outs_(size_t(n)), left_(n) {}
+  std::optional<Outcome> done(int index, Outcome o);
+
+ private:
+  std::mutex mu_;
+  std::vector<Outcome> outs_;
+  int left_;
+};
+
+// n > 1: the choices' results under "choices" (each its text, finish_reason, ... without
+// usage), one usage counting every choice's completion tokens; an error without a result
+// (cancelled, failed) is the outcome.
+Outcome combine_choices(std::vector<Outcome> outs);
 
 class Jobs {
  public:
@@ -45,7 +65,7 @@ class Jobs {
   Jobs(const Runner& runner, SegmentRegistry& registry, ServerMetrics& metrics, Options opt,
        std::function<bool()> cutting);
 
-  std::variant<Outcome, Scheduler::Decoding> run(const Scheduler::Job& job) const;
+  std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> run(const Scheduler::Job& job) const;
 
   // A restart: registers the durable records again, each entry from the disk tier or rebuilt
   // (progress in the log). Before serving; a record the registry no longer admits (limits
@@ -67,6 +87,10 @@ class Jobs {
   // The prompt prefilled in full and every position scored (echo with logprobs), instead of
   // the runner; opt_.tok must be set.
   Result<Prefilled> prefill_echo(const Scheduler::Job& job, const RunOptions& ro, Echo* echo) const;
+  // Choice `index` of the job, decoded from `state` / `logits`; its outcome goes to `group`.
+  Scheduler::Decoding choice(const Scheduler::Job& job, int index, SeqState state, std::vector<float> logits,
+                             const RequestFigures& figures, std::shared_ptr<Echo> echo,
+                             std::shared_ptr<ChoiceGroup> group) const;
   // `logprobs`: the endpoint whose logprobs form the result gets (none: not asked for).
   Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f,
                             std::optional<Endpoint> logprobs) const;

@@ -57,14 +57,18 @@ void Scheduler::worker_loop() {
       queue_.pop_front();
       ++prefilling_;
     }
-    std::variant<Outcome, Decoding> r;
+    std::variant<Outcome, Decoding, std::vector<Decoding>> r;
     if (job.ticket->cancelled()) {
       r = Outcome{cancelled(), {}};
     } else {
       r = prefill_(job);
     }
-    if (auto* d = std::get_if<Decoding>(&r); d && !model_) {
-      d->finish(GenerateResult{}, internal_error("the scheduler has no model to decode with"));
+    std::vector<Decoding> seqs;
+    if (auto* d = std::get_if<Decoding>(&r)) seqs.push_back(std::move(*d));
+    if (auto* ds = std::get_if<std::vector<Decoding>>(&r)) seqs = std::move(*ds);
+    if (!seqs.empty() && !model_) {
+      for (Decoding& d : seqs) static_cast<void>(d.finish(GenerateResult{}, internal_error("the scheduler has no model to decode with")));
+      seqs.clear();
       r = Outcome{ApiError{500, "no decoder", "server_error", "", "internal_error"}, {}};
     }
     {
@@ -72,7 +76,7 @@ void Scheduler::worker_loop() {
       --prefilling_;
       // A prefill the drain deadline stopped (its cancel check) counts as cut.
       if (auto* o = std::get_if<Outcome>(&r); o && cut_ && o->error && o->error->code == "shutting_down") ++cut_count_;
-      if (auto* d = std::get_if<Decoding>(&r)) ready_.push_back(Ready{job.ticket, std::move(*d)});
+      for (Decoding& d : seqs) ready_.push_back(Ready{job.ticket, std::move(d)});
       cv_.notify_all();
     }
     if (auto* o = std::get_if<Outcome>(&r)) job.ticket->finish(std::move(*o));
@@ -88,13 +92,13 @@ void Scheduler::decode_loop() {
   DecodeBatch batch(*model_, *tok_);
   struct Owner {
     std::shared_ptr<Ticket> ticket;
-    std::function<Outcome(GenerateResult&&, const Status&)> finish;
+    std::function<std::optional<Outcome>(GenerateResult&&, const Status&)> finish;
   };
   std::map<DecodeBatch::Id, Owner> owners;
   auto end = [&](DecodeBatch::Id id, GenerateResult&& g, const Status& st) {
     Owner o = std::move(owners.at(id));
     owners.erase(id);
-    o.ticket->finish(o.finish(std::move(g), st));
+    if (std::optional<Outcome> out = o.finish(std::move(g), st)) o.ticket->finish(std::move(*out));
   };
   for (;;) {
     std::deque<Ready> joining;
@@ -111,7 +115,7 @@ void Scheduler::decode_loop() {
       auto id = batch.add(std::move(r.d.state), std::move(r.d.logits), r.d.options, std::move(r.d.on_text),
                           r.d.start);
       if (!id) {
-        r.ticket->finish(r.d.finish(GenerateResult{}, id.status()));
+        if (std::optional<Outcome> out = r.d.finish(GenerateResult{}, id.status())) r.ticket->finish(std::move(*out));
         continue;
       }
       owners.emplace(*id, Owner{r.ticket, std::move(r.d.finish)});

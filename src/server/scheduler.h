@@ -51,17 +51,19 @@ class Scheduler {
   };
   // A prefilled sequence for the decode thread. on_text runs on the decode thread (return
   // false to stop); finish turns the generation into the job's outcome (status: ok,
-  // kCancelled, or the model's error).
+  // kCancelled, or the model's error), or nullopt while other sequences of the same job (its
+  // choices, n > 1) still run: the last one to finish gives the outcome.
   struct Decoding {
     SeqState state;
     std::vector<float> logits;  // [V], the prompt's last token
     GenerateOptions options;
     TextCallback on_text;
-    std::function<Outcome(GenerateResult&&, const Status&)> finish;
+    std::function<std::optional<Outcome>(GenerateResult&&, const Status&)> finish;
     Timer start;  // the request's arrival: TTFT is measured from here
   };
-  // Runs on a prefill thread; must not throw.
-  using Prefill = std::function<std::variant<Outcome, Decoding>(const Job& job)>;
+  // Runs on a prefill thread; must not throw. Several Decodings: the job's choices, each a
+  // sequence of the batch.
+  using Prefill = std::function<std::variant<Outcome, Decoding, std::vector<Decoding>>(const Job& job)>;
 
   struct Options {
     int workers = 1;     // prefill threads

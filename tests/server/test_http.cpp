@@ -525,7 +525,7 @@ TEST_F(HttpTest, BadRequestsThenGoodOne) {
   EXPECT_EQ(st, 404);
   EXPECT_EQ(e["error"]["param"], "model");
   json n2 = chat_body(1);
-  n2["n"] = 2;
+  n2["n"] = 17;  // past RequestLimits::max_choices (16)
   e = post(c, "/v1/chat/completions", n2, &st);
   EXPECT_EQ(st, 400);
   EXPECT_EQ(e["error"]["param"], "n");

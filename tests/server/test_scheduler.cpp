@@ -125,7 +125,7 @@ TEST(Scheduler, ContinuousBatchingGivesEachRequestItsOwnText) {
   }
   std::atomic<int> max_decoding{0};
   Scheduler* self = nullptr;
-  Scheduler s({1, 8, 8}, [&](const Scheduler::Job& j) -> std::variant<Outcome, Scheduler::Decoding> {
+  Scheduler s({1, 8, 8}, [&](const Scheduler::Job& j) -> std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> {
     const auto ids = tok->encode(j.request.prompt);
     Scheduler::Decoding d;
     d.state = m.new_state(int64_t(ids.size()) + 16);

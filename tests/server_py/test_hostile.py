@@ -606,7 +606,6 @@ class Bodies(HostileCase):
         ("presence_penalty", 0.5),
         ("frequency_penalty", -1.0),
         ("logit_bias", {"50": 10}),
-        ("n", 2),
         ("functions", [{"name": "f", "parameters": {"type": "object"}}]),
     ]
     NOOP = [("presence_penalty", 0), ("frequency_penalty", 0), ("frequency_penalty", 0.0), ("n", 1),

@@ -218,6 +218,17 @@ class RouterCluster(unittest.TestCase):
         self.assertEqual([(c["name"], c["arguments"]) for c in calls],
                          [(t.function.name, t.function.arguments) for t in want.message.tool_calls])
 
+    def test_choices_through_the_router(self):
+        import test_choices
+        kw = dict(model=MODEL, messages=test_choices.ASK, n=3, max_tokens=5, temperature=1.0, seed=9)
+        want = client(self.plain.base).chat.completions.create(**kw)
+        got = client(self.router.base).chat.completions.create(**kw)
+        self.assertEqual([c.message.content for c in got.choices], [c.message.content for c in want.choices])
+        self.assertEqual(got.usage.completion_tokens, want.usage.completion_tokens)
+        texts, finish = test_choices.streamed_choices(client(self.router.base).chat.completions.create(stream=True, **kw))
+        self.assertEqual(texts, [c.message.content for c in want.choices])
+        self.assertEqual(finish, [c.finish_reason for c in want.choices])
+
     def test_streaming_through_the_router(self):
         docs = DOCS[1:3]
         want = ask(self.plain.base, docs, "s2").choices[0].message.content
