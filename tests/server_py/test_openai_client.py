@@ -527,7 +527,7 @@ class AutoSegments(ServerCase):
 class Errors(ServerCase):
     def test_malformed_requests_are_bad_request(self):
         cases = [
-            dict(messages=[{"role": "user", "content": "hi"}], n=2),
+            dict(messages=[{"role": "user", "content": "hi"}], n=17),
             dict(messages=[{"role": "user", "content": "hi"}], temperature=5),
             dict(messages=[{"role": "assistant", "content": "hi"}]),
             dict(messages=[]),
@@ -546,7 +546,7 @@ class Errors(ServerCase):
 
     def test_bad_request_param_and_code(self):
         with self.assertRaises(openai.BadRequestError) as cm:
-            self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], n=2)
+            self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], n=17)
         self.assertEqual(cm.exception.param, "n")
         # A streaming request that is invalid fails before the stream starts.
         with self.assertRaises(openai.BadRequestError):
@@ -582,7 +582,7 @@ class Errors(ServerCase):
     def test_server_still_serves_after_errors(self):
         for _ in range(3):
             with self.assertRaises(openai.BadRequestError):
-                self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], n=3)
+                self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], n=99)
         r = self.client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}],
                                                 max_tokens=2, temperature=0)
         self.assertEqual(r.object, "chat.completion")
