@@ -27,6 +27,7 @@ json error_json(int status, const std::string& message) {
 
 std::string stop_reason(const json& result) {
   if (result.value("finish_reason", "") == "length") return "max_tokens";
+  if (result.value("finish_reason", "") == "tool_calls") return "tool_use";
   return result.contains("stop_sequence") ? "stop_sequence" : "end_turn";
 }
 
@@ -43,9 +44,19 @@ json usage_of(const json& u) {
               {"hypic", u.contains("hypic") ? u["hypic"] : json(nullptr)}};
 }
 
+// A tool call of the reply ({"id", "name", "arguments"}) as a tool_use block.
+json tool_use(const json& call) {
+  json input = json::parse(call.value("arguments", "{}"), nullptr, /*allow_exceptions=*/false);
+  return json{{"type", "tool_use"}, {"id", call["id"]}, {"name", call["name"]},
+              {"input", input.is_object() ? input : json::object()}};
+}
+
 json message_json(const ReplyMeta& m, const std::string& text, const json& result) {
   json content = json::array();
-  if (!text.empty() || result.is_null()) content.push_back(json{{"type", "text"}, {"text", text}});
+  const bool calls = result.contains("tool_calls") && !result["tool_calls"].empty();
+  if (!text.empty() || !calls) content.push_back(json{{"type", "text"}, {"text", text}});  // a message has a block
+  if (calls)
+    for (const json& c : result["tool_calls"]) content.push_back(tool_use(c));
   return json{{"id", m.id}, {"type", "message"}, {"role", "assistant"}, {"model", m.model}, {"content", content},
               {"stop_reason", result.is_null() ? json(nullptr) : json(stop_reason(result))},
               {"stop_sequence", result.contains("stop_sequence") ? result["stop_sequence"] : json(nullptr)},
@@ -62,26 +73,45 @@ class MessagesStream final : public TicketBodyStream {
 
  private:
   void start(std::string* out) override {
-    *out += sse("message_start", json{{"type", "message_start"}, {"message", message_json(m_, "", nullptr)}});
+    json msg = message_json(m_, "", nullptr);
+    msg["content"] = json::array();  // the blocks follow, each from its content_block_start
+    *out += sse("message_start", json{{"type", "message_start"}, {"message", std::move(msg)}});
   }
   void piece(const std::string& text, json, int, std::string* out) override {
-    open_block(out);
-    *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", 0},
+    open_text(out);
+    *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", index_},
                                             {"delta", {{"type", "text_delta"}, {"text", text}}}});
   }
-  // Never called yet: /v1/messages refuses tools (messages_to_chat), so no call is read.
-  void tool_call(const json&, int, std::string*) override {}
-  void open_block(std::string* out) {
-    if (block_open_) return;
-    block_open_ = true;
-    *out += sse("content_block_start", json{{"type", "content_block_start"}, {"index", 0},
+  // A tool_use block of its own: start (input {}), the input as one input_json_delta, stop.
+  void tool_call(const json& call, int, std::string* out) override {
+    close_block(out);
+    json start = tool_use(call);
+    start["input"] = json::object();
+    *out += sse("content_block_start", json{{"type", "content_block_start"}, {"index", index_}, {"content_block", start}});
+    *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", index_},
+                                            {"delta", {{"type", "input_json_delta"}, {"partial_json", call["arguments"]}}}});
+    *out += sse("content_block_stop", json{{"type", "content_block_stop"}, {"index", index_}});
+    ++index_;
+    blocks_ = true;
+  }
+  void open_text(std::string* out) {
+    if (text_open_) return;
+    text_open_ = true;
+    *out += sse("content_block_start", json{{"type", "content_block_start"}, {"index", index_},
                                             {"content_block", {{"type", "text"}, {"text", ""}}}});
-    *out += sse("ping", json{{"type", "ping"}});
+    if (index_ == 0) *out += sse("ping", json{{"type", "ping"}});
+  }
+  void close_block(std::string* out) {
+    if (!text_open_) return;
+    *out += sse("content_block_stop", json{{"type", "content_block_stop"}, {"index", index_}});
+    text_open_ = false;
+    ++index_;
+    blocks_ = true;
   }
   void finish(const Outcome& o, std::string* out) override {
     if (!o.result.is_null() && o.result.contains("finish_reason")) {
-      open_block(out);
-      *out += sse("content_block_stop", json{{"type", "content_block_stop"}, {"index", 0}});
+      if (!blocks_) open_text(out);  // a reply has at least one block
+      close_block(out);
       *out += sse("message_delta", json{{"type", "message_delta"},
                                         {"delta", {{"stop_reason", stop_reason(o.result)},
                                                    {"stop_sequence", o.result.contains("stop_sequence") ? o.result["stop_sequence"] : json(nullptr)}}},
@@ -97,7 +127,9 @@ class MessagesStream final : public TicketBodyStream {
   }
 
   ReplyMeta m_;
-  bool block_open_ = false;
+  int index_ = 0;           // the block being written, or the next one
+  bool text_open_ = false;  // a text block is open at index_
+  bool blocks_ = false;     // a block has been closed
 };
 
 }  // namespace

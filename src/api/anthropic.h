@@ -7,8 +7,15 @@
 // content_block_start, ping, content_block_delta..., content_block_stop, message_delta,
 // message_stop; errors as {"type": "error", "error": {"type", "message"}}.
 //
-// Not yet: tools (tool_use / tool_result blocks, `tools`), images and documents, an assistant
-// message last (prefill): each a 400 naming the field.
+// Tools: `tools` ({name, description, input_schema}) and `tool_choice` (auto / any / tool /
+// none, disable_parallel_tool_use) map onto the chat fields; an assistant's tool_use blocks
+// become its tool_calls and a user's tool_result blocks tool messages (before its text). The
+// reply's calls come back as tool_use blocks (input: the arguments object), stop_reason
+// "tool_use"; streamed as a content block each (content_block_start with input {}, one
+// input_json_delta, content_block_stop).
+//
+// Not yet: images and documents, server tools, an assistant message last (prefill): each a
+// 400 naming the field.
 #pragma once
 
 #include <string>

@@ -6,7 +6,8 @@
 
 namespace hypic::server {
 
-using nlohmann::json;
+// Ordered: a tool's input_schema keeps its properties' order (the order a model writes them).
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -24,12 +25,13 @@ std::variant<ApiError, json> blocks_of(const json& content, const std::string& w
     const std::string at = where + "[" + std::to_string(i) + "]";
     if (!b.is_object() || !b.contains("type") || !b["type"].is_string()) return bad("'" + at + "' must be a content block", at);
     const std::string type = b["type"];
+    if (type == "tool_use" || type == "tool_result") continue;  // checked by tool_blocks()
     if (type != "text")
-      return unsupported("content blocks of type '" + type + "' are not supported yet (text blocks only)", at,
+      return unsupported("content blocks of type '" + type + "' are not supported yet (text, tool_use and tool_result blocks)", at,
                          "unsupported_value");
     if (!b.contains("text") || !b["text"].is_string()) return bad("'" + at + ".text' must be a string", at + ".text");
     if (auto c = b.find("cache_control"); c != b.end() && !c->is_null()) {
-      if (!c->is_object() || c->value("type", "") != "ephemeral")
+      if (!c->is_object() || !c->contains("type") || (*c)["type"] != "ephemeral")
         return bad("'" + at + ".cache_control' must be {\"type\": \"ephemeral\"}", at + ".cache_control");
     }
     for (const auto& [k, v] : b.items())
@@ -37,6 +39,56 @@ std::variant<ApiError, json> blocks_of(const json& content, const std::string& w
         return unsupported("'" + at + "." + k + "' is not supported", at + "." + k, "unsupported_parameter");
   }
   return content;
+}
+
+// `tools` as OpenAI tools: {name, description?, input_schema} -> {"type": "function",
+// "function": {name, description, parameters}}.
+std::variant<ApiError, json> tools_of(const json& tools) {
+  if (!tools.is_array()) return bad("'tools' must be an array of tools", "tools");
+  json out = json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& t = tools[i];
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) return bad("'" + at + ".name' must be a string", at + ".name");
+    if (t.contains("type") && !t["type"].is_null() && t["type"] != "custom")
+      return unsupported("server tools ('" + at + ".type') are not supported; declare client tools with an input_schema", at + ".type",
+                         "unsupported_value");
+    json f{{"name", t["name"]}};
+    if (t.contains("description")) f["description"] = t["description"];
+    if (!t.contains("input_schema")) return bad("'" + at + ".input_schema' is required", at + ".input_schema");
+    f["parameters"] = t["input_schema"];
+    out.push_back(json{{"type", "function"}, {"function", std::move(f)}});
+  }
+  return out;
+}
+
+// tool_choice {"type": auto | any | tool (+ name) | none, "disable_parallel_tool_use"?} onto chat.
+std::optional<ApiError> tool_choice_of(const json& c, json* chat) {
+  if (!c.is_object() || !c.contains("type") || !c["type"].is_string())
+    return bad("'tool_choice' must be {\"type\": \"auto\" | \"any\" | \"tool\" | \"none\"}", "tool_choice");
+  const std::string type = c["type"];
+  if (type == "auto" || type == "none") (*chat)["tool_choice"] = type;
+  else if (type == "any") (*chat)["tool_choice"] = "required";
+  else if (type == "tool") (*chat)["tool_choice"] = json{{"type", "function"}, {"function", {{"name", c.contains("name") ? c["name"] : json()}}}};
+  else return bad("'tool_choice.type' must be auto, any, tool or none", "tool_choice.type");
+  if (auto d = c.find("disable_parallel_tool_use"); d != c.end() && !d->is_null()) {
+    if (!d->is_boolean()) return bad("'tool_choice.disable_parallel_tool_use' must be a boolean", "tool_choice.disable_parallel_tool_use");
+    if (type != "none") (*chat)["parallel_tool_calls"] = !d->get<bool>();
+  }
+  return std::nullopt;
+}
+
+// The text of a tool_result's content: a string or text blocks.
+std::optional<std::string> result_text(const json& content) {
+  if (content.is_null()) return std::string();
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return std::nullopt;
+  std::string text;
+  for (const json& b : content) {
+    if (!b.is_object() || !b.contains("type") || b["type"] != "text" || !b.contains("text") || !b["text"].is_string()) return std::nullopt;
+    text += b["text"].get<std::string>();
+  }
+  return text;
 }
 
 }  // namespace
@@ -61,10 +113,16 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
       chat["stop"] = v;
     } else if (k == "metadata") {
       if (!v.is_null() && !v.is_object()) return bad("'metadata' must be an object", "metadata");
+    } else if (k == "tools") {
+      if (v.is_null()) continue;
+      auto t = tools_of(v);
+      if (auto* e = std::get_if<ApiError>(&t)) return *e;
+      chat["tools"] = std::move(std::get<json>(t));
+    } else if (k == "tool_choice") {
+      if (v.is_null()) continue;
+      if (auto e = tool_choice_of(v, &chat)) return *e;
     } else if (k != "messages" && k != "system") {
-      const bool tools = k == "tools" || k == "tool_choice";
-      return unsupported("'" + k + "' is not supported" + (tools ? " yet (tool use is planned)" : "") + "; remove it", k,
-                         "unsupported_parameter");
+      return unsupported("'" + k + "' is not supported; remove it", k, "unsupported_parameter");
     }
   }
   if (!j.contains("max_tokens")) return bad("'max_tokens' is required", "max_tokens");
@@ -90,7 +148,34 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
     const bool last = i + 1 == m->size();
     if (last && role != "user")
       return unsupported("a final assistant message (a prefilled answer) is not supported yet", at, "unsupported_value");
-    const json& blocks = std::get<json>(b);
+    const json& all = std::get<json>(b);
+    // tool_use blocks (assistant) become its tool_calls; tool_result blocks (user) become tool
+    // messages before the user's text.
+    json blocks = json::array(), calls = json::array();
+    for (size_t k = 0; k < all.size(); ++k) {
+      const json& x = all[k];
+      const std::string bt = x["type"];
+      const std::string bat = at + ".content[" + std::to_string(k) + "]";
+      if (bt == "text") {
+        blocks.push_back(x);
+      } else if (bt == "tool_use") {
+        if (role != "assistant") return bad("'" + bat + "': tool_use blocks belong to assistant messages", bat);
+        if (!x.contains("id") || !x["id"].is_string() || !x.contains("name") || !x["name"].is_string() ||
+            !x.contains("input") || !x["input"].is_object())
+          return bad("'" + bat + "' must be {\"type\": \"tool_use\", \"id\", \"name\", \"input\": {...}}", bat);
+        calls.push_back(json{{"id", x["id"]}, {"type", "function"},
+                             {"function", {{"name", x["name"]}, {"arguments", x["input"].dump(-1, ' ', false, json::error_handler_t::replace)}}}});
+      } else {  // tool_result
+        if (role != "user") return bad("'" + bat + "': tool_result blocks belong to user messages", bat);
+        if (!x.contains("tool_use_id") || !x["tool_use_id"].is_string())
+          return bad("'" + bat + ".tool_use_id' must be a string", bat + ".tool_use_id");
+        std::optional<std::string> text = result_text(x.contains("content") ? x["content"] : json());
+        if (!text) return bad("'" + bat + ".content' must be a string or text blocks", bat + ".content");
+        if (x.contains("is_error") && x["is_error"] == true) text = "Error: " + *text;
+        msgs.push_back(json{{"role", "tool"}, {"tool_call_id", x["tool_use_id"]}, {"content", *text}});
+      }
+    }
+    if (blocks.empty() && calls.empty()) continue;  // tool results only
     // The last user message: blocks marked cache_control are segments, and so are the blocks between two of them.
     int first = -1, lastm = -1;
     for (int k = 0; last && k < int(blocks.size()); ++k)
@@ -105,7 +190,9 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
         p["cache_control"] = {{"type", "segment"}};
       parts.push_back(std::move(p));
     }
-    msgs.push_back(json{{"role", role}, {"content", std::move(parts)}});
+    json out{{"role", role}, {"content", parts.empty() ? json() : std::move(parts)}};
+    if (!calls.empty()) out["tool_calls"] = std::move(calls);
+    msgs.push_back(std::move(out));
   }
   chat["messages"] = std::move(msgs);
   return chat.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -3,11 +3,14 @@
 
 namespace hypic::router {
 
-void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep) {
+void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep,
+                                     const std::string* messages_body) {
   const Timer arrival;
   server::ReplyMeta m;
   m.chat = ep == server::Endpoint::kChat;
-  m.id = (m.chat ? "chatcmpl-r" : "cmpl-r") + std::to_string(next_id++);
+  m.anthropic = messages_body != nullptr;
+  m.id = (m.anthropic ? "msg_r" : m.chat ? "chatcmpl-r" : "cmpl-r") + std::to_string(next_id++);
+  const std::string& body = messages_body ? *messages_body : req.body;
   json log{{"id", m.id}, {"path", req.path}};
   auto done = [this, &log, arrival] {
     return server::ReplyDone([this, log, arrival](int status, const json& usage, const std::string& code) mutable {
@@ -23,11 +26,11 @@ void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server
     });
   };
   auto fail = [&](const ApiError& e) {
-    reply(error_reply(e));
+    reply(m.anthropic ? server::anthropic_error_reply(e) : error_reply(e));
     done()(e.http_status, nullptr, e.code);
   };
   server::ApiRequest r;
-  if (auto e = server::parse_request(req.body, ep, opt.limits, &r)) return fail(*e);
+  if (auto e = server::parse_request(body, ep, opt.limits, &r)) return fail(*e);
   const std::string served = served_model();
   if (served.empty())
     return fail(make_error(503, "no instance is available (none has joined or answered a health check); start `hypic serve --join` instances or pass --instances",
@@ -51,7 +54,7 @@ void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server
     active.insert(f);
     forwarding += 1;
   }
-  std::thread(&Impl::run_forward, this, f, req.body, ep, affinity_keys(r, id_bytes), m.id).detach();
+  std::thread(&Impl::run_forward, this, f, body, ep, affinity_keys(r, id_bytes), m.id).detach();
   server::reply_completion(std::move(reply), f->ticket, std::move(m), done());
 }
 
@@ -156,6 +159,16 @@ void Router::Impl::setup_routes() {
   }, json_body);
   http->route("POST", "/v1/completions", [this](const HttpRequest& req, Reply reply) {
     handle_completion(req, std::move(reply), server::Endpoint::kCompletions);
+  }, json_body);
+  // Anthropic's Messages API: translated here, forwarded as chat, answered in its shapes.
+  http->route("POST", "/v1/messages", [this](const HttpRequest& req, Reply reply) {
+    auto chat = server::messages_to_chat(req.body, opt.limits);
+    if (auto* e = std::get_if<ApiError>(&chat)) {
+      count(e->http_status);
+      log_line(json{{"path", req.path}, {"status", e->http_status}, {"error", e->code}});
+      return reply(server::anthropic_error_reply(*e));
+    }
+    handle_completion(req, std::move(reply), server::Endpoint::kChat, &std::get<std::string>(chat));
   }, json_body);
   auto per_instance = [](const HttpRequest&, Reply reply) {
     reply(error_reply(server::bad_request("segment registration is per instance (its ids are that instance's): register on an "

@@ -24,6 +24,7 @@
 #include "kv/redis.h"
 #include "kv/segment_records.h"
 #include "hypic_cluster.grpc.pb.h"
+#include "api/anthropic.h"
 #include "api/outcome_pb.h"
 #include "api/http_front.h"
 #include "api/http_util.h"
@@ -101,7 +102,10 @@ struct Router::Impl {
   void reap_loop();
   void run_forward(std::shared_ptr<Forward> f, std::string body, server::Endpoint ep,
                    std::vector<SegKey> keys, std::string id);
-  void handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep);
+  // messages_body: the chat body of a POST /v1/messages (forwarded as chat, answered in
+  // Anthropic's shapes).
+  void handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep,
+                         const std::string* messages_body = nullptr);
   std::string served_model() const {
     return opt.model_name.empty() ? cluster.model_name() : opt.model_name;
   }

@@ -2,8 +2,9 @@
 """POST /v1/messages driven by the official `anthropic` Python client (from PyPI, in the test
 venv): cache_control blocks are segments that are read from the cache on the second request
 (usage.cache_read_input_tokens > 0) with the chat endpoint's answer for the same parts; the SSE
-events come in Anthropic's order; x-api-key is the key; what is not implemented yet (tools,
-images, a prefilled assistant turn) is a 400 in Anthropic's error shape.
+events come in Anthropic's order; x-api-key is the key; a tool_use round trip (a forced call,
+streamed too, then its tool_result); what is not implemented yet (images, a prefilled assistant
+turn) is a 400 in Anthropic's error shape.
 
     python tests/server_py/test_anthropic.py --hypic-bin build/hypic [--source-dir .]
 """
@@ -97,11 +98,49 @@ class Messages(unittest.TestCase):
             self.assertEqual((s.stop_reason, s.stop_sequence), ("stop_sequence", stop))
             self.assertEqual(s.content[0].text, text[:text.index(stop)])
 
+    WEATHER = {"name": "get_weather", "description": "The weather in a city",
+               "input_schema": {"type": "object", "properties": {"city": {"enum": ["Paris", "Oslo"]},
+                                                                 "unit": {"enum": ["celsius", "fahrenheit"]}},
+                                "required": ["city", "unit"], "additionalProperties": False}}
+
+    def test_tool_use_round_trip(self):
+        ask = [{"role": "user", "content": "Weather in Oslo?"}]
+        kw = dict(model=MODEL, max_tokens=120, tools=[self.WEATHER], extra_body=GREEDY,
+                  tool_choice={"type": "any", "disable_parallel_tool_use": True})
+        r = self.client.messages.create(messages=ask, **kw)
+        self.assertEqual(r.stop_reason, "tool_use")
+        uses = [b for b in r.content if b.type == "tool_use"]
+        self.assertEqual(len(uses), 1)
+        self.assertEqual(uses[0].name, "get_weather")
+        self.assertIn(uses[0].input["city"], ("Paris", "Oslo"))
+        self.assertIn(uses[0].input["unit"], ("celsius", "fahrenheit"))
+        # Streamed: the same call, as a tool_use block whose input arrives as input_json_delta.
+        with self.client.messages.stream(messages=ask, **kw) as stream:
+            kinds = [ev.type for ev in stream]
+            final = stream.get_final_message()
+        self.assertEqual(final.stop_reason, "tool_use")
+        self.assertEqual([(b.name, b.input) for b in final.content if b.type == "tool_use"], [(uses[0].name, uses[0].input)])
+        self.assertIn("input_json", kinds)  # the SDK's event for an input_json_delta
+        self.assertEqual(kinds[0], "message_start")
+        self.assertEqual(kinds[-1], "message_stop")
+        # The result goes back as a tool_result block; the answer is text.
+        history = ask + [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in r.content]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0].id, "content": "sunny, 21 C"},
+                                                      {"type": "text", "text": "So?"}]}]
+        answer = self.client.messages.create(model=MODEL, max_tokens=6, tools=[self.WEATHER], messages=history, extra_body=GREEDY)
+        self.assertIn(answer.stop_reason, ("end_turn", "max_tokens"))
+        self.assertEqual(answer.content[0].type, "text")
+        # A tool_result that answers no tool_use is refused.
+        bad = history[:-1] + [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_nope", "content": "x"}]}]
+        with self.assertRaises(anthropic.BadRequestError):
+            self.client.messages.create(model=MODEL, max_tokens=6, tools=[self.WEATHER], messages=bad, extra_body=GREEDY)
+
     def test_errors_in_anthropics_shape(self):
-        with self.assertRaises(anthropic.BadRequestError) as e:
+        with self.assertRaises(anthropic.BadRequestError) as e:  # a schema outside the supported subset
             self.client.messages.create(model=MODEL, max_tokens=4, messages=[{"role": "user", "content": "hi"}],
-                                        tools=[{"name": "f", "input_schema": {"type": "object"}}])
+                                        tools=[{"name": "f", "input_schema": {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}}])
         self.assertEqual(e.exception.body["error"]["type"], "invalid_request_error")
+        self.assertIn("format", e.exception.body["error"]["message"])
         with self.assertRaises(anthropic.BadRequestError):
             self.client.messages.create(model=MODEL, max_tokens=4, messages=[
                 {"role": "user", "content": "hi"}, {"role": "assistant", "content": "Once"}])

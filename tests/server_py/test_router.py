@@ -229,6 +229,28 @@ class RouterCluster(unittest.TestCase):
         self.assertEqual(texts, [c.message.content for c in want.choices])
         self.assertEqual(finish, [c.finish_reason for c in want.choices])
 
+    def test_messages_through_the_router(self):
+        try:
+            import anthropic
+        except ImportError:
+            self.skipTest("the anthropic package is not installed (scripts/install.sh)")
+        kw = dict(model=MODEL, max_tokens=6, extra_body={"temperature": 0},
+                  messages=[{"role": "user", "content": [
+                      {"type": "text", "text": DOCS[0], "cache_control": {"type": "ephemeral"}},
+                      {"type": "text", "text": "Summarise."}]}])
+        want = anthropic.Anthropic(base_url=self.plain.base, api_key="unused", max_retries=0).messages.create(**kw)
+        via = anthropic.Anthropic(base_url=self.router.base, api_key="unused", max_retries=0)
+        got = via.messages.create(**kw)
+        self.assertEqual(got.type, "message")
+        self.assertEqual(got.content[0].text, want.content[0].text)
+        self.assertEqual(got.stop_reason, want.stop_reason)
+        with via.messages.stream(**kw) as stream:
+            final = stream.get_final_message()
+        self.assertEqual(final.content[0].text, want.content[0].text)
+        with self.assertRaises(anthropic.BadRequestError) as e:  # errors in Anthropic's shape
+            via.messages.create(model=MODEL, max_tokens=4, messages=[{"role": "assistant", "content": "x"}])
+        self.assertEqual(e.exception.body["type"], "error")
+
     def test_streaming_through_the_router(self):
         docs = DOCS[1:3]
         want = ask(self.plain.base, docs, "s2").choices[0].message.content
