@@ -136,6 +136,27 @@ std::optional<ApiError> parse_response_format(const OJson& v, ApiRequest* r) {
   return std::nullopt;
 }
 
+// A value of a call's arguments as Qwen3.5's template writes it in a <parameter> element:
+// a string as it is, objects and lists as JSON, the rest as Python prints them.
+std::string xml_value(const OJson& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  return python_json(v);
+}
+
+// The call between the format's call_open and call_close. Arguments that are not a JSON
+// object cannot be written as XML elements: they are written in the JSON form.
+std::string call_body(const ToolFormat& f, const ToolCall& c) {
+  const OJson args = OJson::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
+  if (f.calls == ToolFormat::Calls::kXml && args.is_object()) {
+    std::string body = "<function=" + c.name + ">\n";
+    for (const auto& [k, v] : args.items()) body += "<parameter=" + k + ">\n" + xml_value(v) + "\n</parameter>\n";
+    return body + "</function>";
+  }
+  return "{\"name\": \"" + c.name + "\", \"arguments\": " + c.arguments + "}";
+}
+
 std::string text_of(const Message& m) {
   std::string s;
   for (const ContentPart& p : m.parts) s += p.text;
@@ -243,9 +264,8 @@ std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiReq
     std::string calls;
     for (size_t k = 0; k < m.tool_calls.size(); ++k) {
       if (k > 0) calls += f->call_separator;
-      else if (!text_of(m).empty()) calls += "\n";
-      calls += f->call_open + "{\"name\": \"" + m.tool_calls[k].name + "\", \"arguments\": " + m.tool_calls[k].arguments + "}" +
-               f->call_close;
+      else if (!text_of(m).empty()) calls += f->text_call_separator;
+      calls += f->call_open + call_body(*f, m.tool_calls[k]) + f->call_close;
     }
     a.parts.push_back({calls, false, ""});
     a.tool_calls.clear();
@@ -259,11 +279,16 @@ std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiReq
   }
   if (r.segment_tools) tools.push_back({"", false, ""});
   tools.back().text += f->preamble_tail;
-  if (!out->empty() && out->front().role == Role::kSystem) {
+  const bool system = !out->empty() && out->front().role == Role::kSystem;
+  if (!system) {
+    out->insert(out->begin(), Message{Role::kSystem, std::move(tools), {}, ""});
+  } else if (f->tools_first) {  // the tools, then the system message's text
+    std::vector<ContentPart>& parts = out->front().parts;
+    if (!text_of(out->front()).empty()) tools.back().text += "\n\n";
+    parts.insert(parts.begin(), tools.begin(), tools.end());
+  } else {
     tools.front().text = "\n\n" + tools.front().text;
     out->front().parts.insert(out->front().parts.end(), tools.begin(), tools.end());
-  } else {
-    out->insert(out->begin(), Message{Role::kSystem, std::move(tools), {}, ""});
   }
   return std::nullopt;
 }
@@ -290,7 +315,8 @@ std::optional<ApiError> request_grammar(const ChatTemplate& chat, ApiRequest* r)
   std::vector<grammar::ToolSpec> specs;
   for (const ToolDef& t : r->tools)
     if (r->tool_choice == ToolChoice::kRequired || t.name == r->tool_choice_name) specs.push_back({t.name, t.parameters});
-  auto g = grammar::tool_call_grammar({f->call_open, f->call_close, f->call_separator}, specs, r->parallel_tool_calls);
+  auto g = grammar::tool_call_grammar({f->call_open, f->call_close, f->call_separator, f->calls == ToolFormat::Calls::kXml},
+                                      specs, r->parallel_tool_calls);
   if (!g) return schema_error("tools", g.status());
   r->grammar = *g;
   return std::nullopt;

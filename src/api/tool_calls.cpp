@@ -47,21 +47,75 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+const ToolDef* find_tool(const std::vector<ToolDef>& tools, std::string_view name) {
+  for (const ToolDef& t : tools)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+// An XML parameter's text as the value its schema says (as vLLM's Qwen3-Coder parser reads
+// them): a string as it is; a number, boolean, object or list parsed (True / False too);
+// without a type, JSON if it parses, else the text.
+OJson typed_value(const std::string& text, const OJson* schema) {
+  std::string type;
+  if (schema && schema->is_object() && schema->contains("type") && (*schema)["type"].is_string())
+    type = (*schema)["type"].get<std::string>();
+  if (type == "string") return text;
+  if (type == "boolean" || type.empty()) {
+    if (text == "True" || text == "true") return true;
+    if (text == "False" || text == "false") return false;
+  }
+  if (type.empty() && text == "None") return nullptr;
+  OJson v = OJson::parse(text, nullptr, /*allow_exceptions=*/false);
+  return v.is_discarded() ? OJson(text) : v;
+}
+
+// <function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*</function> -> name, arguments.
+bool parse_xml_call(std::string_view body, const std::vector<ToolDef>& tools, std::string* name, OJson* args) {
+  const std::string_view fn = "<function=", pe = "<parameter=", pc = "</parameter>", fc = "</function>";
+  if (body.substr(0, fn.size()) != fn) return false;
+  const size_t gt = body.find('>');
+  if (gt == std::string_view::npos) return false;
+  *name = std::string(body.substr(fn.size(), gt - fn.size()));
+  const ToolDef* tool = find_tool(tools, *name);
+  if (!tool) return false;
+  const OJson* props = tool->parameters.is_object() && tool->parameters.contains("properties") ? &tool->parameters["properties"] : nullptr;
+  *args = OJson::object();
+  std::string_view rest = trim(body.substr(gt + 1));
+  while (rest.substr(0, pe.size()) == pe) {
+    const size_t k = rest.find('>');
+    const size_t end = rest.find(pc);
+    if (k == std::string_view::npos || end == std::string_view::npos || end < k) return false;
+    const std::string key(rest.substr(pe.size(), k - pe.size()));
+    std::string_view value = rest.substr(k + 1, end - k - 1);
+    if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
+    if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+    const OJson* schema = props && props->is_object() && props->contains(key) ? &(*props)[key] : nullptr;
+    (*args)[key] = typed_value(std::string(value), schema);
+    rest = trim(rest.substr(end + pc.size()));
+  }
+  return rest == fc;
+}
+
 // The call in a block's text, if it is one: {"name": declared, "arguments": object or a
-// string holding one}.
-bool parse_call(std::string_view block, const std::vector<std::string>& names, ToolCall* call) {
-  const OJson j = OJson::parse(trim(block), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return false;
-  auto n = j.find("name");
-  if (n == j.end() || !n->is_string()) return false;
-  if (std::find(names.begin(), names.end(), n->get<std::string>()) == names.end()) return false;
-  OJson args = OJson::object();
-  if (auto a = j.find("arguments"); a != j.end()) {
-    args = a->is_string() ? OJson::parse(a->get<std::string>(), nullptr, false) : *a;
-    if (!args.is_object()) return false;
+// string holding one}, or the XML form.
+bool parse_call(std::string_view block, const std::vector<ToolDef>& tools, ToolCall* call) {
+  std::string name;
+  OJson args;
+  if (!parse_xml_call(trim(block), tools, &name, &args)) {
+    const OJson j = OJson::parse(trim(block), nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return false;
+    auto n = j.find("name");
+    if (n == j.end() || !n->is_string() || !find_tool(tools, n->get<std::string>())) return false;
+    name = n->get<std::string>();
+    args = OJson::object();
+    if (auto a = j.find("arguments"); a != j.end()) {
+      args = a->is_string() ? OJson::parse(a->get<std::string>(), nullptr, false) : *a;
+      if (!args.is_object()) return false;
+    }
   }
   call->id = new_tool_call_id();
-  call->name = n->get<std::string>();
+  call->name = std::move(name);
   call->arguments = args.dump(-1, ' ', false, OJson::error_handler_t::replace);
   return true;
 }
@@ -134,7 +188,7 @@ void ToolCallReader::take(std::vector<Event>* out, bool at_end) {
       return;
     }
     Event ev;
-    if (parse_call(std::string_view(buf_).substr(0, q), names_, &ev.call)) {
+    if (parse_call(std::string_view(buf_).substr(0, q), tools_, &ev.call)) {
       ev.is_call = true;
       held_ws_.clear();
       at_start_ = true;
@@ -163,8 +217,8 @@ std::vector<ToolCallReader::Event> ToolCallReader::finish() {
 }
 
 ParsedReply read_tool_calls(std::string_view text, const std::string& open, const std::string& close,
-                            const std::vector<std::string>& names) {
-  ToolCallReader r(open, close, names);
+                            const std::vector<ToolDef>& tools) {
+  ToolCallReader r(open, close, tools);
   ParsedReply out;
   auto add = [&](std::vector<ToolCallReader::Event> evs) {
     for (auto& e : evs) {

@@ -2,10 +2,13 @@
 // calls read back out of its text (whole, or as a stream of pieces).
 //
 // A reply is text with call blocks in the model's format (tokenizer/chat_template.h
-// ToolFormat: Qwen writes "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>").
-// A block whose JSON parses, names a declared tool and has an object of arguments (or a string
-// holding one) becomes a tool call; any other block, and an unterminated one, stays text. So
-// malformed output comes back as content, never as an error.
+// ToolFormat: Qwen3 writes "<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>",
+// Qwen3.5 "<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...
+// </function>\n</tool_call>"; either body is read whatever the format). A block that parses,
+// names a declared tool and has an object of arguments (JSON: an object or a string holding
+// one; XML: each value typed by the tool's schema — strings as they are, numbers, booleans
+// (True / true), objects and lists as JSON) becomes a tool call; any other block, and an
+// unterminated one, stays text. So malformed output comes back as content, never an error.
 #pragma once
 
 #include <cstdint>
@@ -47,8 +50,8 @@ class ToolCallReader {
     std::string text;  // content (is_call false)
     ToolCall call;     // is_call true
   };
-  ToolCallReader(std::string open, std::string close, std::vector<std::string> names)
-      : open_(std::move(open)), close_(std::move(close)), names_(std::move(names)) {}
+  ToolCallReader(std::string open, std::string close, std::vector<ToolDef> tools)
+      : open_(std::move(open)), close_(std::move(close)), tools_(std::move(tools)) {}
   std::vector<Event> feed(std::string_view text);
   std::vector<Event> finish();
   int calls() const { return calls_; }
@@ -57,7 +60,7 @@ class ToolCallReader {
   void take(std::vector<Event>* out, bool at_end);
   void add_text(std::vector<Event>* out, std::string text);
   std::string open_, close_;
-  std::vector<std::string> names_;
+  std::vector<ToolDef> tools_;
   std::string buf_;       // not yet final
   std::string held_ws_;   // trailing whitespace of the content so far
   bool at_start_ = true;  // no content since the start or the last call
@@ -72,7 +75,7 @@ struct ParsedReply {
   std::vector<ToolCall> calls;
 };
 ParsedReply read_tool_calls(std::string_view text, const std::string& open, const std::string& close,
-                            const std::vector<std::string>& names);
+                            const std::vector<ToolDef>& tools);
 
 // A fresh call id: "call_" and 24 random hex digits.
 std::string new_tool_call_id();

@@ -52,6 +52,7 @@ Result<json> run_constrained_bench(const ConstrainedBenchOptions& o) {
   HYPIC_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, lo));
   const ModelConfig& cfg = model->config();
   const ToolFormat* f = model_chat_template(cfg).tool_format();
+  // The JSON form whatever the family's: the same call for every model, comparable figures.
   const grammar::ToolCallFormat fmt = f ? grammar::ToolCallFormat{f->call_open, f->call_close, f->call_separator}
                                         : grammar::ToolCallFormat{"<tool_call>\n", "\n</tool_call>", "\n"};
   HYPIC_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::Grammar> g,

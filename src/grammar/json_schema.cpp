@@ -339,6 +339,70 @@ Status check_json_schema(const Json& schema) {
   return g ? Status::ok() : g.status();
 }
 
+namespace {
+
+// Raw text of an XML parameter: printable and whitespace ASCII but '<', and well-formed UTF-8.
+Expr raw_text(Builder& b) {
+  ByteSet plain;
+  for (int c = 0x20; c < 0x80; ++c) plain.set(size_t(c));
+  plain.set('\n');
+  plain.set('\t');
+  plain.reset('<');
+  const Expr cont = b.range(0x80, 0xBF);
+  const Expr utf8 = b.alt({b.seq({b.range(0xC2, 0xDF), cont}), b.seq({b.byte(0xE0), b.range(0xA0, 0xBF), cont}),
+                           b.seq({b.range(0xE1, 0xEC), cont, cont}), b.seq({b.byte(0xED), b.range(0x80, 0x9F), cont}),
+                           b.seq({b.range(0xEE, 0xEF), cont, cont}), b.seq({b.byte(0xF0), b.range(0x90, 0xBF), cont, cont}),
+                           b.seq({b.range(0xF1, 0xF3), cont, cont, cont}), b.seq({b.byte(0xF4), b.range(0x80, 0x8F), cont, cont})});
+  return b.star(b.alt({b.bytes(plain), utf8}));
+}
+
+// A value as Qwen3.5 writes it in a <parameter> element (json_schema.h ToolCallFormat).
+Result<Expr> xml_value(Builder& b, JsonRules& r, SchemaCompiler& c, const Json& s, const std::string& path) {
+  if (s.is_object() && s.contains("enum") && s["enum"].is_array() && !s["enum"].empty()) {
+    std::vector<Expr> opts;
+    for (const Json& v : s["enum"]) opts.push_back(b.literal(v.is_string() ? v.get<std::string>() : v.dump()));
+    return b.alt(opts);
+  }
+  const std::string type = s.is_object() && s.contains("type") && s["type"].is_string() ? s["type"].get<std::string>() : "";
+  if (type == "string") return raw_text(b);
+  if (type == "integer") return r.integer();
+  if (type == "number") return r.number();
+  if (type == "boolean") return b.alt({b.literal("True"), b.literal("False"), b.literal("true"), b.literal("false")});
+  return c.compile(s, path, 1);
+}
+
+Result<Expr> xml_call(Builder& b, JsonRules& r, const ToolSpec& t) {
+  const Json& p = t.parameters;
+  const Json* props = p.is_object() && p.contains("properties") && p["properties"].is_object() ? &p["properties"] : nullptr;
+  std::vector<Expr> parts{b.literal("<function=" + t.name + ">\n")};
+  if (!props || props->empty()) {  // any parameters: KEY is a name, VALUE raw text
+    ByteSet key;
+    for (int ch = 'a'; ch <= 'z'; ++ch) key.set(size_t(ch));
+    for (int ch = 'A'; ch <= 'Z'; ++ch) key.set(size_t(ch));
+    for (int ch = '0'; ch <= '9'; ++ch) key.set(size_t(ch));
+    key.set('_');
+    key.set('-');
+    parts.push_back(b.star(b.seq({b.literal("<parameter="), b.plus(b.bytes(key)), b.literal(">\n"), raw_text(b),
+                                  b.literal("\n</parameter>\n")})));
+  } else {
+    SchemaCompiler c(&b, p);
+    std::set<std::string> required;
+    if (p.contains("required") && p["required"].is_array())
+      for (const Json& n : p["required"])
+        if (n.is_string()) required.insert(n.get<std::string>());
+    for (const auto& [key, sub] : props->items()) {
+      Result<Expr> v = xml_value(b, r, c, sub, "properties." + key);
+      if (!v) return v;
+      const Expr elem = b.seq({b.literal("<parameter=" + key + ">\n"), *v, b.literal("\n</parameter>\n")});
+      parts.push_back(required.count(key) ? elem : b.opt(elem));
+    }
+  }
+  parts.push_back(b.literal("</function>"));
+  return b.seq(parts);
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ToolCallFormat& format,
                                                          const std::vector<ToolSpec>& tools, bool parallel) {
   if (tools.empty()) return invalid_argument("no tools to call");
@@ -346,6 +410,12 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ToolCallFormat& f
   JsonRules r(&b);
   std::vector<Expr> calls;
   for (const ToolSpec& t : tools) {
+    if (format.xml) {
+      Result<Expr> e = xml_call(b, r, t);
+      if (!e) return Status(e.status().code(), "tool '" + t.name + "': " + e.status().message());
+      calls.push_back(*e);
+      continue;
+    }
     Expr args = r.any_object();
     if (!t.parameters.is_null()) {
       SchemaCompiler c(&b, t.parameters);

@@ -44,10 +44,18 @@ Result<std::shared_ptr<const Grammar>> json_schema_grammar(const nlohmann::order
 // Only checks that `schema` is inside the subset (the same errors, no grammar kept).
 Status check_json_schema(const nlohmann::ordered_json& schema);
 
-// How a model writes a tool call: open + {"name": "...", "arguments": {...}} + close, calls of
-// one reply joined by separator (Qwen: "<tool_call>\n", "\n</tool_call>", "\n").
+// How a model writes a tool call: open + body + close, calls of one reply joined by
+// separator (Qwen: "<tool_call>\n", "\n</tool_call>", "\n"). The body is
+//   json: {"name": "...", "arguments": {...}}
+//   xml (Qwen3.5): "<function=NAME>\n" ("<parameter=KEY>\n" VALUE "\n</parameter>\n")*
+//        "</function>", the declared properties in order (required ones always); a string
+//        VALUE is raw text without '<' (so that it cannot end its element early), a number or
+//        an integer in JSON's syntax, a boolean True / False / true / false, an enum one of its
+//        values (strings raw), anything else JSON of its schema. A tool without declared
+//        properties takes any parameters with raw-text values.
 struct ToolCallFormat {
   std::string open, close, separator;
+  bool xml = false;
 };
 
 struct ToolSpec {

@@ -19,12 +19,7 @@ namespace {
 // A reply read for tool calls as it streams: content pieces and calls go to the ticket in
 // order; the whole content and the calls are kept for the outcome.
 struct ToolReply {
-  ToolReply(const ApiRequest& r, int choice) : reader(r.tool_call_open, r.tool_call_close, names(r)), choice(choice) {}
-  static std::vector<std::string> names(const ApiRequest& r) {
-    std::vector<std::string> n;
-    for (const ToolDef& t : r.tools) n.push_back(t.name);
-    return n;
-  }
+  ToolReply(const ApiRequest& r, int choice) : reader(r.tool_call_open, r.tool_call_close, r.tools), choice(choice) {}
   // False once the ticket is cancelled. `lp` goes with the first content piece.
   bool push(std::vector<ToolCallReader::Event> events, Ticket& t, json lp) {
     bool ok = true;

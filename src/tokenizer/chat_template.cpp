@@ -28,14 +28,15 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& msgs,
 
 Result<const ChatTemplate*> chat_template_for(std::string_view name) {
   static const ChatMl chat_ml;
+  static const ChatMl qwen35(ChatMl::Tools::kQwen35);
   static const Bailing bailing;
   static const MiniMax minimax(MiniMax::Variant::kM1);
   static const MiniMax minimax_text_01(MiniMax::Variant::kText01);
   static const Kimi kimi;
   static const Ling3 ling3(/*thinking=*/true);
   static const Ling3 ling3_nothink(/*thinking=*/false);
-  static const ChatTemplate* const known[] = {&chat_ml, &bailing,      &minimax,      &minimax_text_01,
-                                              &kimi,    &ling3,        &ling3_nothink};
+  static const ChatTemplate* const known[] = {&chat_ml, &qwen35, &bailing, &minimax, &minimax_text_01,
+                                              &kimi,    &ling3,  &ling3_nothink};
   std::string names;
   for (const ChatTemplate* t : known) {
     if (t->name() == name) return t;

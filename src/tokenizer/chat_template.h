@@ -37,15 +37,23 @@ struct ChatMessage {
   std::string role, content;
 };
 
-// How a family writes tools and tool calls (Qwen's Hermes-style format to start):
-//   system turn: [{system} "\n\n"] preamble_head ("\n" {tool as JSON})* preamble_tail
-//   a call:      call_open {"name": ..., "arguments": ...} call_close, calls joined by
-//                call_separator, after the assistant's text (and a "\n" when there is text)
+// How a family writes tools and tool calls:
+//   system turn: [{system} "\n\n"] preamble_head ("\n" {tool as JSON})* preamble_tail, or
+//                with tools_first the tools block first and then ["\n\n" {system}]
+//   a call:      call_open body call_close, calls joined by call_separator, after the
+//                assistant's text (and text_call_separator when there is text); the body is
+//                kJson: {"name": ..., "arguments": {...}}  (Qwen3, Qwen3-Next: Hermes style)
+//                kXml:  "<function=" name ">\n" ("<parameter=" key ">\n" value
+//                       "\n</parameter>\n")* "</function>"  (Qwen3.5: a string value as it is,
+//                       others as Python writes them: JSON for objects and lists, True / False)
 //   results:     consecutive tool messages as one user turn, each response_open {content}
 //                response_close, joined by response_separator
 struct ToolFormat {
+  enum class Calls { kJson, kXml };
+  Calls calls = Calls::kJson;
+  bool tools_first = false;
   std::string preamble_head, preamble_tail;
-  std::string call_open, call_close, call_separator;
+  std::string call_open, call_close, call_separator, text_call_separator;
   std::string response_open, response_close, response_separator;
 };
 
@@ -84,18 +92,26 @@ class ChatTemplate {
   std::string render(const std::vector<ChatMessage>& msgs, bool add_generation_prompt) const;
 };
 
-// Qwen ChatML ("chatml"): "<|im_start|>{role}\n" {content} "<|im_end|>\n", generation
-// prompt "<|im_start|>assistant\n".
+// Qwen ChatML: "<|im_start|>{role}\n" {content} "<|im_end|>\n", generation prompt
+// "<|im_start|>assistant\n". Two tool formats: Qwen3 / Qwen3-Next's ("chatml") and
+// Qwen3.5's ("qwen3.5"); the turns are the same.
 class ChatMl final : public ChatTemplate {
  public:
-  std::string_view name() const override { return "chatml"; }
+  enum class Tools { kQwen3, kQwen35 };
+  explicit ChatMl(Tools tools = Tools::kQwen3) : tools_(tools) {}
+  std::string_view name() const override { return tools_ == Tools::kQwen35 ? "qwen3.5" : "chatml"; }
   std::string turn_open(std::string_view role) const override;
   std::string turn_close(std::string_view role) const override;
   std::string generation_prompt() const override;
   std::vector<std::string> end_tokens() const override { return {"<|im_end|>", "<|endoftext|>"}; }
-  // Qwen3 / Qwen3-Next's chat template: tools in a <tools> block of the system turn, calls as
-  // <tool_call> JSON, results in <tool_response> blocks of a user turn.
+  // Qwen3 / Qwen3-Next's chat template: tools in a <tools> block at the end of the system
+  // turn, calls as <tool_call> JSON, results in <tool_response> blocks of a user turn.
+  // Qwen3.5's: the tools block opens the system turn, calls are <function=...> elements with
+  // a <parameter=...> each.
   const ToolFormat* tool_format() const override;
+
+ private:
+  Tools tools_;
 };
 
 // Ling 2.0 / Ring 2.0 / Ring-mini-linear-2.0 / Ring-flash-linear-2.0 ("bailing"), the

@@ -19,8 +19,8 @@ const Tokenizer& tok() {
 }
 
 TEST(Prompt, FamiliesUseTheirChatTemplates) {
-  for (auto [type, want] : {std::pair{"qwen3_next", "chatml"}, {"qwen3_5", "chatml"},
-                            {"qwen3_5_moe", "chatml"}, {"bailing_moe_linear", "bailing"},
+  for (auto [type, want] : {std::pair{"qwen3_next", "chatml"}, {"qwen3_5", "qwen3.5"},
+                            {"qwen3_5_moe", "qwen3.5"}, {"bailing_moe_linear", "bailing"},
                             {"minimax_m1", "minimax"}, {"minimax_text_01", "minimax-text-01"},
                             {"minimax", "minimax-text-01"}}) {
     ModelConfig cfg;

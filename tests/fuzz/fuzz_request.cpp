@@ -100,23 +100,25 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
     }
   }
 
-  const hypic::ChatTemplate& chat = *hypic::chat_template_for("chatml").value();
-  const std::string chatml = hypic::server::prompt_text(chat, r);
-  if (ep == Endpoint::kCompletions) {
-    FUZZ_CHECK(chatml == r.prompt);
-  } else {
-    FUZZ_CHECK(ends_with(chatml, "<|im_start|>assistant\n"));
-    size_t text_bytes = 0;
-    for (const auto& m : r.messages)
-      for (const auto& p : m.parts) text_bytes += p.text.size();
-    FUZZ_CHECK(chatml.size() >= text_bytes);
-  }
-
-  if (ep == Endpoint::kChat) {  // the grammar of every accepted request builds
-    ApiRequest copy = r;
-    const std::optional<ApiError> err = hypic::server::request_grammar(chat, &copy);
-    FUZZ_CHECK(!err, "an accepted request whose grammar fails: %s", err ? err->message.c_str() : "");
-    FUZZ_CHECK(bool(copy.grammar) == (forced_call(copy) || copy.response_format != hypic::server::ResponseFormat::kText));
+  // Both tool formats (Qwen3's JSON calls, Qwen3.5's XML calls with the tools first).
+  for (const char* name : {"chatml", "qwen3.5"}) {
+    const hypic::ChatTemplate& chat = *hypic::chat_template_for(name).value();
+    const std::string chatml = hypic::server::prompt_text(chat, r);
+    if (ep == Endpoint::kCompletions) {
+      FUZZ_CHECK(chatml == r.prompt);
+    } else {
+      FUZZ_CHECK(ends_with(chatml, "<|im_start|>assistant\n"));
+      size_t text_bytes = 0;
+      for (const auto& m : r.messages)
+        for (const auto& p : m.parts) text_bytes += p.text.size();
+      FUZZ_CHECK(chatml.size() >= text_bytes);
+    }
+    if (ep == Endpoint::kChat) {  // the grammar of every accepted request builds
+      ApiRequest copy = r;
+      const std::optional<ApiError> err = hypic::server::request_grammar(chat, &copy);
+      FUZZ_CHECK(!err, "an accepted request whose grammar fails: %s", err ? err->message.c_str() : "");
+      FUZZ_CHECK(bool(copy.grammar) == (forced_call(copy) || copy.response_format != hypic::server::ResponseFormat::kText));
+    }
   }
   const hypic::GenerateOptions g = hypic::server::generate_options(r);
   FUZZ_CHECK(g.max_tokens == r.max_tokens);

@@ -178,6 +178,47 @@ TEST(Tools, ToolDescriptionsAndResultsAsSegments) {
   EXPECT_EQ(tok->decode(q.concatenated()), prompt_text(chatml(), t));
 }
 
+// Qwen3.5's format: the tools block opens the system turn, calls are XML elements (the same
+// text as the Qwen3.5 checkpoints' chat template renders).
+TEST(Tools, Qwen35WritesToolsFirstAndXmlCalls) {
+  const ChatTemplate& q35 = *chat_template_for("qwen3.5").value();
+  ApiRequest r = ok(body(R"("tools":[)" + kTime + "]", R"([{"role":"system","content":"Be brief."},
+      {"role":"user","content":"Time?"},
+      {"role":"assistant","content":"Checking.","tool_calls":[{"id":"a","type":"function","function":{"name":"get_time","arguments":"{\"tz\": \"UTC\", \"exact\": true, \"n\": 2, \"list\": [1, \"x\"]}"}}]},
+      {"role":"tool","tool_call_id":"a","content":"12:00"}])"));
+  const ToolFormat& f = *q35.tool_format();
+  const std::string want = "<|im_start|>system\n" + f.preamble_head + "\n{\"type\": \"function\", \"function\": {\"name\": \"get_time\"}}" +
+                           f.preamble_tail + "\n\nBe brief.<|im_end|>\n<|im_start|>user\nTime?<|im_end|>\n"
+                           "<|im_start|>assistant\nChecking.\n\n<tool_call>\n<function=get_time>\n<parameter=tz>\nUTC\n</parameter>\n"
+                           "<parameter=exact>\nTrue\n</parameter>\n<parameter=n>\n2\n</parameter>\n<parameter=list>\n[1, \"x\"]\n"
+                           "</parameter>\n</function>\n</tool_call><|im_end|>\n"
+                           "<|im_start|>user\n<tool_response>\n12:00\n</tool_response><|im_end|>\n<|im_start|>assistant\n";
+  EXPECT_EQ(prompt_text(q35, r), want);
+  EXPECT_EQ(f.preamble_head, "# Tools\n\nYou have access to the following functions:\n\n<tools>");
+  // The grammar of a required call is the XML form, typed by the schema.
+  ApiRequest req = ok(body(R"("tools":[)" + kWeather + "," + kTime + R"(],"tool_choice":"required","parallel_tool_calls":false)"));
+  ASSERT_FALSE(request_grammar(q35, &req));
+  const std::string call = "<tool_call>\n<function=get_weather>\n<parameter=city>\nSt. Gallen\nnorth\n</parameter>\n"
+                           "<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>";
+  EXPECT_TRUE(req.grammar->matches(call));
+  EXPECT_FALSE(req.grammar->matches("<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(req.grammar->matches("<tool_call>\n<function=get_weather>\n<parameter=city>\nx\n</parameter>\n"
+                                    "<parameter=unit>\nkelvin\n</parameter>\n</function>\n</tool_call>"));
+  EXPECT_TRUE(req.grammar->matches("<tool_call>\n<function=get_time>\n<parameter=anything>\nat all\n</parameter>\n</function>\n</tool_call>"));
+  // And the reader types each value by the tool's schema.
+  const ParsedReply p = read_tool_calls(call, f.call_open, f.call_close, req.tools);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"city":"St. Gallen\nnorth","unit":"c"})");
+  const std::string typed = "<tool_call>\n<function=get_time>\n<parameter=n>\n3\n</parameter>\n<parameter=ok>\nTrue\n</parameter>\n"
+                            "<parameter=xs>\n[1, 2]\n</parameter>\n<parameter=s>\nplain words\n</parameter>\n</function>\n</tool_call>";
+  const ParsedReply t = read_tool_calls("Let me see.\n\n" + typed, f.call_open, f.call_close, req.tools);
+  EXPECT_EQ(t.content, "Let me see.");
+  ASSERT_EQ(t.calls.size(), 1u);
+  EXPECT_EQ(t.calls[0].arguments, R"({"n":3,"ok":true,"xs":[1,2],"s":"plain words"})");
+  EXPECT_TRUE(read_tool_calls("<tool_call>\n<function=get_time>\n<parameter=n>\n3\n</function>\n</tool_call>", f.call_open, f.call_close,
+                              req.tools).calls.empty());  // an unclosed parameter: text
+}
+
 TEST(Tools, GrammarPerChoice) {
   ApiRequest a = ok(body(R"("tools":[)" + kWeather + "," + kTime + "]"));
   ASSERT_FALSE(request_grammar(chatml(), &a));
@@ -199,8 +240,14 @@ TEST(Tools, GrammarPerChoice) {
   EXPECT_FALSE(js.grammar->matches("[1]"));
 }
 
+std::vector<ToolDef> defs(const std::vector<std::string>& names) {
+  std::vector<ToolDef> out;
+  for (const std::string& n : names) out.push_back({n, nullptr, ""});
+  return out;
+}
+
 TEST(Tools, ReadingCallsOutOfReplies) {
-  const std::vector<std::string> names{"get_time", "get_weather"};
+  const std::vector<ToolDef> names = defs({"get_time", "get_weather"});
   const std::string open = "<tool_call>\n", close = "\n</tool_call>";
   struct Case {
     std::string text, content;

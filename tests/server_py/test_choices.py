@@ -78,7 +78,7 @@ class Choices(unittest.TestCase):
 
     def test_tool_calls_per_choice(self):
         r = self.chat(n=2, messages=test_tools.ASK, tools=test_tools.TOOLS, tool_choice="required",
-                      parallel_tool_calls=False, temperature=1.0, seed=2, max_tokens=120)
+                      parallel_tool_calls=False, temperature=1.0, seed=2, max_tokens=300)
         for c in r.choices:
             self.assertEqual(c.finish_reason, "tool_calls")
             self.assertEqual(len(c.message.tool_calls), 1)

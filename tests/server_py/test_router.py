@@ -206,7 +206,7 @@ class RouterCluster(unittest.TestCase):
     def test_tool_calls_through_the_router(self):
         import test_tools
         kw = dict(model=MODEL, messages=test_tools.ASK, tools=test_tools.TOOLS, tool_choice="required",
-                  max_tokens=120, temperature=0)
+                  max_tokens=300, temperature=0)
         want = client(self.plain.base).chat.completions.create(**kw).choices[0]
         got = client(self.router.base).chat.completions.create(**kw).choices[0]
         self.assertEqual(got.finish_reason, "tool_calls")

@@ -87,7 +87,7 @@ class ToolCalls(unittest.TestCase):
         kw.setdefault("messages", ASK)
         kw.setdefault("tools", TOOLS)
         kw.setdefault("temperature", 0)
-        kw.setdefault("max_tokens", 120)
+        kw.setdefault("max_tokens", 300)
         return self.client.chat.completions.create(**kw)
 
     def test_required_gives_valid_calls(self):

@@ -23,7 +23,7 @@ class Qwen3_5 final : public Architecture {
       if (cls == base + head) return true;
     return false;
   }
-  const char* chat_template(const ModelConfig&) const override { return "chatml"; }
+  const char* chat_template(const ModelConfig&) const override { return "qwen3.5"; }
 
   Status parse_config(const nlohmann::json& root, const std::string& source,
                       ModelConfig* c) const override {
