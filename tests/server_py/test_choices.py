@@ -12,7 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_openai_client as base  # noqa: E402 - parses --hypic-bin / --source-dir, SKIPs without openai
-from test_openai_client import API_KEY, MODEL, HypicServer, salt  # noqa: E402
+from test_openai_client import MODEL, salt  # noqa: E402
 import test_tools  # noqa: E402
 
 ASK = [{"role": "user", "content": "Tell me about rivers."}]
@@ -28,14 +28,7 @@ def streamed_choices(stream):
     return [texts[i] for i in sorted(texts)], [finish[i] for i in sorted(finish)]
 
 
-class Choices(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = HypicServer(api_key=API_KEY)
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.server.start()
-        cls.client = cls.server.client()
-
+class Choices(base.ServerCase):
     def chat(self, **kw):
         kw.setdefault("model", MODEL)
         kw.setdefault("messages", ASK)

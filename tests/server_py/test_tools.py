@@ -15,7 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_openai_client as base  # noqa: E402 - parses --hypic-bin / --source-dir, SKIPs without openai
-from test_openai_client import API_KEY, DOC_A, MODEL, HypicServer, salt  # noqa: E402
+from test_openai_client import DOC_A, MODEL, salt  # noqa: E402
 
 import openai  # noqa: E402
 
@@ -74,14 +74,7 @@ def assemble(stream):
     return content, [calls[i] for i in sorted(calls)], finish
 
 
-class ToolCalls(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = HypicServer(api_key=API_KEY)
-        cls.addClassCleanup(cls.server.cleanup)
-        cls.server.start()
-        cls.client = cls.server.client()
-
+class ToolCalls(base.ServerCase):
     def create(self, **kw):
         kw.setdefault("model", MODEL)
         kw.setdefault("messages", ASK)
