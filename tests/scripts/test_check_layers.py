@@ -8,7 +8,7 @@ import unittest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "check_layers.py"
-LAYERS = ["core", "kernels", "tokenizer", "api", "rpc", "kv", "model", "cache", "engine", "cluster", "server",
+LAYERS = ["core", "kernels", "tokenizer", "grammar", "api", "rpc", "kv", "model", "cache", "engine", "cluster", "server",
           "router", "bench", "cli"]
 # A CMakeLists.txt whose router links the api library alone.
 CMAKE_OK = """
