@@ -54,6 +54,7 @@ class Builder {
 
   // The grammar whose sentences are those of `root`. The builder is left empty.
   std::shared_ptr<const Grammar> build(Expr root);
+  size_t rule_count() const { return rules_.size(); }
 
  private:
   int32_t add_rule(std::vector<std::vector<Expr>> alts);

@@ -141,6 +141,9 @@ class SchemaCompiler {
     if (auto c = s.find("const"); c != s.end()) return r_.literal(*c);
     if (auto en = s.find("enum"); en != s.end()) {
       if (!en->is_array() || en->empty()) return invalid_argument("'enum' at " + shown(path) + " must be a non-empty array");
+      if (en->size() > kMaxEnumValues)
+        return invalid_argument("'enum' at " + shown(path) + " has " + std::to_string(en->size()) + " values; at most " +
+                                std::to_string(kMaxEnumValues) + " are supported");
       std::vector<Expr> opts;
       for (const Json& v : *en) opts.push_back(r_.literal(v));
       return b_.alt(opts);
@@ -326,11 +329,18 @@ std::shared_ptr<const Grammar> json_object_grammar() {
   return g;
 }
 
+Status too_large(const Builder& b) {
+  if (b.rule_count() <= kMaxSchemaRules) return Status::ok();
+  return invalid_argument("the schema makes a grammar of " + std::to_string(b.rule_count()) + " rules, more than the " +
+                          std::to_string(kMaxSchemaRules) + " supported; simplify it (fewer properties, enum values, nesting)");
+}
+
 Result<std::shared_ptr<const Grammar>> json_schema_grammar(const Json& schema) {
   Builder b;
   SchemaCompiler c(&b, schema);
   Result<Expr> e = c.compile(schema, "", 0);
   if (!e) return e.status();
+  HYPIC_RETURN_IF_ERROR(too_large(b));
   return b.build(*e);
 }
 
@@ -358,7 +368,7 @@ Expr raw_text(Builder& b) {
 
 // A value as Qwen3.5 writes it in a <parameter> element (json_schema.h ToolCallFormat).
 Result<Expr> xml_value(Builder& b, JsonRules& r, SchemaCompiler& c, const Json& s, const std::string& path) {
-  if (s.is_object() && s.contains("enum") && s["enum"].is_array() && !s["enum"].empty()) {
+  if (s.is_object() && s.contains("enum") && s["enum"].is_array() && !s["enum"].empty() && s["enum"].size() <= kMaxEnumValues) {
     std::vector<Expr> opts;
     for (const Json& v : s["enum"]) opts.push_back(b.literal(v.is_string() ? v.get<std::string>() : v.dump()));
     return b.alt(opts);
@@ -428,6 +438,7 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ToolCallFormat& f
   }
   const Expr call = b.seq({b.literal(format.open), b.alt(calls), b.literal(format.close)});
   const Expr root = parallel ? b.seq({call, b.star(b.seq({b.literal(format.separator), call}))}) : call;
+  HYPIC_RETURN_IF_ERROR(too_large(b));
   return b.build(root);
 }
 

@@ -29,9 +29,11 @@
 
 namespace hypic::grammar {
 
-// Deepest schema nesting and largest grammar a schema may make (a request's schema is
-// untrusted input).
+// Deepest schema nesting, most values of one enum, and largest grammar (rules) a schema may
+// make: a request's schema is untrusted input, and the matcher's work per byte grows with the
+// alternatives open at once.
 inline constexpr int kMaxSchemaDepth = 64;
+inline constexpr size_t kMaxEnumValues = 1024;
 inline constexpr size_t kMaxSchemaRules = 200000;
 
 // The grammar of any JSON object ("response_format": {"type": "json_object"}).

@@ -212,6 +212,18 @@ TEST(JsonSchema, OutsideTheSubsetIsAnErrorNamingIt) {
     ASSERT_FALSE(s.is_ok()) << text;
     EXPECT_NE(s.message().find(want), std::string::npos) << text << " -> " << s.message();
   }
+  // An enum past the limit, and a grammar past the rule limit, are refused.
+  Json big = Json{{"enum", Json::array()}};
+  for (size_t i = 0; i <= kMaxEnumValues; ++i) big["enum"].push_back(int(i));
+  EXPECT_NE(check_json_schema(big).message().find("at most"), std::string::npos);
+  Json values = Json::array();
+  for (size_t i = 0; i < kMaxEnumValues; ++i) values.push_back("value " + std::to_string(i));
+  Json wide = Json{{"type", "object"}, {"properties", Json::object()}};
+  for (size_t i = 0; i <= kMaxSchemaRules / kMaxEnumValues; ++i) wide["properties"]["p" + std::to_string(i)] = Json{{"enum", values}};
+  EXPECT_NE(check_json_schema(wide).message().find("rules"), std::string::npos) << check_json_schema(wide).message();
+  Json many = Json{{"type", "object"}, {"properties", Json::object()}};
+  for (size_t i = 0; i <= kMaxSchemaRules / 16; ++i) many["properties"]["p" + std::to_string(i)] = Json{{"type", "boolean"}};
+  EXPECT_NE(check_json_schema(many).message().find("subschemas"), std::string::npos);
   // Nesting past the limit is refused, not recursed into.
   Json deep = Json::object();
   for (int i = 0; i < kMaxSchemaDepth + 5; ++i) deep = Json{{"type", "array"}, {"items", deep}};
