@@ -141,6 +141,7 @@ struct ApiRequest {
   // Not parsed; set by the server (request_grammar): what sampling is constrained to (null:
   // free text) and the model's call block delimiters (calls are read out of the reply).
   std::shared_ptr<const grammar::Grammar> grammar;
+  std::string grammar_trigger;  // the grammar applies after this text (tool_choice auto)
   std::string tool_call_open, tool_call_close;
   // Not parsed; set by the HTTP layer.
   // A registration job (POST /v1/segments): build and pin the entry of parts.segments[0].

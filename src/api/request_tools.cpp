@@ -1,5 +1,6 @@
 #include "api/request_tools.h"
 
+#include <cctype>
 #include <set>
 
 #include "grammar/json_schema.h"
@@ -311,12 +312,25 @@ std::optional<ApiError> request_grammar(const ChatTemplate& chat, ApiRequest* r)
   if (!f) return bad_request("tool calling is not available for this model's chat format in hypic yet", "tools", "unsupported_value");
   r->tool_call_open = f->call_open;
   r->tool_call_close = f->call_close;
+  const bool xml = f->calls == ToolFormat::Calls::kXml;
+  if (r->tool_choice == ToolChoice::kAuto && !r->grammar) {
+    // Free text, but a call the model starts (its open tag: the trigger) is held to the
+    // grammar of one call of any tool until its close tag.
+    std::string trigger = f->call_open;
+    while (!trigger.empty() && std::isspace(static_cast<unsigned char>(trigger.back()))) trigger.pop_back();
+    std::vector<grammar::ToolSpec> all;
+    for (const ToolDef& t : r->tools) all.push_back({t.name, t.parameters});
+    auto g = grammar::tool_call_grammar({f->call_open.substr(trigger.size()), f->call_close, f->call_separator, xml}, all, false);
+    if (!g) return schema_error("tools", g.status());
+    r->grammar = *g;
+    r->grammar_trigger = trigger;
+    return std::nullopt;
+  }
   if (r->tool_choice != ToolChoice::kRequired && r->tool_choice != ToolChoice::kNamed) return std::nullopt;
   std::vector<grammar::ToolSpec> specs;
   for (const ToolDef& t : r->tools)
     if (r->tool_choice == ToolChoice::kRequired || t.name == r->tool_choice_name) specs.push_back({t.name, t.parameters});
-  auto g = grammar::tool_call_grammar({f->call_open, f->call_close, f->call_separator, f->calls == ToolFormat::Calls::kXml},
-                                      specs, r->parallel_tool_calls);
+  auto g = grammar::tool_call_grammar({f->call_open, f->call_close, f->call_separator, xml}, specs, r->parallel_tool_calls);
   if (!g) return schema_error("tools", g.status());
   r->grammar = *g;
   return std::nullopt;

@@ -4,7 +4,8 @@
 // grammar that sampling is constrained to.
 //
 //   tool_choice "auto" (the default with tools): tools in the prompt, free text; call blocks
-//     in the reply become tool_calls (api/tool_calls.h).
+//     in the reply become tool_calls (api/tool_calls.h); once the model writes a call's open
+//     tag, the rest of that call is held to the grammar of one call (a lazy grammar).
 //   "none": the tools are left out of the prompt; the reply is text.
 //   "required" / {"type": "function", "function": {"name": N}}: the reply is one or more
 //     calls (one when parallel_tool_calls is false) of any tool / of N, enforced by a grammar.

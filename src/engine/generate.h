@@ -31,6 +31,8 @@ struct GenerateOptions {
   // Constrained decoding (engine/token_constraint.h): the text is a sentence of this grammar
   // (ended by an end-of-sequence token once complete, or cut by max_tokens). Null: free text.
   std::shared_ptr<const grammar::Grammar> grammar;
+  // With a grammar: applies only after this text appears (TokenConstraint's lazy mode).
+  std::string grammar_trigger;
 };
 
 struct GenerateResult {

@@ -58,8 +58,9 @@ VocabTrie::VocabTrie(const Tokenizer& tok) : tok_(tok) {
 }
 
 TokenConstraint::TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok,
-                                 std::vector<int32_t> eos)
-    : g_(std::move(g)), tok_(tok), trie_(VocabTrie::of(tok)), eos_(std::move(eos)) {
+                                 std::vector<int32_t> eos, std::string trigger)
+    : g_(std::move(g)), tok_(tok), trie_(VocabTrie::of(tok)), eos_(std::move(eos)), trigger_(std::move(trigger)),
+      active_(trigger_.empty()) {
   cur_ = intern(g_->start());
 }
 
@@ -110,6 +111,7 @@ bool TokenConstraint::is_eos(int32_t id) const { return std::find(eos_.begin(), 
 bool TokenConstraint::allows(int32_t id) {
   bound_cache();
   if (id < 0 || id >= tok_.vocab_size()) return false;
+  if (!active_) return true;
   if (is_eos(id)) return complete();
   if (tok_.is_special(id)) return false;
   const std::string_view b = tok_.token_bytes(id);
@@ -119,9 +121,27 @@ bool TokenConstraint::allows(int32_t id) {
 void TokenConstraint::accept(int32_t id) {
   if (is_eos(id)) return;
   bound_cache();
-  const int32_t next = run(cur_, tok_.token_bytes(id));
-  HYPIC_CHECK(next >= 0, "TokenConstraint::accept: token " + std::to_string(id) + " is not allowed here");
-  cur_ = next;
+  const std::string_view bytes = tok_.token_bytes(id);
+  if (!active_) {  // free text: look for the trigger, across token boundaries
+    tail_ += bytes;
+    const size_t at = tail_.find(trigger_);
+    if (at == std::string::npos) {
+      if (tail_.size() >= trigger_.size()) tail_.erase(0, tail_.size() - trigger_.size() + 1);
+      return;
+    }
+    const std::string rest = tail_.substr(at + trigger_.size());
+    tail_.clear();
+    const int32_t start = intern(g_->start());
+    const int32_t next = run(start, rest);
+    if (next < 0) return;  // this call already went astray: it stays free (and comes back as text)
+    active_ = true;
+    cur_ = next;
+  } else {
+    const int32_t next = run(cur_, bytes);
+    HYPIC_CHECK(next >= 0, "TokenConstraint::accept: token " + std::to_string(id) + " is not allowed here");
+    cur_ = next;
+  }
+  if (!trigger_.empty() && dfa_[size_t(cur_)].accepting && dfa_[size_t(cur_)].next.none()) active_ = false;  // call done
 }
 
 int32_t TokenConstraint::best_eos(const float* logits) const {
@@ -145,6 +165,10 @@ void TokenConstraint::walk(int32_t node, int32_t sid, std::vector<uint8_t>* allo
 
 void TokenConstraint::allowed_mask(std::vector<uint8_t>* allowed, int64_t V) {
   bound_cache();
+  if (!active_) {  // free text
+    allowed->assign(size_t(V), 1);
+    return;
+  }
   allowed->assign(size_t(V), 0);
   walk(0, cur_, allowed);
   if (complete())
@@ -168,6 +192,7 @@ int32_t TokenConstraint::masked_sample(Sampler& sampler, const float* logits, in
 }
 
 int32_t TokenConstraint::sample(Sampler& sampler, const SamplingParams& p, const float* logits, int64_t V) {
+  if (!active_) return sampler.sample(logits, V);
   ++sampled_;
   if (finished()) return best_eos(logits);
   if (p.temperature <= 0.0f) {

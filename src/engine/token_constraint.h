@@ -62,7 +62,12 @@ class TokenConstraint {
   static constexpr int kRejectionTries = 16;
   static constexpr size_t kMaxStates = 2048;  // 1 KiB of transitions each
 
-  TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok, std::vector<int32_t> eos);
+  // With a `trigger` the constraint is lazy: text is free until it contains the trigger; the
+  // bytes after it then follow the grammar until a sentence of it is complete, and the text
+  // is free again (tool_choice "auto": free text, but every call the model starts is valid).
+  // A token that carries the trigger and bytes the grammar refuses leaves that one free.
+  TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok, std::vector<int32_t> eos,
+                  std::string trigger = "");
 
   bool allows(int32_t id);
   // The next token under the mask (see above); -1 when no token is allowed (the grammar is
@@ -73,8 +78,10 @@ class TokenConstraint {
   // The full mask: allowed[id] = 1 for each allowed id ([V]).
   void allowed_mask(std::vector<uint8_t>* allowed, int64_t V);
   // The text so far is a whole sentence / nothing may follow it.
-  bool complete() const { return dfa_[size_t(cur_)].accepting; }
-  bool finished() const { return complete() && dfa_[size_t(cur_)].next.none(); }
+  bool complete() const { return !active_ || dfa_[size_t(cur_)].accepting; }
+  bool finished() const { return active_ && complete() && dfa_[size_t(cur_)].next.none(); }
+  // The grammar applies now (always, without a trigger).
+  bool active() const { return active_; }
 
   // Counters for benchmarks: tokens sampled, and how many took the full mask.
   int64_t sampled() const { return sampled_; }
@@ -109,6 +116,9 @@ class TokenConstraint {
   std::vector<DfaState> dfa_;
   std::unordered_map<std::string, int32_t> ids_;  // a state's stacks, serialised -> its id
   int32_t cur_ = 0;  // the state after the text so far
+  std::string trigger_;
+  bool active_ = true;
+  std::string tail_;  // lazy, inactive: the last bytes of the text (a trigger across tokens)
   std::vector<uint8_t> allowed_;  // scratch for the full mask
   std::vector<float> masked_;
   std::vector<int32_t> order_;

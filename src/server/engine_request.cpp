@@ -16,6 +16,7 @@ GenerateOptions generate_options(const ApiRequest& r) {
   g.sampling.seed = r.seed.value_or(0);
   g.logprobs = r.logprobs;
   g.grammar = r.grammar;
+  g.grammar_trigger = r.grammar_trigger;
   return g;
 }
 

@@ -124,6 +124,45 @@ TEST(TokenConstraint, SamplingStaysInsideTheGrammar) {
   EXPECT_GT(ended, 4);
 }
 
+// Lazy (tool_choice auto): free text until the trigger, then one call, then free again.
+TEST(TokenConstraint, LazyGrammarHoldsOnlyTheCallAfterItsTrigger) {
+  const Tokenizer& tok = tiny_tok();
+  const int64_t V = tok.vocab_size();
+  const Json params = Json::parse(R"({"type": "object", "properties": {"unit": {"enum": ["c", "f"]}}, "required": ["unit"],
+      "additionalProperties": false})");
+  const auto g = std::move(grammar::tool_call_grammar({"\n", "\n</tool_call>", "\n"}, {{"get_weather", params}}, false)).value();
+  TokenConstraint c(g, tok, tiny_eos(), "<tool_call>");
+  std::vector<uint8_t> mask;
+  c.allowed_mask(&mask, V);
+  EXPECT_EQ(std::count(mask.begin(), mask.end(), uint8_t(1)), V);  // free text
+  const std::vector<int32_t> ids = tok.encode("Let me check. <tool_call>", /*parse_special=*/false);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_FALSE(c.active()) << i;
+    ASSERT_TRUE(c.allows(ids[i]));
+    c.accept(ids[i]);
+  }
+  ASSERT_TRUE(c.active());  // the trigger is whole: the call's grammar from here
+  EXPECT_FALSE(c.allows(tiny_eos()[0]));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  std::vector<float> logits(static_cast<size_t>(V), 0.0f);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  Sampler sampler(p);
+  std::string call;
+  for (int step = 0; step < 200 && c.active(); ++step) {
+    for (float& x : logits) x = nd(rng);
+    const int32_t id = c.sample(sampler, p, logits.data(), V);
+    ASSERT_GE(id, 0);
+    ASSERT_EQ(brute_mask(c, V)[size_t(id)], 1);
+    c.accept(id);
+    call += tok.token_bytes(id);
+  }
+  EXPECT_FALSE(c.active());  // the call closed: free again
+  EXPECT_TRUE(g->matches(call)) << call;
+  EXPECT_TRUE(c.allows(tiny_eos()[0]));
+}
+
 // Through DecodeCursor on a real (random-weight) model: a response that is valid JSON of
 // the schema whenever it ended by itself.
 TEST(TokenConstraint, GenerateWithASchema) {

@@ -117,7 +117,8 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
       ApiRequest copy = r;
       const std::optional<ApiError> err = hypic::server::request_grammar(chat, &copy);
       FUZZ_CHECK(!err, "an accepted request whose grammar fails: %s", err ? err->message.c_str() : "");
-      FUZZ_CHECK(bool(copy.grammar) == (forced_call(copy) || copy.response_format != hypic::server::ResponseFormat::kText));
+      FUZZ_CHECK(bool(copy.grammar) == (copy.uses_tools() || copy.response_format != hypic::server::ResponseFormat::kText));
+      FUZZ_CHECK(copy.grammar_trigger.empty() || (copy.tool_choice == hypic::server::ToolChoice::kAuto && copy.grammar));
     }
   }
   const hypic::GenerateOptions g = hypic::server::generate_options(r);

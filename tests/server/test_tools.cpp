@@ -222,7 +222,11 @@ TEST(Tools, Qwen35WritesToolsFirstAndXmlCalls) {
 TEST(Tools, GrammarPerChoice) {
   ApiRequest a = ok(body(R"("tools":[)" + kWeather + "," + kTime + "]"));
   ASSERT_FALSE(request_grammar(chatml(), &a));
-  EXPECT_FALSE(a.grammar);  // auto: free text
+  // auto: free text until a call's open tag, then the rest of that one call.
+  ASSERT_TRUE(a.grammar);
+  EXPECT_EQ(a.grammar_trigger, "<tool_call>");
+  EXPECT_TRUE(a.grammar->matches("\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(a.grammar->matches("\n{\"name\": \"nope\", \"arguments\": {}}\n</tool_call>"));
   EXPECT_EQ(a.tool_call_open, "<tool_call>\n");
   ApiRequest req = ok(body(R"("tools":[)" + kWeather + "," + kTime + R"(],"tool_choice":"required","parallel_tool_calls":false)"));
   ASSERT_FALSE(request_grammar(chatml(), &req));
