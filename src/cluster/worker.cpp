@@ -8,6 +8,7 @@
 #include <deque>
 #include <thread>
 
+#include "core/log.h"
 #include "core/timer.h"
 #include "cluster/wire.h"
 #include "hypic_cluster.grpc.pb.h"
@@ -106,7 +107,11 @@ grpc::Status WorkerServer::Service::Prefill(grpc::ServerContext* ctx,
         if (stop) break;
       }
       if (ctx->IsCancelled()) break;
-      // Fault injection: a slow worker (cancellation still ends the wait within 10 ms).
+      // Fault injection: a slow worker (cancellation still ends the wait within 10 ms). The log
+      // line lets a test act while the build is held (a condition, not a timer).
+      if (opt.debug_delay_ms > 0)
+        HYPIC_LOG_INFO("worker: --debug-delay-ms: holding a segment of %d tokens for %d ms", seg.tokens_size(),
+                       opt.debug_delay_ms);
       for (int ms = 0; ms < opt.debug_delay_ms && !ctx->IsCancelled(); ms += 10)
         std::this_thread::sleep_for(std::chrono::milliseconds(std::min(10, opt.debug_delay_ms - ms)));
       const std::vector<int32_t> tokens(seg.tokens().begin(), seg.tokens().end());

@@ -314,7 +314,7 @@ class Faults(unittest.TestCase):
         out = {}
         th = threading.Thread(target=lambda: out.update(r=ask(router.base, docs, "f1")))
         th.start()
-        time.sleep(0.7)  # both workers are sleeping before their first build
+        wait_log(slow[0], "--debug-delay-ms: holding")  # it holds a build: kill it mid-request
         slow[0].signal(signal.SIGKILL)
         th.join(timeout=120)
         self.assertFalse(th.is_alive())
