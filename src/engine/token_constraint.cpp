@@ -193,7 +193,6 @@ int32_t TokenConstraint::masked_sample(Sampler& sampler, const float* logits, in
 
 int32_t TokenConstraint::sample(Sampler& sampler, const SamplingParams& p, const float* logits, int64_t V) {
   if (!active_) return sampler.sample(logits, V);
-  ++sampled_;
   if (finished()) return best_eos(logits);
   if (p.temperature <= 0.0f) {
     const int32_t a = argmax(logits, V);

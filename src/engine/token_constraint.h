@@ -83,8 +83,7 @@ class TokenConstraint {
   // The grammar applies now (always, without a trigger).
   bool active() const { return active_; }
 
-  // Counters for benchmarks: tokens sampled, and how many took the full mask.
-  int64_t sampled() const { return sampled_; }
+  // Tokens sampled under the grammar that took the full mask (benchmarks, GenerateResult).
   int64_t full_masks() const { return full_masks_; }
 
  private:
@@ -123,7 +122,7 @@ class TokenConstraint {
   std::vector<float> masked_;
   std::vector<int32_t> order_;
   std::vector<double> cdf_;  // cumulative sampling weights (temperature without top-k / top-p)
-  int64_t sampled_ = 0, full_masks_ = 0;
+  int64_t full_masks_ = 0;
 };
 
 }  // namespace hypic

@@ -183,7 +183,7 @@ ByteSet Grammar::next_bytes(const State& s) const {
 
 bool Grammar::matches(std::string_view text) const {
   State s = start();
-  return accept(&s, text) ? accepting(s) : text.empty() && accepting(s);
+  return accept(&s, text) && accepting(s);
 }
 
 }  // namespace hypic::grammar

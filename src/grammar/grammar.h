@@ -87,8 +87,6 @@ class Grammar {
   // Whole text is a sentence.
   bool matches(std::string_view text) const;
 
-  size_t rule_count() const { return alts_.size(); }
-
  private:
   friend class Builder;
   enum class Kind : uint8_t { kEnd, kRule, kBytes };

@@ -344,9 +344,11 @@ Result<std::shared_ptr<const Grammar>> json_schema_grammar(const Json& schema) {
   return b.build(*e);
 }
 
-Status check_json_schema(const Json& schema) {
-  Result<std::shared_ptr<const Grammar>> g = json_schema_grammar(schema);
-  return g ? Status::ok() : g.status();
+Status check_json_schema(const Json& schema) {  // json_schema_grammar without building the result
+  Builder b;
+  SchemaCompiler c(&b, schema);
+  Result<Expr> e = c.compile(schema, "", 0);
+  return e ? too_large(b) : e.status();
 }
 
 namespace {

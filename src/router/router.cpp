@@ -35,7 +35,7 @@ server::Outcome final_outcome(const pb::Final& fin, const std::vector<std::strin
     json c{{"text", i < texts.size() ? texts[i] : ""},
            {"finish_reason", own ? fin.choices(int(i)).finish_reason() : fin.finish_reason()}};
     const std::string& lp = own ? fin.choices(int(i)).logprobs_json() : (i == 0 ? fin.logprobs_json() : std::string());
-    if (!lp.empty() && !parse_or_null(lp).is_null()) c["logprobs"] = parse_or_null(lp);
+    if (json v = lp.empty() ? json() : parse_or_null(lp); !v.is_null()) c["logprobs"] = std::move(v);
     if (i < calls.size() && !calls[i].empty()) c["tool_calls"] = calls[i];
     choices.push_back(std::move(c));
   }
