@@ -15,23 +15,29 @@
 
 #include "core/parallel.h"
 #include "core/quant.h"
+#include "kernels/gemv_amx.h"
 
 namespace hypic::kernels {
 namespace {
 
-std::atomic<bool> g_generic{false};
+std::atomic<GemvPath> g_path{GemvPath::kBest};
+bool g_generic_now() { return g_path.load() == GemvPath::kGeneric; }
 
 bool cpu_bf16() {
   static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
-  return h && !g_generic;
+  return h && !g_generic_now();
 }
 bool cpu_f32() {
   static const bool h = __builtin_cpu_supports("avx512bw");
-  return h && !g_generic;
+  return h && !g_generic_now();
 }
 bool cpu_vnni() {
   static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
-  return h && !g_generic;
+  return h && !g_generic_now();
+}
+// AMX tiles take BF16, Q8 and Q4 (F32 stays on AVX-512).
+bool cpu_amx(DType t) {
+  return t != DType::kF32 && g_path.load() == GemvPath::kBest && amx::available();
 }
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -88,17 +94,8 @@ void prep_quant(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, XQua
   X.corr.assign(size_t(M * nl), 0);
   const int offset = t == DType::kQ8 ? 128 : 8;
   for (int64_t m = 0; m < M; ++m) {
-    const float* xm = x + m * ldx;
     int8_t* nat = X.nat.data() + m * kp;
-    for (int64_t b = 0; b < nb; ++b) {
-      const int64_t k0 = b * 32, k1 = std::min(K, k0 + 32);
-      float amax = 0.0f;
-      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(xm[k]));
-      const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
-      X.dx[size_t(m * nb + b)] = d;
-      for (int64_t k = k0; k < k1; ++k)
-        nat[k] = int8_t(std::clamp(int(std::nearbyint(xm[k] * inv)), -127, 127));
-    }
+    amx::quantize_blocks(x + m * ldx, K, kp, nat, X.dx.data() + m * nb);
     int8_t* q = X.q.data() + m * kp;
     if (t == DType::kQ8) {
       std::memcpy(q, nat, size_t(kp));
@@ -332,9 +329,10 @@ float quant_generic(DType t, const uint8_t* w, int64_t K, const XQuant& X, int64
 
 bool gemv_handles(DType t) { return t == DType::kF32 || t == DType::kBF16 || dtype_packed(t); }
 
-void gemv_force_generic(bool on) { g_generic = on; }
+void gemv_force_path(GemvPath p) { g_path = p; }
 
 const char* gemv_impl(DType t) {
+  if (gemv_handles(t) && cpu_amx(t)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
   if (t == DType::kF32) return cpu_f32() ? "avx512f" : "generic";
   if (t == DType::kBF16) return cpu_bf16() ? "avx512_bf16" : "generic";
   if (dtype_packed(t)) return cpu_vnni() ? "avx512_vnni" : "generic";
@@ -368,6 +366,17 @@ const size_t kLookahead = [] {
   return size_t(e ? std::atol(e) : 8192);
 }();
 
+// Bytes ahead of the AMX kernels' reads that they prefetch: Q8 / Q4 64 rows, bf16 none;
+// measured on the 248k × 1024 lm_head (alternate GemvBench runs, 1 / 16 rows of x):
+// int8 none 18.7 / 13.0 GB/s, 64 rows ahead 22.1 / 15.9, 128 rows 21.8 / 14.7; bf16 none
+// 26.0 / 23.3, 64 rows 19.3 / 19.3 (its 64 concurrent rows already keep memory busy).
+size_t amx_prefetch(DType t, size_t ws) { return t == DType::kBF16 ? 0 : 64 * ws; }
+
+// Rows of x up to which AMX machines run Q8 / Q4 on rows_lanes (same results as the tiles):
+// 1 and 2 rows of the lm_head in alternate runs, lanes / tiles: int8 23.7 / 17.7 and
+// 22.8 / 16.2 GB/s, q4 21.6 / 14.7 and 20.0 / 12.4; at 4 rows the tiles lead.
+constexpr int64_t kAmxLanes = 2;
+
 // Rows of W per task: long runs of consecutive rows keep the hardware prefetchers streaming
 // (64-row tasks read the 248k × 1024 bf16 lm_head at 55–58 GB/s, 512-row tasks at 64–68 in
 // alternate runs), while at least 8 tasks keep two cores balanced.
@@ -396,6 +405,26 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   // short rows (int8 at K = 1024: 1 KiB) still have a few row blocks in flight.
   const int64_t ahead = (int64_t(kLookahead) + int64_t(ws) - 1) / int64_t(ws);  // rows
   const size_t pf = ws * size_t(std::max<int64_t>(4, (ahead + 3) / 4 * 4));
+  if (cpu_amx(t)) {
+    // Row tasks of whole 64-row tile groups; the next group's bytes prefetched.
+    thread_local amx::X xa;
+    amx::prepare(x, ldx, M, K, t, xa);
+    const amx::X& XA = xa;
+    const int64_t per_task = std::max<int64_t>(64, rows_per_task(N) / 64 * 64);
+    const int64_t tasks = (N + per_task - 1) / per_task;
+    auto body = [&](int64_t task) {
+      const int64_t n0 = task * per_task;
+      const int64_t n1 = std::min(N, n0 + per_task);
+      if (t != DType::kBF16 && M <= kAmxLanes) amx::rows_lanes(wbase, ws, n0, n1, XA, y, ldy, accumulate);
+      else amx::rows(wbase, ws, n0, n1, XA, y, ldy, accumulate, amx_prefetch(t, ws));
+    };
+    if (size_t(N) * ws * size_t(M) <= kInlineBytes) {
+      for (int64_t task = 0; task < tasks; ++task) body(task);
+    } else {
+      parallel_for(tasks, body);
+    }
+    return;
+  }
   if (t == DType::kF32) prep_f32(x, ldx, M, K, xf);
   else if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
   else prep_quant(x, ldx, M, K, t, xq);

@@ -10,8 +10,10 @@
 //   BF16: x rounded to bf16, products summed in fp32 (as the oneDNN bf16 GEMM does).
 //   Q8, Q4: x quantized per block of 32 along K to int8 (d_x = max|x_b| / 127, round to
 //           nearest), integer dot products per block, then Σ_b d_w·d_x,b·dot_b in fp32.
-// Kernels are chosen at run time: AVX-512 for F32, AVX512-BF16 for BF16, AVX512-VNNI for
-// Q8 / Q4, otherwise a portable path with the same arithmetic.
+// Kernels are chosen at run time: AMX tiles for BF16 / Q8 / Q4 where the CPU has them
+// (kernels/gemv_amx.h: per-block int32 products scaled once per block, so its fp32 sums are
+// ordered differently), else AVX-512 for F32, AVX512-BF16 for BF16, AVX512-VNNI for Q8 / Q4,
+// else a portable path with the AVX-512 kernels' arithmetic. HYPIC_AMX=0 skips the tiles.
 #pragma once
 
 #include <cstdint>
@@ -30,11 +32,13 @@ bool gemv_handles(DType t);
 void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
           bool accumulate);
 
-// The kernel gemv runs for type t on this CPU: "avx512f", "avx512_bf16", "avx512_vnni" or
-// "generic" ("none" for a type it does not handle);
-// `force_generic` (tests) selects the portable path everywhere.
+// The kernel gemv runs for type t on this CPU: "amx_bf16", "amx_int8", "avx512f",
+// "avx512_bf16", "avx512_vnni" or "generic" ("none" for a type it does not handle).
 const char* gemv_impl(DType t);
-void gemv_force_generic(bool on);
+
+// Tests: the best path this CPU has (kBest), the best without AMX, or the portable one.
+enum class GemvPath { kBest, kNoAmx, kGeneric };
+void gemv_force_path(GemvPath p);
 
 // Rows [n0, n1) of a packed W ([N, K] Q8 or Q4) as bf16 [n1 − n0, K] (prefill GEMM tiles).
 void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out);

@@ -63,7 +63,7 @@ TEST(GemvBench, DISABLED_Bandwidth) {
   std::vector<float> x(size_t(K * kGemvMaxRows), 0.25f), y(size_t(N * kGemvMaxRows));
   for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
     const Tensor W = Wf.to(t);
-    for (int64_t M : {1, 4, 16}) {
+    for (int64_t M : {1, 2, 4, 8, 16}) {
       linear(x.data(), M, W, y.data());  // warm-up
       const double s = best_of(5, [&] { linear(x.data(), M, W, y.data()); });
       out["runs"].push_back({{"dtype", dtype_name(t)},

@@ -69,8 +69,8 @@ struct Case {
   int64_t M, N, K;
 };
 
-void check_against_reference(const Case& c, bool generic) {
-  gemv_force_generic(generic);
+void check_against_reference(const Case& c, GemvPath path) {
+  gemv_force_path(path);
   const Tensor W = matrix(c.N, c.K, uint32_t(7 + c.K)).to(c.t);
   auto x = randn(size_t(c.M * c.K), uint32_t(11 + c.M));
   std::vector<double> ref, mag;
@@ -88,7 +88,7 @@ void check_against_reference(const Case& c, bool generic) {
   std::vector<float> y2(y.size(), 1.0f);
   gemv(x.data(), c.K, c.M, W, y2.data(), c.N, true);
   for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y2[i], y[i] + 1.0f, 1e-5) << what;
-  gemv_force_generic(false);
+  gemv_force_path(GemvPath::kBest);
 }
 
 const Case kCases[] = {
@@ -97,7 +97,18 @@ const Case kCases[] = {
     {DType::kQ8, 1, 7, 64},       {DType::kQ8, 5, 130, 96},     {DType::kQ8, 16, 67, 2050},
     {DType::kQ8, 2, 9, 1},        {DType::kQ4, 1, 7, 64},       {DType::kQ4, 5, 130, 96},
     {DType::kQ4, 16, 67, 2080},   {DType::kQ4, 4, 257, 512},
+    // 53 rows: three whole 16-row tiles and a tail of 5 (the AMX kernels' block counts);
+    // 2, 7 and 8 rows of x: 2 and 8 tile columns.
+    {DType::kBF16, 2, 53, 96},    {DType::kQ8, 7, 53, 128},     {DType::kQ4, 8, 53, 160},
 };
+
+// The paths this CPU runs: the best, the best without AMX where that differs, the portable.
+std::vector<GemvPath> paths() {
+  std::vector<GemvPath> p{GemvPath::kBest};
+  if (std::string(gemv_impl(DType::kBF16)).rfind("amx", 0) == 0) p.push_back(GemvPath::kNoAmx);
+  p.push_back(GemvPath::kGeneric);
+  return p;
+}
 
 }  // namespace
 
@@ -148,10 +159,8 @@ TEST(Quant, RowsOfAPackedMatrixAreByteRanges) {
 }
 
 TEST(Gemv, MatchesReferenceOnEveryPath) {
-  for (const Case& c : kCases) {
-    check_against_reference(c, /*generic=*/false);
-    check_against_reference(c, /*generic=*/true);
-  }
+  for (GemvPath p : paths())
+    for (const Case& c : kCases) check_against_reference(c, p);
 }
 
 // Against the unquantized activations: the only further error is x's quantization, at most
@@ -182,20 +191,50 @@ TEST(Gemv, QuantizedActivationErrorWithinItsBound) {
   }
 }
 
-// A row's result does not depend on the other rows decoded with it, nor on the threads.
+// A row's result does not depend on the other rows decoded with it, nor on the threads, for
+// every row count 1–16 (AMX: 1, 2, 4, 8 or 16 tile columns), on each path.
 TEST(Gemv, RowsAreIndependentOfTheBatch) {
-  for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
-    const int64_t M = 11, N = 301, K = 320;
-    const Tensor W = matrix(N, K, 9).to(t);
-    auto x = randn(size_t(M * K), 10);
-    std::vector<float> all(size_t(M * N)), one(static_cast<size_t>(N));
-    gemv(x.data(), K, M, W, all.data(), N, false);
-    for (int64_t m = 0; m < M; ++m) {
-      gemv(x.data() + m * K, K, 1, W, one.data(), N, false);
-      for (int64_t n = 0; n < N; ++n)
-        ASSERT_EQ(one[size_t(n)], all[size_t(m * N + n)]) << dtype_name(t) << " " << m << "," << n;
+  for (GemvPath p : paths()) {
+    gemv_force_path(p);
+    for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
+      const int64_t N = 301, K = 320;
+      const Tensor W = matrix(N, K, 9).to(t);
+      auto x = randn(size_t(16 * K), 10);
+      std::vector<float> one(static_cast<size_t>(N));
+      for (int64_t M = 2; M <= 16; ++M) {
+        std::vector<float> all(size_t(M * N));
+        gemv(x.data(), K, M, W, all.data(), N, false);
+        for (int64_t m = 0; m < M; m += M - 1) {  // the first and the last row
+          gemv(x.data() + m * K, K, 1, W, one.data(), N, false);
+          for (int64_t n = 0; n < N; ++n)
+            ASSERT_EQ(one[size_t(n)], all[size_t(m * N + n)])
+                << dtype_name(t) << " " << gemv_impl(t) << " M=" << M << " " << m << "," << n;
+        }
+      }
     }
   }
+  gemv_force_path(GemvPath::kBest);
+}
+
+// The same on a whole multiple of the tile groups with the rows split over the threads.
+TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
+  for (GemvPath p : paths()) {
+    gemv_force_path(p);
+    for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
+      const int64_t M = 11, N = 4100, K = 512;  // > 1 MiB of weights: row tasks on all threads
+      const Tensor W = matrix(N, K, 9).to(t);
+      auto x = randn(size_t(M * K), 10);
+      std::vector<float> all(size_t(M * N)), one(static_cast<size_t>(N));
+      gemv(x.data(), K, M, W, all.data(), N, false);
+      for (int64_t m = 0; m < M; ++m) {
+        gemv(x.data() + m * K, K, 1, W, one.data(), N, false);
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(one[size_t(n)], all[size_t(m * N + n)])
+              << dtype_name(t) << " " << gemv_impl(t) << " " << m << "," << n;
+      }
+    }
+  }
+  gemv_force_path(GemvPath::kBest);
 }
 
 // Many rows of a packed W: dequantized to bf16 panels on oneDNN's GEMM (kernels::linear),
@@ -231,9 +270,9 @@ TEST(Gemv, DequantizedRowsAreBitIdenticalOnEveryPath) {
     const Tensor W = matrix(N, K, uint32_t(16 + K), 0.3f).to(t);
     std::vector<uint16_t> fast(size_t((N - 2) * K)), slow(fast.size());
     dequantize_rows_bf16(W, 2, N, fast.data());
-    gemv_force_generic(true);
+    gemv_force_path(GemvPath::kGeneric);
     dequantize_rows_bf16(W, 2, N, slow.data());
-    gemv_force_generic(false);
+    gemv_force_path(GemvPath::kBest);
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t n = 2; n < N; ++n) {
       dequantize_row(t, W.rows(n, n + 1).raw(), K, row.data());
@@ -264,8 +303,11 @@ TEST(Gemv, ReportsItsKernels) {
   const std::string f = gemv_impl(DType::kF32), b = gemv_impl(DType::kBF16),
                     q = gemv_impl(DType::kQ4);
   EXPECT_TRUE(f == "avx512f" || f == "generic") << f;
-  EXPECT_TRUE(b == "avx512_bf16" || b == "generic") << b;
-  EXPECT_TRUE(q == "avx512_vnni" || q == "generic") << q;
+  EXPECT_TRUE(b == "amx_bf16" || b == "avx512_bf16" || b == "generic") << b;
+  EXPECT_TRUE(q == "amx_int8" || q == "avx512_vnni" || q == "generic") << q;
+  gemv_force_path(GemvPath::kNoAmx);
+  EXPECT_EQ(std::string(gemv_impl(DType::kBF16)).rfind("amx", 0), std::string::npos);
+  gemv_force_path(GemvPath::kBest);
   EXPECT_EQ(std::string(gemv_impl(DType::kF16)), "none");
 }
 

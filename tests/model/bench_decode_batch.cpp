@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/timer.h"
+#include "kernels/gemv.h"
 #include "model/model.h"
 
 namespace hypic {
@@ -51,6 +52,7 @@ TEST(DecodeBatchBench, DISABLED_TokensPerSecond) {
   std::printf("%4s  %14s  %14s  %8s\n", "B", "batched tok/s", "separate tok/s", "speedup");
   nlohmann::json out = {{"model", dir}, {"dtype", dtype_name(compute)}, {"prompt", prompt_len},
                         {"steps", steps}, {"gemv", std::getenv("HYPIC_GEMV") ? std::getenv("HYPIC_GEMV") : "1"},
+                        {"gemv_kernel", kernels::gemv_impl(compute)},
                         {"rows", nlohmann::json::array()}};
   for (int B : batches) {
     std::vector<SeqState> seqs;

@@ -1,0 +1,51 @@
+// The decode products of kernels/gemv.h on AMX tiles (Intel Xeons with amx_bf16 / amx_int8),
+// internal to the kernels layer. The weights are the tiles' rows (16 output channels a
+// tile), the few activation rows its columns, so W streams from memory once for all M rows
+// and the cost per weight byte hardly grows with M (the AVX-512 kernels' does, linearly).
+//
+// Arithmetic (each output element computed the same way whatever M is):
+//   BF16: x rounded to bf16, tdpbf16ps over K in chunks of 32 (pairs summed in fp32).
+//   Q8, Q4: x quantized per block of 32 to int8 (as gemv.h says); per block one exact int32
+//           dot product (tdpbusd: offset-binary weight codes × int8 codes, minus offset·Σx),
+//           then acc += float(dot) · s in block order, s = d_x,b for Q8 (the row scale
+//           applied at the end) and d_w,b · d_x,b for Q4.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace hypic::kernels::amx {
+
+// Whether this CPU has AMX (tile, bf16, int8) and the OS granted this process the tile
+// state; false under HYPIC_AMX=0.
+bool available();
+
+// x quantized per block of 32: q [kp] codes (zero past K), d [kp / 32] block scales.
+void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d);
+
+// The activation rows in tile layout, prepared once per call and shared by every task.
+struct X {
+  DType t = DType::kBF16;
+  int64_t M = 0, mp = 0, K = 0, kp = 0;  // mp: M rounded up to 1, 2, 4, 8 or 16 columns
+  std::vector<uint8_t> b;                // B tiles: per chunk of 32 along K
+  std::vector<float> dx;                 // Q8 / Q4: [kp / 32][16] d_x of column i % mp
+  std::vector<int32_t> corr;             // Q8 / Q4: [kp / 32][16] −offset · Σ codes, likewise
+};
+void prepare(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, X& out);
+
+// y[m · ldy + n] (+)= row n of W · x_m for n in [n0, n1); W's rows are `ws` bytes apart
+// from `w` (row 0); `pf` bytes ahead of each row read are prefetched.
+void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float* y,
+          int64_t ldy, bool accumulate, size_t pf);
+
+// The same products with the same arithmetic (bit-identical) on AVX-512 registers, for
+// x.M ≤ kLanesMaxRows rows of x, where the tiles' fixed cost per block dominates
+// (kernels/gemv_lanes.cpp). No prefetch: rows_lanes runs where rows() would, on a CPU with AMX.
+constexpr int64_t kLanesMaxRows = 4;
+void rows_lanes(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float* y,
+                int64_t ldy, bool accumulate);
+
+}  // namespace hypic::kernels::amx
