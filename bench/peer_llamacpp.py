@@ -9,8 +9,11 @@ script
 
   1. fetches llama.cpp as vendored by the llama-cpp-python source package on PyPI
      (`pip download llama-cpp-python==0.3.36 --no-binary :all:`) into --cache and builds
-     llama-bench and llama-quantize there (cmake, native CPU flags); a clear message and exit
-     status 2 when pip or the build fails;
+     llama-bench and llama-quantize there (cmake, native CPU flags; on a CPU with AMX the
+     native flags minus AMX, because 0.3.36's AMX buffer type crashes in
+     ggml_backend_amx_mul_mat on qwen35moe Q4_0 / Q8_0 prefill, and `--repack 0`, which
+     avoids it, would also switch off the repacked AVX-512 kernels llama.cpp runs at its best);
+     a clear message and exit status 2 when pip or the build fails;
   2. writes the checkpoint as GGUF itself (numpy + the `gguf` package, no torch): llama.cpp's
      qwen35 / qwen35moe tensor names and hyper-parameters (experts stacked [E, out, in], the
      router and the shared expert's gate in F32), norms stored as 1 + w (llama.cpp multiplies by
@@ -57,8 +60,18 @@ def log(msg):
 # ----------------------------------------------------------------------------------------
 # llama.cpp from the llama-cpp-python source package
 
+def cpu_has_amx():
+    return "amx_int8" in open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0].split()
+
+
 def build_llama(cache):
-    build = os.path.join(cache, "build")
+    amx = cpu_has_amx()
+    build = os.path.join(cache, "build-noamx" if amx else "build")
+    # GGML_NATIVE would enable the AMX buffer type (see the docstring): the same ISA by name.
+    isa = (["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+            "-DGGML_BMI2=ON", "-DGGML_AVX512=ON", "-DGGML_AVX512_VBMI=ON", "-DGGML_AVX512_VNNI=ON",
+            "-DGGML_AVX512_BF16=ON", "-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"]
+           if amx else ["-DGGML_NATIVE=ON"])
     bins = {n: os.path.join(build, "bin", n) for n in ("llama-bench", "llama-quantize", "llama-completion")}
     if all(os.path.exists(b) for b in bins.values()):
         return bins
@@ -78,7 +91,7 @@ def build_llama(cache):
         with tarfile.open(sdist) as t:
             t.extractall(cache, filter="data")
     log("building llama-bench, llama-quantize and llama-completion (several minutes on 2 cores)")
-    for cmd in (["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON",
+    for cmd in (["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", *isa,
                  "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
                  "-DLLAMA_BUILD_SERVER=OFF"],
                 ["cmake", "--build", build, "-j", str(os.cpu_count() or 2), "--target",
@@ -378,7 +391,8 @@ def main():
     flags = sorted(f for f in open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0].split()
                    if f.startswith(("avx512", "amx")))
     result = {"model": a.model, "pp": a.pp, "tg": a.tg, "threads": 2, "pairs": a.pairs,
-              "llama_cpp_python": LLAMA_CPP_PYTHON, "cpu_flags": flags, "types": {}}
+              "llama_cpp_python": LLAMA_CPP_PYTHON, "cpu_flags": flags,
+              "llama_cpp_build": "native ISA minus AMX" if cpu_has_amx() else "native", "types": {}}
     if has_vocab:
         lt, ht = greedy_texts(bins, files["bf16"], a.model)
         result["greedy_bf16"] = {"prompt": GREEDY_PROMPT, "llama_cpp": lt, "hypic": ht, "equal": lt == ht}

@@ -43,6 +43,7 @@ Result<nlohmann::json> bench_prefill(const PrefillBenchOptions& o) {
                         {"achieved_gflops", achieved},
                         {"gemm_peak_gflops", peak},
                         {"gemm_peak_shape", {M, K, N}},
+                        {"gemm_peak_kernel", kernels::matmul_impl_name(M, K, N, o.dtype)},
                         {"ratio", achieved / peak}};
 }
 

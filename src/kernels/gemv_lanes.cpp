@@ -21,29 +21,37 @@ namespace hypic::kernels::amx {
 namespace {
 
 // r[i] = row i (16 dwords) → r[q] = dword q of rows 0..15.
-HYPIC_LANES_TARGET inline void transpose16(__m512i (&r)[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {
+// The first two steps of a dword transpose within 128-bit lanes, in place on N registers:
+// after it r[4b + j] holds, in 128-bit lane L, dword 4L + j of registers 4b .. 4b + 3.
+template <int N>
+HYPIC_LANES_TARGET inline void interleave4(__m512i (&r)[N]) {
+  __m512i t[N];
+  for (int i = 0; i < N; i += 2) {
     t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
   }
-  // u[4b + j]: rows 4b..4b+3, 128-bit lane L holding dword 4L + j.
-  for (int b = 0; b < 16; b += 4) {
-    u[b] = _mm512_unpacklo_epi64(t[b], t[b + 2]);
-    u[b + 1] = _mm512_unpackhi_epi64(t[b], t[b + 2]);
-    u[b + 2] = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);
-    u[b + 3] = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);
+  for (int b = 0; b < N; b += 4) {
+    r[b] = _mm512_unpacklo_epi64(t[b], t[b + 2]);
+    r[b + 1] = _mm512_unpackhi_epi64(t[b], t[b + 2]);
+    r[b + 2] = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);
+    r[b + 3] = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);
   }
+}
+
+HYPIC_LANES_TARGET inline void transpose16(__m512i (&r)[16]) {
+  interleave4(r);  // then lane L of r[4b + j] → lane b of out[4L + j]
+  __m512i out[16];
   for (int j = 0; j < 4; ++j) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44);
-    const __m512i v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xEE);
-    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44);
-    const __m512i w1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xEE);
-    r[j] = _mm512_shuffle_i32x4(v0, w0, 0x88);
-    r[4 + j] = _mm512_shuffle_i32x4(v0, w0, 0xDD);
-    r[8 + j] = _mm512_shuffle_i32x4(v1, w1, 0x88);
-    r[12 + j] = _mm512_shuffle_i32x4(v1, w1, 0xDD);
+    const __m512i v0 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44);
+    const __m512i v1 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE);
+    const __m512i w0 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44);
+    const __m512i w1 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
+    out[j] = _mm512_shuffle_i32x4(v0, w0, 0x88);
+    out[4 + j] = _mm512_shuffle_i32x4(v0, w0, 0xDD);
+    out[8 + j] = _mm512_shuffle_i32x4(v1, w1, 0x88);
+    out[12 + j] = _mm512_shuffle_i32x4(v1, w1, 0xDD);
   }
+  std::copy(out, out + 16, r);
 }
 
 // Q4 chunk c (blocks 2c, 2c + 1: 32 packed bytes a row; `lone`: only block 2c) of 16 rows →
@@ -53,24 +61,17 @@ HYPIC_LANES_TARGET inline void transpose16(__m512i (&r)[16]) {
 HYPIC_LANES_TARGET inline void q4_codes(const uint8_t* w, size_t ws, int valid, int64_t c,
                                         bool lone, __m512i (&r)[16]) {
   const __mmask8 mk = lone ? 0x0f : 0xff;
-  __m512i z[8], t[8];
+  __m512i z[8];
   for (int i = 0; i < 8; ++i) {  // [row i | row i + 8]
     const uint8_t* lo = w + size_t(i < valid ? i : 0) * ws + size_t(c) * 32;
     const uint8_t* hi = w + size_t(i + 8 < valid ? i + 8 : 0) * ws + size_t(c) * 32;
-    z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi32(mk, lo)),
-                              _mm256_maskz_loadu_epi32(mk, hi), 1);
-  }
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(z[i], z[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(z[i], z[i + 1]);
+    z[i] = lone ? _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi32(mk, lo)),
+                                     _mm256_maskz_loadu_epi32(mk, hi), 1)
+                : _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo))),
+                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)), 1);
   }
   // z[4b + j]: rows 4b..4b+3 (and + 8), 128-bit lanes: dword j, j + 4 (rows + 8: j, j + 4).
-  for (int b = 0; b < 8; b += 4) {
-    z[b] = _mm512_unpacklo_epi64(t[b], t[b + 2]);
-    z[b + 1] = _mm512_unpackhi_epi64(t[b], t[b + 2]);
-    z[b + 2] = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);
-    z[b + 3] = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);
-  }
+  interleave4(z);
   const __m512i even = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
   const __m512i odd = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -100,9 +101,7 @@ HYPIC_LANES_TARGET void int8_lanes(const uint8_t* w, size_t ws, int valid, const
   for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
   const int64_t ng = x.kp / 32, K = x.K;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  alignas(64) int32_t sidx[16];  // Q4: byte offsets of the rows' scales
-  for (int i = 0; i < 16; ++i) sidx[i] = int32_t(size_t(i < valid ? i : 0) * ws + size_t(K / 2));
-  const __m512i scale_at = _mm512_load_si512(sidx);
+  __m512i sc[16];  // Q4: scale dwords (blocks 2c, 2c + 1) of chunks c .. c + 15, rows in lanes
   for (int64_t c = 0; c * 2 < ng; ++c) {
     __m512i r[16];
     if constexpr (Q4) {
@@ -125,15 +124,18 @@ HYPIC_LANES_TARGET void int8_lanes(const uint8_t* w, size_t ws, int valid, const
                      _MM_HINT_T0);
     __m512 dw2[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     if constexpr (Q4) {
-      // The f16 scales of blocks 2c and 2c + 1 in one 4-byte gather per row; a lone last
-      // block takes the pair ending at it (never past the row).
-      const bool lone = ng - 2 * c == 1;
-      const __m512i u = _mm512_i32gather_epi32(
-          _mm512_add_epi32(scale_at, _mm512_set1_epi32(int32_t(lone ? 4 * c - 2 : 4 * c))), w, 1);
-      const __m512 lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(u));
-      const __m512 hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
-      dw2[0] = lone ? hi : lo;
-      dw2[1] = hi;
+      // Per 16 chunks the rows' next 64 bytes of f16 scales, transposed like the codes (a
+      // 16-element gather per chunk cost more); bytes past the row's scales read as zero.
+      if (c % 16 == 0) {
+        const int64_t left = (ng - 2 * c) * 2;
+        const __mmask64 mk = left >= 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+        for (int i = 0; i < 16; ++i)
+          sc[i] = _mm512_maskz_loadu_epi8(mk, w + size_t(i < valid ? i : 0) * ws + size_t(K / 2 + 4 * c));
+        transpose16(sc);
+      }
+      const __m512i u = sc[c % 16];
+      dw2[0] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(u));
+      dw2[1] = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
     }
     for (int h = 0; h < 2 && 2 * c + h < ng; ++h) {
       const int64_t g = 2 * c + h;
