@@ -41,7 +41,8 @@ def peer_plot(files, out):
     runs = []
     for f in sorted(files):
         r = json.load(open(f))
-        runs.append((os.path.basename(os.path.normpath(r["model"])), r))
+        cpu = "Xeon, AMX" if "amx_int8" in r.get("cpu_flags", []) else "EPYC, no AMX"
+        runs.append((f"{os.path.basename(os.path.normpath(r['model']))} ({cpu})", r))
     fig, axes = plt.subplots(len(runs), 2, figsize=(10, 3.2 * len(runs)), squeeze=False)
     for row, (name, r) in enumerate(runs):
         types = list(r["types"])
@@ -74,6 +75,8 @@ def batch_plot(path, out):
     for line in open(path):
         r = json.loads(line)
         label = r["dtype"] + (" (oneDNN, before)" if r.get("gemv") == "0" else "")
+        if "gemv_kernel" in r:
+            label += f" ({r['gemv_kernel']})"
         ax.plot([x["B"] for x in r["rows"]], [x["batched_tps"] for x in r["rows"]], marker="o",
                 label=label)
     ax.set_xlabel("sequences decoded together (B)")
