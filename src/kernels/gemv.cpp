@@ -372,10 +372,10 @@ const size_t kLookahead = [] {
 // 26.0 / 23.3, 64 rows 19.3 / 19.3 (its 64 concurrent rows already keep memory busy).
 size_t amx_prefetch(DType t, size_t ws) { return t == DType::kBF16 ? 0 : 64 * ws; }
 
-// Rows of x up to which AMX machines run Q8 / Q4 on rows_lanes (same results as the tiles):
-// 1 and 2 rows of the lm_head in alternate runs, lanes / tiles: int8 23.7 / 17.7 and
-// 22.8 / 16.2 GB/s, q4 21.6 / 14.7 and 20.0 / 12.4; at 4 rows the tiles lead.
-constexpr int64_t kAmxLanes = 2;
+// Q8 / Q4 with up to amx::kLanesMaxRows rows of x run on rows_lanes (the tiles' results, on
+// AVX-512). 248k-row lm_heads, lanes / tiles, weight GB/s: K = 1024, 1 and 2 rows: int8 23.7 /
+// 17.7 and 22.8 / 16.2, q4 21.6 / 14.7 and 20.0 / 12.4; K = 2048, 4 rows (alternate runs):
+// int8 19.4–19.7 / 19.8–20.4, q4 14.8–14.9 / 11.7–12.3.
 
 // Rows of W per task: long runs of consecutive rows keep the hardware prefetchers streaming
 // (64-row tasks read the 248k × 1024 bf16 lm_head at 55–58 GB/s, 512-row tasks at 64–68 in
@@ -415,7 +415,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
     auto body = [&](int64_t task) {
       const int64_t n0 = task * per_task;
       const int64_t n1 = std::min(N, n0 + per_task);
-      if (t != DType::kBF16 && M <= kAmxLanes) amx::rows_lanes(wbase, ws, n0, n1, XA, y, ldy, accumulate);
+      if (t != DType::kBF16 && M <= amx::kLanesMaxRows) amx::rows_lanes(wbase, ws, n0, n1, XA, y, ldy, accumulate);
       else amx::rows(wbase, ws, n0, n1, XA, y, ldy, accumulate, amx_prefetch(t, ws));
     };
     if (size_t(N) * ws * size_t(M) <= kInlineBytes) {

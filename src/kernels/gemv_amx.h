@@ -41,9 +41,9 @@ void prepare(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, X& out)
 void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float* y,
           int64_t ldy, bool accumulate, size_t pf);
 
-// The same products with the same arithmetic (bit-identical) on AVX-512 registers, for
-// x.M ≤ kLanesMaxRows rows of x, where the tiles' fixed cost per block dominates
-// (kernels/gemv_lanes.cpp). No prefetch: rows_lanes runs where rows() would, on a CPU with AMX.
+// Q8 / Q4: the same products with the same arithmetic (bit-identical) on AVX-512 registers,
+// for x.M ≤ kLanesMaxRows rows of x, where the tiles' fixed cost per block dominates
+// (kernels/gemv_lanes.cpp; it prefetches the next 16 rows itself).
 constexpr int64_t kLanesMaxRows = 4;
 void rows_lanes(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float* y,
                 int64_t ldy, bool accumulate);
