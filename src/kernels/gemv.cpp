@@ -405,25 +405,27 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   // short rows (int8 at K = 1024: 1 KiB) still have a few row blocks in flight.
   const int64_t ahead = (int64_t(kLookahead) + int64_t(ws) - 1) / int64_t(ws);  // rows
   const size_t pf = ws * size_t(std::max<int64_t>(4, (ahead + 3) / 4 * 4));
-  if (cpu_amx(t)) {
-    // Row tasks of whole 64-row tile groups; the next group's bytes prefetched.
-    thread_local amx::X xa;
-    amx::prepare(x, ldx, M, K, t, xa);
-    const amx::X& XA = xa;
-    const int64_t per_task = std::max<int64_t>(64, rows_per_task(N) / 64 * 64);
-    const int64_t tasks = (N + per_task - 1) / per_task;
-    auto body = [&](int64_t task) {
-      const int64_t n0 = task * per_task;
-      const int64_t n1 = std::min(N, n0 + per_task);
-      if (t != DType::kBF16 && M <= amx::kLanesMaxRows) amx::rows_lanes(wbase, ws, n0, n1, XA, y, ldy, accumulate);
-      else amx::rows(wbase, ws, n0, n1, XA, y, ldy, accumulate, amx_prefetch(t, ws));
-    };
+  // A small matrix is cheaper on this thread than waking the others (a fork-join costs
+  // microseconds, as long as reading ~kInlineBytes from cache).
+  auto run_tasks = [&](int64_t tasks, const auto& body) {
     if (size_t(N) * ws * size_t(M) <= kInlineBytes) {
       for (int64_t task = 0; task < tasks; ++task) body(task);
     } else {
       parallel_for(tasks, body);
     }
-    return;
+  };
+  if (cpu_amx(t)) {
+    // Row tasks of whole 64-row tile groups.
+    thread_local amx::X xa;
+    amx::prepare(x, ldx, M, K, t, xa);
+    const amx::X& XA = xa;
+    const int64_t per_task = std::max<int64_t>(64, rows_per_task(N) / 64 * 64);
+    const bool lanes = t != DType::kBF16 && M <= amx::kLanesMaxRows;
+    return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
+      const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
+      if (lanes) amx::rows_lanes(wbase, ws, n0, n1, XA, y, ldy, accumulate);
+      else amx::rows(wbase, ws, n0, n1, XA, y, ldy, accumulate, amx_prefetch(t, ws));
+    });
   }
   if (t == DType::kF32) prep_f32(x, ldx, M, K, xf);
   else if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
@@ -471,13 +473,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       n += rb;
     }
   };
-  // A small matrix is cheaper on this thread than waking the others (a fork-join costs
-  // microseconds, as long as reading ~kInlineBytes from cache).
-  if (size_t(N) * ws * size_t(M) <= kInlineBytes) {
-    for (int64_t task = 0; task < tasks; ++task) body(task);
-  } else {
-    parallel_for(tasks, body);
-  }
+  run_tasks(tasks, body);
 }
 
 namespace {

@@ -100,7 +100,6 @@ HYPIC_LANES_TARGET void int8_lanes(const uint8_t* w, size_t ws, int valid, const
   __m512 acc[M];
   for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
   const int64_t ng = x.kp / 32, K = x.K;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
   __m512i sc[16];  // Q4: scale dwords (blocks 2c, 2c + 1) of chunks c .. c + 15, rows in lanes
   for (int64_t c = 0; c * 2 < ng; ++c) {
     __m512i r[16];
@@ -113,15 +112,14 @@ HYPIC_LANES_TARGET void int8_lanes(const uint8_t* w, size_t ws, int valid, const
         r[i] = _mm512_maskz_loadu_epi8(mk, w + size_t(i < valid ? i : 0) * ws + size_t(c) * 64);
       transpose16(r);
     }
-    // The same bytes of the next 16 rows (Q4 reads 32 bytes a chunk: every other chunk).
-    if (!Q4 || c % 2 == 0)
+    // The same bytes of the next 16 rows (Q4 reads 32 bytes a chunk: every other chunk) and,
+    // for Q4, their scales (4 bytes a chunk).
+    auto prefetch = [&](size_t off) {
       for (int i = 0; i < 16; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(w + size_t(i) * ws + size_t(c) * (Q4 ? 32 : 64) + pf),
-                     _MM_HINT_T0);
-    if (Q4 && c % 16 == 0)  // and their scales (4 bytes a chunk)
-      for (int i = 0; i < 16; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(w + size_t(i) * ws + size_t(K / 2 + 4 * c) + pf),
-                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w + size_t(i) * ws + off + pf), _MM_HINT_T0);
+    };
+    if (!Q4 || c % 2 == 0) prefetch(size_t(c) * (Q4 ? 32 : 64));
+    if (Q4 && c % 16 == 0) prefetch(size_t(K / 2 + 4 * c));
     __m512 dw2[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     if constexpr (Q4) {
       // Per 16 chunks the rows' next 64 bytes of f16 scales, transposed like the codes (a
