@@ -24,8 +24,8 @@ script
   3. measures matched precisions (hypic bf16 / int8 / q4 against llama.cpp BF16 / Q8_0 /
      Q4_0), 2 threads, prefill of --pp tokens and decode of --tg tokens, alternating the two
      engines --pairs times: llama-bench -p PP -n TG -r 1, and hypic's
-     `hypic bench prefill --tokens PP` and `DecodeBatchBench` (B = 1, TG steps from an empty
-     context, as llama-bench's tg);
+     `hypic bench prefill --tokens PP` and `hypic bench decode --batch 1 --steps TG --prompt 1`
+     (from an almost empty context, as llama-bench's tg);
   4. where the model ships tokenizer.json (hypic-tiny): greedy text of both engines on one
      prompt, bf16 — a check that both run the same model.
 
@@ -35,7 +35,6 @@ ratio hypic / llama.cpp over the pairs, the CPU flags and the kernels hypic ran.
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -327,10 +326,11 @@ def run(cmd, env=None):
 
 # Each engine runs with its own OpenMP wait policy: llama.cpp with the runtime's default (its
 # threads spin between the graph's nodes; passive waiting cost it 18× on hypic-tiny's decode
-# when a caller's OMP_WAIT_POLICY=passive leaked into it), hypic with passive, which its CLI
-# sets for itself (src/cli/main.cpp) and the test binary measuring its decode does not.
-LLAMA_ENV = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-HYPIC_ENV = dict(os.environ, OMP_WAIT_POLICY="passive")
+# when a caller's OMP_WAIT_POLICY=passive leaked into it), hypic with the one its CLI sets for
+# itself (src/cli/main.cpp: spin ~150 µs, then sleep) — so neither gets the caller's.
+OMP_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+LLAMA_ENV = {k: v for k, v in os.environ.items() if k not in OMP_KEYS}
+HYPIC_ENV = LLAMA_ENV
 
 
 def llama_tps(bench, gguf_path, pp, tg):
@@ -345,14 +345,9 @@ def hypic_tps(model, dtype, pp, tg):
     hypic = os.path.join(REPO, "build", "hypic")
     pre = json.loads(run([hypic, "bench", "prefill", "--model", model, "--tokens", str(pp),
                           "--dtype", dtype], env=HYPIC_ENV))["tokens_per_s"]
-    env = dict(HYPIC_ENV, HYPIC_BENCH_MODEL=model, HYPIC_BENCH_DTYPE=dtype,
-               HYPIC_BENCH_PROMPT="1", HYPIC_BENCH_STEPS=str(tg), HYPIC_BENCH_B="1")
-    out = run([os.path.join(REPO, "build", "tests", "test_model"), "--gtest_also_run_disabled_tests",
-               "--gtest_filter=*DecodeBatchBench*"], env=env)
-    m = re.search(r"^\s+1\s+([0-9.]+)\s+([0-9.]+)", out, re.M)
-    if not m:
-        sys.exit(f"peer_llamacpp: no decode figure in DecodeBatchBench's output:\n{out[-1500:]}")
-    return pre, float(m.group(1))
+    dec = json.loads(run([hypic, "bench", "decode", "--model", model, "--dtype", dtype,
+                          "--batch", "1", "--steps", str(tg), "--prompt", "1"], env=HYPIC_ENV))
+    return pre, dec["rows"][0]["batched_tps"]
 
 
 GREEDY_PROMPT = "The mayor of Brennwick is Tova Lindqvar. The mayor of Brennwick is"

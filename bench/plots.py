@@ -9,7 +9,7 @@ drawn from the JSON the benchmark printed, never from numbers typed in here:
   peer_llamacpp_<model>_<date>.json  (bench/peer_llamacpp.py)
       → peer_llamacpp.png: prefill and decode tokens/s of hypic and llama.cpp per type and
         model (medians, min–max as error bars)
-  decode_batch_<model>_<date>.jsonl  (DecodeBatchBench, one JSON line per type)
+  decode_batch_<model>_<date>.jsonl  (hypic bench decode, one JSON line per type)
       → decode_batch_<model>.png: decode tokens/s against the batch size, one line per type
   ttft_<model>_<date>.json  (hypic bench ttft)
       → ttft_<model>.png: p50 and p99 time to first token per mode on the RAG trace

@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <cstdlib>
+#include <sstream>
 
 namespace hypic::cli {
 
@@ -82,6 +83,27 @@ Result<double> Args::number(const std::string& name) const {
   const double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end) return invalid_argument("--" + name + " must be a number, got '" + v + "'");
   return x;
+}
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Result<std::vector<int>> int_list(const std::string& list, const std::string& flag, int lo, int hi) {
+  std::vector<int> out;
+  for (const auto& s : split_list(list)) {
+    char* end = nullptr;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    if (*end != '\0' || v < lo || v > hi)
+      return invalid_argument("--" + flag + " takes integers in [" + std::to_string(lo) + ", " +
+                              std::to_string(hi) + "], got '" + s + "'");
+    out.push_back(int(v));
+  }
+  return out;
 }
 
 Result<std::vector<std::string>> host_port_list(const std::string& list, const std::string& flag) {

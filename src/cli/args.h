@@ -40,6 +40,12 @@ class Args {
   bool help_ = false;
 };
 
+// "a,b,,c" → {"a","b","c"} (empty entries dropped).
+std::vector<std::string> split_list(const std::string& list);
+
+// "1,8,16" → {1, 8, 16}; each entry an integer in [lo, hi] (`flag` names the option in errors).
+Result<std::vector<int>> int_list(const std::string& list, const std::string& flag, int lo, int hi);
+
 // "a,b,c" → {"a","b","c"}; each entry must be host:port (`flag` names the option in errors).
 Result<std::vector<std::string>> host_port_list(const std::string& list, const std::string& flag);
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/decode.h"
 #include "bench/prefill.h"
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -44,6 +45,45 @@ int bench_prefill(int argc, char** argv) {
   o.reps = int(*reps);
   auto j = bench::bench_prefill(o);
   if (!j) return report_error("bench prefill", j.status());
+  std::printf("%s\n", j->dump().c_str());
+  return 0;
+}
+
+int bench_decode(int argc, char** argv) {
+  Args a("hypic bench decode --model DIR [--dtype T] [--batch 1,8,16] [--steps N] [--prompt N]",
+         "Decode throughput: each batch size B decodes B sequences (random prompts) one token\n"
+         "a step, first as one batched step (Model::decode_batch, what the server's continuous\n"
+         "batch runs), then as B separate forward calls; tokens/s over all B sequences. Prints\n"
+         "a line per batch size on stderr, then one JSON object.");
+  a.opt("model", "DIR", "model directory")
+      .opt("dtype", "bf16|f32|int8|q4", "matrix weights, quantized at load", "bf16")
+      .opt("batch", "B,B,...", "batch sizes", "1,8,16")
+      .opt("steps", "N", "timed decode steps per batch size (after 2 untimed)", "8")
+      .opt("prompt", "N", "prompt tokens per sequence before the timed steps", "32");
+  if (Status s = a.parse(argc, argv); !s) return report_error("bench decode", s);
+  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  auto steps = a.integer("steps");
+  auto prompt = a.integer("prompt");
+  auto dt = parse_dtype(a.str("dtype"));
+  if (!dt) return report_error("bench decode", dt.status());
+  if (!steps || !prompt || *steps < 1 || *prompt < 1 || !a.has("model"))
+    return report_error("bench decode", invalid_argument("need --model DIR, --steps N >= 1, --prompt N >= 1"));
+  bench::DecodeBenchOptions o;
+  o.model = a.str("model");
+  o.dtype = *dt;
+  o.dtype_label = a.str("dtype");
+  o.steps = int(*steps);
+  o.prompt = int(*prompt);
+  auto batches = int_list(a.str("batch"), "batch", 1, 1024);
+  if (!batches || batches->empty())
+    return report_error("bench decode", batches ? invalid_argument("--batch: give at least one batch size") : batches.status());
+  o.batches = *batches;
+  o.on_row = [](const nlohmann::json& r) {
+    std::fprintf(stderr, "B %4d: batched %.1f tok/s, separate %.1f tok/s\n", r["B"].get<int>(),
+                 r["batched_tps"].get<double>(), r["separate_tps"].get<double>());
+  };
+  auto j = bench::bench_decode(o);
+  if (!j) return report_error("bench decode", j.status());
   std::printf("%s\n", j->dump().c_str());
   return 0;
 }
@@ -178,6 +218,7 @@ int cmd_bench(int argc, char** argv) {
   }
   const std::string what = argv[1];
   if (what == "prefill") return bench_prefill(argc - 1, argv + 1);
+  if (what == "decode") return bench_decode(argc - 1, argv + 1);
   if (what == "make-model") return bench_make_model(argc - 1, argv + 1);
   if (what == "compose") return bench_compose(argc - 1, argv + 1);
   if (what == "ttft") return bench_ttft(argc - 1, argv + 1);

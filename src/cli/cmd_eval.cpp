@@ -2,7 +2,6 @@
 // (bench/eval.h); a table, or the JSON document, on stdout.
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,14 +13,6 @@
 
 namespace hypic::cli {
 namespace {
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 void print_table(const nlohmann::json& out, const std::vector<std::string>& tasks) {
   std::printf("%-16s", "mode / seam");
@@ -80,14 +71,8 @@ int cmd_eval(int argc, char** argv) {
   auto dt = parse_dtype(a.str("dtype"));
   if (!dt) return report_error("eval", dt.status());
 
-  std::vector<int> seams;
-  for (const auto& s : split_list(a.str("seams"))) {
-    char* end = nullptr;
-    const long v = std::strtol(s.c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > 4096)
-      return report_error("eval", invalid_argument("--seams takes integers in [0, 4096], got '" + s + "'"));
-    seams.push_back(int(v));
-  }
+  auto seams = int_list(a.str("seams"), "seams", 0, 4096);
+  if (!seams) return report_error("eval", seams.status());
   std::vector<PicMode> modes;
   for (const auto& m : split_list(a.str("modes"))) {
     PicMode mode;
@@ -95,7 +80,7 @@ int cmd_eval(int argc, char** argv) {
       return report_error("eval", invalid_argument("unknown mode '" + m + "' (full, prefix, hypic, naive)"));
     modes.push_back(mode);
   }
-  o.configs = bench::eval_configs(modes, seams);
+  o.configs = bench::eval_configs(modes, *seams);
   o.tasks = split_list(a.str("tasks"));
   o.n = *n;
   o.max_tokens = int(*max_tokens);

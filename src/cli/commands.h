@@ -34,6 +34,7 @@ struct CommandSummary {
 // `hypic bench --help` both list them from here.
 inline constexpr CommandSummary kBenchCommands[] = {
     {"prefill", "prefill throughput vs the oneDNN GEMM peak of the same shape"},
+    {"decode", "decode tokens/s per batch size: batched step vs separate sequences"},
     {"make-model", "write a random checkpoint with a real model's widths"},
     {"compose", "linear-attention segment transitions: exactness and build cost"},
     {"ttft", "time to first token of a RAG trace in every caching mode"},

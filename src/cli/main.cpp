@@ -1,5 +1,8 @@
+#include <immintrin.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,22 +32,37 @@ bool cpu_ok() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-// OpenMP threads spin between parallel regions by default: on a machine shared with other
-// work (or a server with several busy threads) a spinning thread steals the core its partner
-// needs and every barrier waits for a descheduled thread — measured here: a 3,000-token
-// prefill of hypic-tiny took 4.4 s spinning against 0.51 s passive while another process was
-// busy. The runtime reads the policy once at load, so set it and re-execute; an explicit
-// OMP_WAIT_POLICY from the user is kept.
-void ensure_passive_openmp(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+// Spin iterations of libgomp's wait loop (one `pause` each) that last about `us` on this CPU:
+// a pause is ~10 ns on some cores and ~40 on others, so a fixed count is not a fixed time.
+unsigned long spins_lasting(double us) {
+  constexpr int kProbe = 20000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kProbe; ++i) _mm_pause();
+  const double ns = std::chrono::duration<double, std::nano>(
+                        std::chrono::steady_clock::now() - t0).count() / kProbe;
+  return static_cast<unsigned long>(std::clamp(us * 1000.0 / std::max(ns, 0.5), 1e3, 1e6));
+}
+
+// OpenMP's default wait (spinning ~3 ms between parallel regions) steals the core a partner
+// thread or another process needs: a 3,000-token prefill of hypic-tiny took 4.4 s spinning
+// against 0.51 s passive while another process was busy. Fully passive waiting (a futex sleep
+// and wake per parallel region) halves the decode speed of a small model, whose step is a few
+// hundred µs with serial stretches of up to ~60 µs between regions (hypic-tiny bf16, Xeon:
+// 480–550 tok/s passive, 1,150–1,300 spinning ≥ 80 µs). So: spin ~150 µs, then sleep; and
+// sleep at once when this process has more OpenMP threads than CPUs (passive's throttled
+// count is 0). The runtime reads the policy once at load, so set it and re-execute; an
+// explicit OMP_WAIT_POLICY or GOMP_SPINCOUNT from the user is kept.
+void ensure_openmp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
   setenv("OMP_WAIT_POLICY", "passive", 1);
+  setenv("GOMP_SPINCOUNT", std::to_string(spins_lasting(150)).c_str(), 1);
   execv("/proc/self/exe", argv);  // returns only on failure: carry on with the default policy
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  ensure_passive_openmp(argv);
+  ensure_openmp_wait(argv);
   if (!cpu_ok()) {
     std::fprintf(stderr, "hypic: this build needs a CPU with AVX2 and FMA (x86-64-v3)\n");
     return 1;

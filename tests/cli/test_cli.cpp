@@ -53,10 +53,11 @@ class CliTest : public ::testing::Test {
     fs::remove_all(tmp_, ec);
   }
 
-  // Runs hypic with `args`; stdout through the pipe, stderr into a file.
-  Proc hypic(const std::vector<std::string>& args) const {
+  // Runs hypic with `args` (after `env_prefix`, words for env(1)); stdout through the pipe,
+  // stderr into a file.
+  Proc hypic(const std::vector<std::string>& args, const std::string& env_prefix = "") const {
     const fs::path err = tmp_ / "stderr.txt";
-    std::string cmd = quote(HYPIC_BIN);
+    std::string cmd = env_prefix.empty() ? quote(HYPIC_BIN) : "env " + env_prefix + " " + quote(HYPIC_BIN);
     for (const auto& a : args) {
       cmd += ' ';
       cmd += quote(a);
@@ -129,11 +130,35 @@ TEST_F(CliTest, HelpListsEveryCommand) {
     expect_help(hypic({c, "--help"}), {std::string("usage: hypic ") + c});
   }
   const Proc bench = hypic({"bench", "--help"});
-  for (const char* b : {"prefill", "make-model", "compose", "ttft", "scatter"}) {
+  for (const char* b : {"prefill", "decode", "make-model", "compose", "ttft", "scatter"}) {
     EXPECT_NE(top.out.find(std::string("bench ") + b + " "), std::string::npos) << b << "\n" << top.out;
     EXPECT_NE(bench.out.find(std::string("\n  ") + b + " "), std::string::npos) << b << "\n" << bench.out;
     expect_help(hypic({"bench", b, "--help"}), {std::string("usage: hypic bench ") + b});
   }
+}
+
+// The OpenMP wait policy the CLI re-executes itself with (libgomp prints its settings with
+// OMP_DISPLAY_ENV=verbose; the last print is the re-executed process's): passive with a spin count
+// calibrated to ~150 µs, unless the user chose a policy or a count.
+TEST_F(CliTest, OpenMpWaitSpinsBrieflyUnlessTheUserChose) {
+  auto last_setting = [](const std::string& err, const std::string& name) {
+    const size_t at = err.rfind(name + " = '");
+    if (at == std::string::npos) return std::string();
+    const size_t from = at + name.size() + 4;
+    return err.substr(from, err.find('\'', from) - from);
+  };
+  const std::string clean = "-u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose";
+  Proc r = hypic({"--help"}, clean);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(last_setting(r.err, "OMP_WAIT_POLICY"), "PASSIVE") << r.err;
+  const long spins = std::atol(last_setting(r.err, "GOMP_SPINCOUNT").c_str());
+  EXPECT_GE(spins, 1000) << r.err;
+  EXPECT_LE(spins, 1000000) << r.err;
+  r = hypic({"--help"}, clean + " GOMP_SPINCOUNT=4321");
+  EXPECT_EQ(last_setting(r.err, "GOMP_SPINCOUNT"), "4321") << r.err;
+  r = hypic({"--help"}, clean + " OMP_WAIT_POLICY=active");
+  EXPECT_EQ(last_setting(r.err, "OMP_WAIT_POLICY"), "ACTIVE") << r.err;
+  EXPECT_EQ(last_setting(r.err, "GOMP_SPINCOUNT"), "30000000000") << r.err;
 }
 
 TEST_F(CliTest, RunHelp) {
@@ -150,6 +175,7 @@ TEST_F(CliTest, InspectHelp) { expect_help(hypic({"inspect", "--help"}), {"usage
 TEST_F(CliTest, BenchHelp) {
   expect_help(hypic({"bench", "--help"}), {"prefill", "make-model"});
   expect_help(hypic({"bench", "prefill", "--help"}), {"--model", "--tokens", "--dtype", "--reps"});
+  expect_help(hypic({"bench", "decode", "--help"}), {"--model", "--dtype", "--batch", "--steps", "--prompt"});
   expect_help(hypic({"bench", "make-model", "--help"}),
               {"--shape", "--layers", "--out", "qwen3.5-35b-a3b", "qwen3-next-80b-a3b"});
 }
@@ -391,6 +417,23 @@ TEST_F(CliTest, BenchPrefillPrintsJson) {
   EXPECT_EQ(j["tokens"], 32);
 }
 
+TEST_F(CliTest, BenchDecodePrintsJson) {
+  const Proc r = hypic({"bench", "decode", "--model", model(), "--dtype", "f32", "--batch", "1,3",
+                        "--steps", "2", "--prompt", "4"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["steps"], 2);
+  EXPECT_EQ(j["prompt"], 4);
+  EXPECT_FALSE(j["gemv_kernel"].get<std::string>().empty());
+  ASSERT_EQ(j["rows"].size(), 2u) << r.out;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(j["rows"][i]["B"], i == 0 ? 1 : 3);
+    EXPECT_GT(j["rows"][i]["batched_tps"].get<double>(), 0.0);
+    EXPECT_GT(j["rows"][i]["separate_tps"].get<double>(), 0.0);
+  }
+  EXPECT_NE(r.err.find("B    3: batched"), std::string::npos) << r.err;  // progress per batch size
+}
+
 // ---------------------------------------------------------------------------------------
 // requests made of parts
 
@@ -443,6 +486,11 @@ TEST_F(CliTest, RunSegmentsDebugDeviationAndErrors) {
 TEST_F(CliTest, BenchErrors) {
   expect_error({"bench", "prefill", "--tokens", "8"}, "--model", 2);
   expect_error({"bench", "prefill", "--model", model(), "--tokens", "0"}, "--tokens", 2);
+  expect_error({"bench", "decode", "--steps", "2"}, "--model", 2);
+  expect_error({"bench", "decode", "--model", model(), "--batch", "1,0"}, "--batch", 2);
+  expect_error({"bench", "decode", "--model", model(), "--batch", ","}, "--batch", 2);
+  expect_error({"bench", "decode", "--model", model(), "--steps", "0"}, "--steps", 2);
+  expect_error({"bench", "decode", "--model", model(), "--dtype", "q3"}, "--dtype", 2);
   expect_error({"bench", "make-model", "--layers", "2"}, "--out", 2);
   expect_error({"bench", "make-model", "--shape", "no-such-shape", "--layers", "1", "--out",
                 (tmp_ / "m").string()},
