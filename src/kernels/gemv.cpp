@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <atomic>
@@ -382,9 +383,16 @@ size_t amx_prefetch(DType t, size_t ws) { return t == DType::kBF16 ? 0 : 64 * ws
 // alternate runs), while at least 8 tasks keep two cores balanced.
 int64_t rows_per_task(int64_t N) { return std::clamp<int64_t>(N / 8 / 4 * 4, 64, 1024); }
 // Weight bytes × rows below which gemv runs on the calling thread alone (HYPIC_GEMV_INLINE_KB).
+// It follows the cost of waking the other thread: where OpenMP threads sleep at once
+// (OMP_WAIT_POLICY=passive, no GOMP_SPINCOUNT) a fork-join is a futex wake, and 1 MiB was
+// best (hypic-tiny bf16 on an AMD EPYC: 256 KiB 1466–1583 tok/s, 1 MiB 1839–2018); where
+// they spin between regions (the CLI's brief spin, the runtime's default) 64 KiB is (Xeon
+// with AMX, spinning ~150 µs: 32–128 KiB 1680–1925 tok/s, 1 MiB 1306–1375).
 const size_t kInlineBytes = [] {
   const char* e = std::getenv("HYPIC_GEMV_INLINE_KB");
-  return size_t(e ? std::atol(e) : 1024) << 10;
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const bool sleeps = policy && !strcasecmp(policy, "passive") && !std::getenv("GOMP_SPINCOUNT");
+  return size_t(e ? std::atol(e) : sleeps ? 1024 : 64) << 10;
 }();
 
 }  // namespace

@@ -1,9 +1,9 @@
 // Matrix-vector products for decode: y [M, N] (+)= x [M, K] · Wᵀ with few rows (one decode
 // step, a batched decode step, a short piece). Bound by the bytes of W: each weight row is
 // read from memory once for all M rows, the rows of W are split over the threads (a matrix
-// under 1 MiB × M stays on the calling thread: HYPIC_GEMV_INLINE_KB), and every
-// output element is computed the same way whatever M is (a sequence's logits do not depend
-// on the batch it decodes in).
+// under 64 KiB × M — 1 MiB where OpenMP threads sleep at once — stays on the calling
+// thread: HYPIC_GEMV_INLINE_KB), and every output element is computed the same way
+// whatever M is (a sequence's logits do not depend on the batch it decodes in).
 //
 // Arithmetic per weight type (W as in kernels/gemm.h, [N, K] rows; packed types core/quant.h):
 //   F32:  products summed in fp32 (routers and gates kept in fp32, f32 models).
