@@ -79,7 +79,8 @@ def build_llama(cache):
     if not os.path.exists(sdist):
         log(f"downloading llama-cpp-python {LLAMA_CPP_PYTHON} (source) into {cache}")
         r = subprocess.run([sys.executable, "-m", "pip", "download", f"llama-cpp-python=={LLAMA_CPP_PYTHON}",
-                            "--no-deps", "--no-binary", ":all:", "-d", cache])
+                            "--no-deps", "--no-binary", ":all:", "-d", cache],
+                           stdout=sys.stderr)  # stdout carries only the JSON result
         if r.returncode != 0 or not os.path.exists(sdist):
             log("pip could not fetch the llama-cpp-python source package; check the network or "
                 f"put {os.path.basename(sdist)} in {cache}")
@@ -347,7 +348,7 @@ def hypic_tps(model, dtype, pp, tg):
                           "--dtype", dtype], env=HYPIC_ENV))["tokens_per_s"]
     dec = json.loads(run([hypic, "bench", "decode", "--model", model, "--dtype", dtype,
                           "--batch", "1", "--steps", str(tg), "--prompt", "1"], env=HYPIC_ENV))
-    return pre, dec["rows"][0]["batched_tps"]
+    return pre, dec["rows"][0]["batched_tps"], dec["rows"][0]["gemv_kernel"]
 
 
 GREEDY_PROMPT = "The mayor of Brennwick is Tova Lindqvar. The mayor of Brennwick is"
@@ -400,10 +401,10 @@ def main():
         lt, ht = greedy_texts(bins, files["bf16"], a.model)
         result["greedy_bf16"] = {"prompt": GREEDY_PROMPT, "llama_cpp": lt, "hypic": ht, "equal": lt == ht}
     for ty in a.types.split(","):
-        h_pre, h_dec, l_pre, l_dec = [], [], [], []
+        h_pre, h_dec, l_pre, l_dec, kernel = [], [], [], [], None
         for k in range(a.pairs):
             log(f"{ty}: pair {k + 1}/{a.pairs}")
-            p, d = hypic_tps(a.model, ty, a.pp, a.tg)
+            p, d, kernel = hypic_tps(a.model, ty, a.pp, a.tg)
             h_pre.append(p)
             h_dec.append(d)
             p, d = llama_tps(bins["llama-bench"], files[ty], a.pp, a.tg)
@@ -411,6 +412,7 @@ def main():
             l_dec.append(d)
         result["types"][ty] = {
             "peer_type": peer[ty],
+            "hypic_decode_kernel": kernel,
             "prefill_tps": {"hypic": stats(h_pre), "llama_cpp": stats(l_pre),
                             "ratio": stats([h / l for h, l in zip(h_pre, l_pre)])},
             "decode_tps": {"hypic": stats(h_dec), "llama_cpp": stats(l_dec),

@@ -75,8 +75,9 @@ def batch_plot(path, out):
     for line in open(path):
         r = json.loads(line)
         label = r["dtype"] + (" (oneDNN, before)" if r.get("gemv") == "0" else "")
-        if "gemv_kernel" in r:
-            label += f" ({r['gemv_kernel']})"
+        kernel = r.get("gemv_kernel") or r["rows"][-1].get("gemv_kernel")  # per row since 12-05
+        if kernel:
+            label += f" ({kernel})"
         ax.plot([x["B"] for x in r["rows"]], [x["batched_tps"] for x in r["rows"]], marker="o",
                 label=label)
     ax.set_xlabel("sequences decoded together (B)")

@@ -1,5 +1,6 @@
 #include "bench/decode.h"
 
+#include <algorithm>
 #include <random>
 
 #include "bench/forward.h"
@@ -34,7 +35,7 @@ Result<nlohmann::json> bench_decode(const DecodeBenchOptions& o) {
   std::mt19937 rng(1);
   nlohmann::json out = {{"model", o.model},       {"dtype", o.dtype_label},
                         {"prompt", o.prompt},     {"steps", o.steps},
-                        {"threads", num_threads()}, {"gemv_kernel", kernels::gemv_impl(o.dtype)},
+                        {"threads", num_threads()},
                         {"rows", nlohmann::json::array()}};
   for (int B : o.batches) {
     if (B < 1) return invalid_argument("bench decode: batch sizes must be >= 1");
@@ -56,7 +57,9 @@ Result<nlohmann::json> bench_decode(const DecodeBenchOptions& o) {
     };
     HYPIC_ASSIGN_OR_RETURN(const double rb, rate(B, o.steps, batched));
     HYPIC_ASSIGN_OR_RETURN(const double rs, rate(B, o.steps, separate));
-    nlohmann::json row = {{"B", B}, {"batched_tps", rb}, {"separate_tps", rs}};
+    nlohmann::json row = {{"B", B}, {"batched_tps", rb}, {"separate_tps", rs},
+                          {"gemv_kernel", kernels::gemv_impl(o.dtype, std::min(B, 16))},
+                          {"separate_gemv_kernel", kernels::gemv_impl(o.dtype, 1)}};
     if (o.on_row) o.on_row(row);
     out["rows"].push_back(std::move(row));
   }

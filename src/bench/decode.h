@@ -25,8 +25,9 @@ struct DecodeBenchOptions {
   std::function<void(const nlohmann::json&)> on_row;
 };
 
-// Keys: model, dtype, prompt, steps, threads, gemv_kernel, rows [{B, batched_tps,
-// separate_tps}] (tokens per second over all B sequences).
+// Keys: model, dtype, prompt, steps, threads, rows [{B, batched_tps, separate_tps} (tokens
+// per second over all B sequences), gemv_kernel, separate_gemv_kernel (the decode products'
+// kernels at B rows and at 1)].
 Result<nlohmann::json> bench_decode(const DecodeBenchOptions& o);
 
 }  // namespace hypic::bench

@@ -191,7 +191,7 @@ double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps
 }
 
 std::string matmul_impl_name(int64_t M, int64_t K, int64_t N, DType wt) {
-  if (use_gemv(M, wt)) return std::string("hypic_gemv:") + gemv_impl(wt);
+  if (use_gemv(M, wt)) return std::string("hypic_gemv:") + gemv_impl(wt, M);
   const dt w = wt == DType::kBF16 || dtype_packed(wt) ? dt::bf16 : dt::f32;
   return get_prim(1, tile_rows(M), K, N, w, false, true, false, K, N).impl;
 }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/parallel.h"
@@ -21,7 +22,10 @@
 namespace hypic::kernels {
 namespace {
 
-std::atomic<GemvPath> g_path{GemvPath::kBest};
+std::atomic<GemvPath> g_path{[] {
+  const char* e = std::getenv("HYPIC_BATCH_INVARIANT");
+  return e != nullptr && std::string(e) == "1" ? GemvPath::kBatchInvariant : GemvPath::kBest;
+}()};
 bool g_generic_now() { return g_path.load() == GemvPath::kGeneric; }
 
 bool cpu_bf16() {
@@ -38,7 +42,23 @@ bool cpu_vnni() {
 }
 // AMX tiles take BF16, Q8 and Q4 (F32 stays on AVX-512).
 bool cpu_amx(DType t) {
-  return t != DType::kF32 && g_path.load() == GemvPath::kBest && amx::available();
+  const GemvPath p = g_path.load();
+  return t != DType::kF32 && (p == GemvPath::kBest || p == GemvPath::kBatchInvariant) &&
+         amx::available();
+}
+
+// bf16 products of up to this many rows of x run on the AVX512-BF16 kernel even where the
+// tiles are available (not under kBatchInvariant: tdpbf16ps sums in an order of its own, so
+// the two kernels' results differ in the last bits). One row fills 1 of a tile's 16 columns,
+// and 64 weight rows are read side by side against the vector kernel's 4. Measured with
+// `hypic bench decode` (Xeon with AMX, alternate runs), vector / tiles tok/s: 35B-A3B shape
+// 4 layers B = 1 13.8 / 10.2–12.7, B = 2 24.7–24.8 / 20.4–24.3, B = 4 45.3–45.7 / 42.9–44.7;
+// hypic-tiny B = 1 1,476–1,921 / 1,461–1,608, B = 4 3,474–3,601 / 4,008–4,198.
+constexpr int64_t kBf16VectorMaxRows = 2;
+
+bool use_amx(DType t, int64_t M) {
+  return cpu_amx(t) && (t != DType::kBF16 || M > kBf16VectorMaxRows ||
+                        g_path.load() == GemvPath::kBatchInvariant);
 }
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -332,8 +352,8 @@ bool gemv_handles(DType t) { return t == DType::kF32 || t == DType::kBF16 || dty
 
 void gemv_force_path(GemvPath p) { g_path = p; }
 
-const char* gemv_impl(DType t) {
-  if (gemv_handles(t) && cpu_amx(t)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
+const char* gemv_impl(DType t, int64_t M) {
+  if (gemv_handles(t) && use_amx(t, M)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
   if (t == DType::kF32) return cpu_f32() ? "avx512f" : "generic";
   if (t == DType::kBF16) return cpu_bf16() ? "avx512_bf16" : "generic";
   if (dtype_packed(t)) return cpu_vnni() ? "avx512_vnni" : "generic";
@@ -422,7 +442,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       parallel_for(tasks, body);
     }
   };
-  if (cpu_amx(t)) {
+  if (use_amx(t, M)) {
     // Row tasks of whole 64-row tile groups.
     thread_local amx::X xa;
     amx::prepare(x, ldx, M, K, t, xa);

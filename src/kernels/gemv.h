@@ -3,7 +3,8 @@
 // read from memory once for all M rows, the rows of W are split over the threads (a matrix
 // under 64 KiB × M — 1 MiB where OpenMP threads sleep at once — stays on the calling
 // thread: HYPIC_GEMV_INLINE_KB), and every output element is computed the same way
-// whatever M is (a sequence's logits do not depend on the batch it decodes in).
+// whatever M is (a sequence's logits do not depend on the batch it decodes in), except bf16
+// on AMX CPUs (see GemvPath).
 //
 // Arithmetic per weight type (W as in kernels/gemm.h, [N, K] rows; packed types core/quant.h):
 //   F32:  products summed in fp32 (routers and gates kept in fp32, f32 models).
@@ -32,12 +33,17 @@ bool gemv_handles(DType t);
 void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
           bool accumulate);
 
-// The kernel gemv runs for type t on this CPU: "amx_bf16", "amx_int8", "avx512f",
-// "avx512_bf16", "avx512_vnni" or "generic" ("none" for a type it does not handle).
-const char* gemv_impl(DType t);
+// The kernel gemv runs for type t and M rows of x on this CPU: "amx_bf16", "amx_int8" (its
+// 1–4-row twin on AVX-512 included), "avx512f", "avx512_bf16", "avx512_vnni" or "generic"
+// ("none" for a type it does not handle).
+const char* gemv_impl(DType t, int64_t M);
 
-// Tests: the best path this CPU has (kBest), the best without AMX, or the portable one.
-enum class GemvPath { kBest, kNoAmx, kGeneric };
+// kBest: the fastest kernels this CPU has per type and row count; bf16 of 1–2 rows then runs
+// on AVX512-BF16 and more rows on AMX tiles, so on an AMX CPU a bf16 row's last bits depend on
+// its batch (every other type and CPU: they never do). kBatchInvariant: bf16 on the tiles for
+// every row count (the process starts so with HYPIC_BATCH_INVARIANT=1). kNoAmx: the best
+// without AMX (also HYPIC_AMX=0). kGeneric: the portable code. For tests and benchmarks.
+enum class GemvPath { kBest, kBatchInvariant, kNoAmx, kGeneric };
 void gemv_force_path(GemvPath p);
 
 // Rows [n0, n1) of a packed W ([N, K] Q8 or Q4) as bf16 [n1 − n0, K] (prefill GEMM tiles).

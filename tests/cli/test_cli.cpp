@@ -424,10 +424,11 @@ TEST_F(CliTest, BenchDecodePrintsJson) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["steps"], 2);
   EXPECT_EQ(j["prompt"], 4);
-  EXPECT_FALSE(j["gemv_kernel"].get<std::string>().empty());
   ASSERT_EQ(j["rows"].size(), 2u) << r.out;
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(j["rows"][i]["B"], i == 0 ? 1 : 3);
+    EXPECT_EQ(j["rows"][i]["gemv_kernel"], j["rows"][i]["separate_gemv_kernel"]);  // f32: one
+    EXPECT_FALSE(j["rows"][i]["gemv_kernel"].get<std::string>().empty());
     EXPECT_GT(j["rows"][i]["batched_tps"].get<double>(), 0.0);
     EXPECT_GT(j["rows"][i]["separate_tps"].get<double>(), 0.0);
   }
