@@ -32,7 +32,7 @@ except ImportError:
 
 
 def save(fig, out):
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985) if fig._suptitle else None)  # room for a suptitle
     fig.savefig(out, dpi=110)
     plt.close(fig)
 
