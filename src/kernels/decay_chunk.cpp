@@ -40,6 +40,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/fp_env.h"
 #include "core/parallel.h"
 #include "core/status.h"
 #include "kernels/elementwise.h"
@@ -522,6 +523,7 @@ void run(const Job& jb) {
   if (per >= rep) per -= per % rep;
   const int tasks = (d.nv + per - 1) / per;
   parallel_for(tasks, [&](int64_t task) {
+    const FlushDenormals ftz;
     thread_local Scratch ws;
     const int h0 = int(task) * per;
     run_task(jb, h0, std::min(per, d.nv - h0), ws);
@@ -571,6 +573,7 @@ void step(const LaDims& d, int B, const float* q, const float* k, const float* v
   check_args(d, g);
   const int rep = d.nv / d.nk, dk = d.dk, dv = d.dv;
   auto one = [&](int64_t idx) {
+    const FlushDenormals ftz;
     const int64_t b = idx / d.nv;
     const int h = int(idx % d.nv), hk = h / rep;
     const float* qv = q + (b * d.nk + hk) * dk;

@@ -38,6 +38,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/fp_env.h"
 #include "core/parallel.h"
 #include "core/status.h"
 #include "kernels/elementwise.h"
@@ -588,6 +589,7 @@ void prefill(const Problem& p, float* state, float* out) {
   const int group = task_group(p);
   const int64_t out_ld = int64_t(p.nv) * p.dv;
   parallel_for(p.nv / group, [&](int64_t task) {
+    const FlushDenormals ftz;
     thread_local ChunkScratch ws;
     HeadSeq seqs[kMaxGroup];
     float* states[kMaxGroup];
@@ -611,6 +613,7 @@ void build_transition(const Problem& p, float* T, float* s0, float* out) {
   const int dk = p.dk, dv = p.dv, W = dv + dk;
   const int64_t out_ld = int64_t(p.nv) * p.dv;
   parallel_for(p.nv / group, [&](int64_t task) {
+    const FlushDenormals ftz;
     thread_local ChunkScratch ws;
     thread_local std::vector<float> aug;
     HeadSeq seqs[kMaxGroup];
@@ -644,6 +647,7 @@ void step(const Problem& p, float* const* states, float* out) {
   const int dk = p.dk, dv = p.dv;
   const bool chan = p.gate == Gate::kChannel;
   auto one = [&](int64_t idx) {
+    const FlushDenormals ftz;
     thread_local std::vector<float> tmp;
     if (int64_t(tmp.size()) < int64_t(dv) + dk) tmp.resize(size_t(dv) + dk);
     const int64_t b = idx / p.nv;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/dtype.h"
+#include "core/fp_env.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -23,6 +24,26 @@ TEST(Dtype, F16RoundTrip) {
   EXPECT_EQ(f16_to_f32(f32_to_f16(65504.0f)), 65504.0f);
   EXPECT_TRUE(std::isinf(f16_to_f32(f32_to_f16(1e6f))));
   EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+}
+
+// Under the guard a product below FLT_MIN is 0 and a denormal operand reads as 0; after it
+// the thread's mode is what it was (denormals kept).
+TEST(FpEnv, FlushDenormalsWhileInScopeThenRestores) {
+  volatile float tiny = 1e-20f, denormal = 1e-40f;
+  ASSERT_GT(tiny * tiny, 0.0f);
+  ASSERT_GT(denormal * 2.0f, 0.0f);
+  {
+    const FlushDenormals ftz;
+    EXPECT_EQ(tiny * tiny, 0.0f);
+    EXPECT_EQ(denormal * 2.0f + 0.0f, 0.0f);
+    {
+      const FlushDenormals nested;
+      EXPECT_EQ(tiny * tiny, 0.0f);
+    }
+    EXPECT_EQ(tiny * tiny, 0.0f);  // the inner guard restored the outer mode, not the default
+  }
+  EXPECT_GT(tiny * tiny, 0.0f);
+  EXPECT_GT(denormal * 2.0f, 0.0f);
 }
 
 TEST(Tensor, ZerosReshapeRowsConvert) {

@@ -18,6 +18,7 @@
 // Measured: errors ≈ 0.2–0.3·√(dk+64)·ε (1e−7 … 3e−7), independent of L and κ; the bound
 // is 1e−6 … 1e−4. A real bug (mask, decay, sign, tail) gives errors ≳ 1e−2.
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -217,6 +218,28 @@ TEST(GatedDelta, PrefillMatchesRecurrence) {
         }
   }
   std::printf("[gdn] prefill vs recurrence: worst error / tolerance = %.3g\n", worst_ratio);
+}
+
+// Every token strongly gated (g = −2 and −5): the decays e^{ΣG} of a chunk fall through the
+// denormal range, which the kernels flush to zero (core/fp_env.h). The results still match the
+// double-precision recurrence, and the caller's floating-point mode is left as it was.
+TEST(GatedDelta, StrongGatesMatchRecurrenceAndKeepTheCallersMode) {
+  const LaDims d{2, 4, 64, 64};
+  const int L = 200;
+  const unsigned csr = _mm_getcsr();
+  for (float gv : {-2.0f, -5.0f}) {
+    Inputs in = make_inputs(d, L, 77);
+    std::fill(in.g.begin(), in.g.end(), gv);
+    std::vector<float> state = random_state(d, 78);
+    std::vector<double> ref_state(state.begin(), state.end()), ref_out;
+    test::gated_delta_reference(d.nk, d.nv, d.dk, d.dv, L, in.q.data(), in.k.data(), in.v.data(),
+                                in.g.data(), in.beta.data(), ref_state, ref_out);
+    std::vector<float> out(size_t(L) * d.nv * d.dv, std::nanf(""));
+    gdn(d)->prefill(rows(in, 0, L), state.data(), out.data());
+    EXPECT_EQ(_mm_getcsr(), csr);
+    EXPECT_LT(rel_err_d(out.data(), ref_out.data(), out.size()), tolerance(in)) << "g=" << gv;
+    EXPECT_LT(rel_err_d(state.data(), ref_state.data(), state.size()), tolerance(in)) << "g=" << gv;
+  }
 }
 
 TEST(GatedDelta, SplitPrefillEqualsWhole) {
