@@ -5,9 +5,13 @@
 // hidden 1024). Prints one JSON line: read and copy bandwidth of a 1 GiB buffer, then per
 // type and row count the best of 5 calls (ms, GB/s of weight bytes, the kernel). With
 // HYPIC_GEMV=0 the bf16 rows go through oneDNN instead (kernels::linear), for comparison.
+// HYPIC_BENCH_COPIES=C: a call runs the C copies of the matrix in turn, as decode runs a
+// model's many small matrices one after another (a small matrix alone stays in cache).
+// HYPIC_BENCH_ROWS: the largest row count (default 16).
 #include <gtest/gtest.h>
 
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +43,8 @@ TEST(GemvBench, DISABLED_Bandwidth) {
     return v ? std::atoll(v) : d;
   };
   const int64_t N = env("HYPIC_BENCH_N", 248077), K = env("HYPIC_BENCH_K", 1024);
+  const int64_t copies = std::max<int64_t>(1, env("HYPIC_BENCH_COPIES", 1));
+  const int64_t max_rows = env("HYPIC_BENCH_ROWS", kGemvMaxRows);
   nlohmann::json out;
   {
     const size_t bytes = size_t(1) << 30;
@@ -57,20 +63,26 @@ TEST(GemvBench, DISABLED_Bandwidth) {
   }
   out["N"] = N;
   out["K"] = K;
+  out["copies"] = copies;
   out["gemv"] = std::getenv("HYPIC_GEMV") ? std::getenv("HYPIC_GEMV") : "1";
   Tensor Wf = Tensor::zeros_f32({N, K});
   for (int64_t i = 0; i < N * K; ++i) Wf.f32()[i] = float((i * 7919) % 1000) * 1e-3f - 0.5f;
   std::vector<float> x(size_t(K * kGemvMaxRows), 0.25f), y(size_t(N * kGemvMaxRows));
   for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
-    const Tensor W = Wf.to(t);
+    std::vector<Tensor> W;
+    for (int64_t c = 0; c < copies; ++c) W.push_back(Wf.to(t));
+    const auto all = [&](int64_t M) {
+      for (const Tensor& w : W) linear(x.data(), M, w, y.data());
+    };
     for (int64_t M : {1, 2, 4, 8, 16}) {
-      linear(x.data(), M, W, y.data());  // warm-up
-      const double s = best_of(5, [&] { linear(x.data(), M, W, y.data()); });
+      if (M > max_rows) break;
+      all(M);  // warm-up
+      const double s = best_of(5, [&] { all(M); });
       out["runs"].push_back({{"dtype", dtype_name(t)},
                              {"rows", M},
                              {"kernel", matmul_impl_name(M, K, N, t)},
                              {"ms", s * 1e3},
-                             {"weight_GBps", double(W.nbytes()) / s * 1e-9}});
+                             {"weight_GBps", double(W[0].nbytes() * copies) / s * 1e-9}});
     }
   }
   std::printf("%s\n", out.dump().c_str());
