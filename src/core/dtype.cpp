@@ -13,6 +13,7 @@ const char* dtype_name(DType t) {
     case DType::kF16: return "F16";
     case DType::kQ8: return "INT8";
     case DType::kQ4: return "Q4";
+    case DType::kQ4T: return "Q4T";
   }
   return "?";
 }
@@ -21,7 +22,9 @@ size_t dtype_row_bytes(DType t, int64_t cols) {
   const size_t k = size_t(cols);
   switch (t) {
     case DType::kQ8: return k + 4;                 // u8 codes, f32 scale
-    case DType::kQ4: return k / 2 + k / 32 * 2;    // nibbles, one f16 scale per 32
+    case DType::kQ4:
+    case DType::kQ4T: return k / 2 + k / 32 * 2;   // nibbles, one f16 scale per 32 (kQ4T: a
+                                                   // group of 16 rows is 16 rows' bytes)
     default: return k * dtype_size(t);
   }
 }
@@ -85,7 +88,8 @@ void to_f32(DType t, const void* src, float* dst, size_t n) {
       return;
     }
     case DType::kQ8:
-    case DType::kQ4: break;
+    case DType::kQ4:
+    case DType::kQ4T: break;
   }
   HYPIC_CHECK(false, std::string("to_f32 of a packed type (") + dtype_name(t) + "): use core/quant.h");
 }
@@ -104,7 +108,8 @@ void from_f32(DType t, const float* src, void* dst, size_t n) {
       return;
     }
     case DType::kQ8:
-    case DType::kQ4: break;
+    case DType::kQ4:
+    case DType::kQ4T: break;
   }
   HYPIC_CHECK(false, std::string("from_f32 of a packed type (") + dtype_name(t) + "): use core/quant.h");
 }

@@ -1,6 +1,8 @@
 // Element types and scalar conversions. bf16/f16 are stored as raw uint16_t. kQ8 and kQ4 are
 // packed row formats of quantized matrices (core/quant.h): their size is per row, not per
 // element (dtype_row_bytes), and they exist only as [..., K] matrices with K the last dim.
+// kQ4T is kQ4 regrouped by 16 rows for the kernels (core/quant.h): the form a model keeps
+// its q4 matrices in, never stored in a file.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +11,7 @@
 
 namespace hypic {
 
-enum class DType : uint8_t { kF32, kBF16, kF16, kQ8, kQ4 };
+enum class DType : uint8_t { kF32, kBF16, kF16, kQ8, kQ4, kQ4T };
 
 inline size_t dtype_size(DType t) {
   switch (t) {
@@ -17,11 +19,14 @@ inline size_t dtype_size(DType t) {
     case DType::kBF16: return 2;
     case DType::kF16: return 2;
     case DType::kQ8:
-    case DType::kQ4: return 0;  // packed: see dtype_row_bytes
+    case DType::kQ4:
+    case DType::kQ4T: return 0;  // packed: see dtype_row_bytes
   }
   return 0;
 }
-inline bool dtype_packed(DType t) { return t == DType::kQ8 || t == DType::kQ4; }
+inline bool dtype_packed(DType t) {
+  return t == DType::kQ8 || t == DType::kQ4 || t == DType::kQ4T;
+}
 // Bytes of one row of `cols` elements (any type; the packed formats of core/quant.h).
 size_t dtype_row_bytes(DType t, int64_t cols);
 const char* dtype_name(DType t);

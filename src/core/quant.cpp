@@ -77,4 +77,41 @@ void dequantize_row(DType t, const void* src, int64_t cols, float* dst) {
   }
 }
 
+namespace {
+
+// Visits every (row r, block g) of an [n, cols] kQ4 / kQ4T pair: f(row bytes offset of the
+// block's 16 code bytes and its scale in the kQ4 row, group base, v, r within the group).
+template <typename F>
+void q4_groups(int64_t n, int64_t cols, F&& f) {
+  const size_t rb = dtype_row_bytes(DType::kQ4, cols);
+  const int64_t blocks = cols / kQ4Group;
+  for (int64_t g0 = 0; g0 < n; g0 += kQ4TRows) {
+    const int64_t v = std::min(kQ4TRows, n - g0);
+    for (int64_t r = 0; r < v; ++r)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const size_t row = size_t(g0 + r) * rb;
+        const size_t tile = size_t(g0) * rb + size_t(b * 18 * v);
+        // kQ4 row: codes at 16b, scale at cols/2 + 2b; kQ4T block: dword d of row r at
+        // 4(dv + r), scale at 16v + 2r.
+        f(row + size_t(16 * b), row + size_t(cols / 2 + 2 * b), tile, v, r);
+      }
+  }
+}
+
+}  // namespace
+
+void q4_tile(const uint8_t* rows, int64_t n, int64_t cols, uint8_t* out) {
+  q4_groups(n, cols, [&](size_t codes, size_t scale, size_t tile, int64_t v, int64_t r) {
+    for (int64_t d = 0; d < 4; ++d) std::memcpy(out + tile + size_t(4 * (d * v + r)), rows + codes + 4 * d, 4);
+    std::memcpy(out + tile + size_t(16 * v + 2 * r), rows + scale, 2);
+  });
+}
+
+void q4_untile(const uint8_t* tiled, int64_t n, int64_t cols, uint8_t* rows) {
+  q4_groups(n, cols, [&](size_t codes, size_t scale, size_t tile, int64_t v, int64_t r) {
+    for (int64_t d = 0; d < 4; ++d) std::memcpy(rows + codes + 4 * d, tiled + tile + size_t(4 * (d * v + r)), 4);
+    std::memcpy(rows + scale, tiled + tile + size_t(16 * v + 2 * r), 2);
+  });
+}
+
 }  // namespace hypic

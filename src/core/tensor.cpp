@@ -75,14 +75,55 @@ uint16_t* Tensor::u16() const {
   return static_cast<uint16_t*>(data_);
 }
 
+namespace {
+
+// Rows of the matrix (the last two dims) a packed tensor of shape s is made of.
+int64_t matrix_rows(const Shape& s) { return s.size() >= 2 ? s[s.size() - 2] : 1; }
+
+// kQ4 rows ↔ kQ4T, matrix by matrix (each [n, cols]); `tile` picks the direction.
+void q4_regroup(const Tensor& from, const Tensor& to, bool tile) {
+  const int64_t cols = from.dim(-1), n = matrix_rows(from.shape());
+  const int64_t mats = from.numel() / (n * cols);
+  const size_t rb = dtype_row_bytes(DType::kQ4, cols);
+  constexpr int64_t kRows = 64 * kQ4TRows;  // rows per task: whole groups
+  const int64_t per_mat = (n + kRows - 1) / kRows;
+  parallel_for(mats * per_mat, [&](int64_t task) {
+    const int64_t r0 = task % per_mat * kRows, r1 = std::min(n, r0 + kRows);
+    const size_t off = size_t(task / per_mat * n + r0) * rb;
+    const auto* src = static_cast<const uint8_t*>(from.raw()) + off;
+    auto* dst = static_cast<uint8_t*>(to.raw()) + off;
+    if (tile) q4_tile(src, r1 - r0, cols, dst);
+    else q4_untile(src, r1 - r0, cols, dst);
+  });
+}
+
+}  // namespace
+
 Tensor Tensor::reshape(Shape s) const {
   HYPIC_CHECK(shape_numel(s) == numel(), shape_str(shape_) + " -> " + shape_str(s));
+  // kQ4T groups rows per matrix: the matrices' rows may change only between multiples of 16.
+  if (dtype_ == DType::kQ4T) {
+    const int64_t a = matrix_rows(shape_), b = matrix_rows(s);
+    HYPIC_CHECK(s.back() == shape_.back() && (a == b || (a % kQ4TRows == 0 && b % kQ4TRows == 0)),
+                "a Q4T tensor's row groups do not survive " + shape_str(shape_) + " -> " + shape_str(s));
+  }
   Tensor r = *this;
   r.shape_ = std::move(s);
   return r;
 }
 
 Tensor Tensor::to(DType t) const {
+  if (t == DType::kQ4T && dtype_ != t) {
+    const Tensor q = dtype_ == DType::kQ4 ? *this : to(DType::kQ4);
+    Tensor r = zeros(t, shape_);
+    q4_regroup(q, r, true);
+    return r;
+  }
+  if (dtype_ == DType::kQ4T && t != dtype_) {
+    Tensor q = zeros(DType::kQ4, shape_);
+    q4_regroup(*this, q, false);
+    return t == DType::kQ4 ? q : q.to(t);
+  }
   Tensor r = zeros(t, shape_);
   if (t != dtype_ && (dtype_packed(t) || dtype_packed(dtype_))) {
     // Row by row through one fp32 row: no fp32 copy of the whole matrix.
@@ -119,6 +160,10 @@ Tensor Tensor::to(DType t) const {
 
 Tensor Tensor::rows(int64_t r0, int64_t r1) const {
   HYPIC_CHECK(ndim() >= 1 && 0 <= r0 && r0 <= r1 && r1 <= shape_[0]);
+  // A Q4T matrix is sliced by whole groups of 16 rows (the last group may be short).
+  if (dtype_ == DType::kQ4T && ndim() == 2)
+    HYPIC_CHECK(r0 % kQ4TRows == 0 && (r1 % kQ4TRows == 0 || r1 == shape_[0]),
+                "Q4T rows " + std::to_string(r0) + ".." + std::to_string(r1) + " split a group of 16");
   Tensor r = *this;
   r.shape_[0] = r1 - r0;
   const size_t row_bytes = shape_[0] ? nbytes() / size_t(shape_[0]) : 0;

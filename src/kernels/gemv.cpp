@@ -40,7 +40,7 @@ bool cpu_vnni() {
   static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
   return h && !g_generic_now();
 }
-// AMX tiles take BF16, Q8 and Q4 (F32 stays on AVX-512).
+// AMX tiles take BF16, Q8 and Q4T (F32 stays on AVX-512).
 bool cpu_amx(DType t) {
   const GemvPath p = g_path.load();
   return t != DType::kF32 && (p == GemvPath::kBest || p == GemvPath::kBatchInvariant) &&
@@ -90,46 +90,30 @@ void prep_f32(const float* x, int64_t ldx, int64_t M, int64_t K, XF32& X) {
   for (int64_t m = 0; m < M; ++m) std::copy(x + m * ldx, x + m * ldx + K, X.v.data() + m * X.kp);
 }
 
-// Q8 / Q4: x quantized per block of 32 (kp = K rounded up to 64, zero padded).
-//   nat [M][kp] codes in natural order, dx [M][kp/32] block scales (the portable path);
-//   q [M][kp] codes in the kernel's byte order, and per dword lane of q (4 codes):
-//   corr [M][kp/4] = −offset · Σ of the lane's codes (the weights' offset-binary bias),
-//   dl [M][kp/4] = d_x of the lane's block (the VNNI path of Q8; Q4's reads dx per group).
+// Q8: x quantized per block of 32 (kp = K rounded up to 64, zero padded).
+//   q [M][kp] codes, dx [M][kp/32] block scales (the portable path), and per dword lane of q
+//   (4 codes): corr [M][kp/4] = −128 · Σ of the lane's codes (the weights' offset-binary
+//   bias), dl [M][kp/4] = d_x of the lane's block.
 struct XQuant {
   int64_t kp = 0;
-  std::vector<int8_t> nat, q;
+  std::vector<int8_t> q;
   std::vector<float> dx, dl;
   std::vector<int32_t> corr;
 };
 
-// Position of natural index o (0..63) inside a 64-chunk of a Q4 row as the kernel unpacks it:
-// [group A 0-15 | group B 0-15 | group A 16-31 | group B 16-31].
-int q4_pos(int o) { return (o % 32) / 16 * 32 + o / 32 * 16 + o % 16; }
-
-void prep_quant(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, XQuant& X) {
+void prep_q8(const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
   const int64_t kp = X.kp = round_up(K, 64), nb = kp / 32, nl = kp / 4;
-  X.nat.assign(size_t(M * kp), 0);
   X.q.assign(size_t(M * kp), 0);
   X.dx.assign(size_t(M * nb), 0.0f);
   X.dl.assign(size_t(M * nl), 0.0f);
   X.corr.assign(size_t(M * nl), 0);
-  const int offset = t == DType::kQ8 ? 128 : 8;
   for (int64_t m = 0; m < M; ++m) {
-    int8_t* nat = X.nat.data() + m * kp;
-    amx::quantize_blocks(x + m * ldx, K, kp, nat, X.dx.data() + m * nb);
     int8_t* q = X.q.data() + m * kp;
-    if (t == DType::kQ8) {
-      std::memcpy(q, nat, size_t(kp));
-    } else {
-      for (int64_t c = 0; c < kp; c += 64)
-        for (int o = 0; o < 64; ++o) q[c + q4_pos(o)] = nat[c + o];
-    }
+    amx::quantize_blocks(x + m * ldx, K, kp, q, X.dx.data() + m * nb);
     for (int64_t l = 0; l < nl; ++l) {
       const int64_t p = l * 4;
-      X.corr[size_t(m * nl + l)] = -offset * (q[p] + q[p + 1] + q[p + 2] + q[p + 3]);
-      // The block a lane's codes came from: natural order for Q8; for Q4 see q4_pos.
-      const int64_t blk = t == DType::kQ8 ? p / 32 : p / 64 * 2 + (p % 64) / 16 % 2;
-      X.dl[size_t(m * nl + l)] = X.dx[size_t(m * nb + blk)];
+      X.corr[size_t(m * nl + l)] = -128 * (q[p] + q[p + 1] + q[p + 2] + q[p + 3]);
+      X.dl[size_t(m * nl + l)] = X.dx[size_t(m * nb + p / 32)];
     }
   }
 }
@@ -218,8 +202,6 @@ __attribute__((target("avx512f,avx512bw"))) void f32_block(
   store_sums(acc, out);
 }
 
-// (q8_block and q4_block load x's lanes inline rather than through a shared helper: a helper
-// returning the three vectors cost q4 ~15 % at 4 rows in alternate GemvBench runs.)
 template <int RB, int MB>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_block(
     const uint8_t* w, size_t ws, size_t pf, int64_t K, const XQuant& X, int64_t m0, float* out) {
@@ -244,69 +226,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_block(
   store_sums(acc, out);
 }
 
-// Lane → group index within 8 chunks' 16 scales, for chunk c % 8 (see q4_pos).
-alignas(64) const int32_t kQ4Idx[8][16] = {
-#define HYPIC_Q4_IDX(c) \
-  {2 * c, 2 * c, 2 * c, 2 * c, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1, \
-   2 * c, 2 * c, 2 * c, 2 * c, 2 * c + 1, 2 * c + 1, 2 * c + 1, 2 * c + 1}
-    HYPIC_Q4_IDX(0), HYPIC_Q4_IDX(1), HYPIC_Q4_IDX(2), HYPIC_Q4_IDX(3),
-    HYPIC_Q4_IDX(4), HYPIC_Q4_IDX(5), HYPIC_Q4_IDX(6), HYPIC_Q4_IDX(7)
-#undef HYPIC_Q4_IDX
-};
-
-// Per 8 chunks (16 groups) the products d_w,g · d_x,g of each row pair are formed once in
-// group order; a chunk's lanes take theirs by one permute (kQ4Idx). The 32 packed bytes of a
-// chunk are broadcast to both halves of a register and only the upper half shifted, so one
-// AND leaves the low nibbles in bytes 0–31 and the high nibbles in bytes 32–63.
-template <int RB, int MB>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"))) void q4_block(
-    const uint8_t* w, size_t ws, size_t pf, int64_t K, const XQuant& X, int64_t m0, float* out) {
-  __m512 acc[RB][MB];
-  zero(acc);
-  const int64_t nc = X.kp / 64, nl = X.kp / 4, nb = X.kp / 32, groups = K / 32;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  alignas(64) float swx[RB][MB][16];
-  for (int64_t c = 0; c < nc; ++c) {
-    if (c % 8 == 0) {  // the next 16 groups' scale products
-      const int64_t g0 = c * 2, ng = std::min<int64_t>(16, groups - g0);
-      const __mmask16 sm = ng >= 16 ? __mmask16(0xffff) : __mmask16((1u << ng) - 1);
-#pragma GCC unroll 4
-      for (int r = 0; r < RB; ++r) {
-        const __m512 sw = _mm512_cvtph_ps(
-            _mm256_maskz_loadu_epi16(sm, w + size_t(r) * ws + size_t(K / 2 + g0 * 2)));
-#pragma GCC unroll 4
-        for (int m = 0; m < MB; ++m)
-          _mm512_store_ps(swx[r][m], _mm512_mul_ps(sw, _mm512_maskz_loadu_ps(
-                                                           sm, X.dx.data() + (m0 + m) * nb + g0)));
-      }
-    }
-    const __m512i idx = _mm512_load_si512(kQ4Idx[c % 8]);
-    const bool full = K - c * 64 >= 64;
-    __m512i wr[RB];
-#pragma GCC unroll 4
-    for (int r = 0; r < RB; ++r) {
-      const uint8_t* p = w + size_t(r) * ws + size_t(c) * 32;
-      if (c % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(p + pf), _MM_HINT_T0);
-      const __m256i b = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
-                             : _mm256_maskz_loadu_epi8(0xffff, p);
-      const __m512i bb = _mm512_broadcast_i64x4(b);
-      wr[r] = _mm512_and_si512(_mm512_mask_srli_epi16(bb, 0xffff0000u, bb, 4), low4);
-    }
-#pragma GCC unroll 4
-    for (int m = 0; m < MB; ++m) {
-      const int64_t xm = m0 + m;
-      const __m512i xq = _mm512_loadu_si512(X.q.data() + xm * X.kp + c * 64);
-      const __m512i cr = _mm512_loadu_si512(X.corr.data() + xm * nl + c * 16);
-#pragma GCC unroll 4
-      for (int r = 0; r < RB; ++r)
-        acc[r][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(cr, wr[r], xq)),
-                                    _mm512_permutexvar_ps(idx, _mm512_load_ps(swx[r][m])),
-                                    acc[r][m]);
-    }
-  }
-  store_sums(acc, out);
-}
-
 // Portable path: the same arithmetic, one row and one x row at a time.
 float bf16_generic(const uint8_t* w, int64_t K, const XBf16& X, int64_t m) {
   const auto* wv = reinterpret_cast<const uint16_t*>(w);
@@ -324,31 +243,44 @@ float f32_generic(const uint8_t* w, int64_t K, const XF32& X, int64_t m) {
   return s;
 }
 
-float quant_generic(DType t, const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
-  const int8_t* xq = X.nat.data() + m * X.kp;
+float q8_generic(const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
+  const int8_t* xq = X.q.data() + m * X.kp;
   const float* dx = X.dx.data() + m * (X.kp / 32);
   float s = 0.0f;
   for (int64_t b = 0; b * 32 < K; ++b) {
     int32_t dot = 0;
-    float dw = 1.0f;
-    if (t == DType::kQ8) {
-      for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) dot += (int(w[k]) - 128) * xq[k];
-    } else {
-      const uint8_t* g = w + b * 16;
-      for (int j = 0; j < 16; ++j)
-        dot += (int(g[j] & 15) - 8) * xq[b * 32 + j] + (int(g[j] >> 4) - 8) * xq[b * 32 + 16 + j];
-      uint16_t h;
-      std::memcpy(&h, w + K / 2 + b * 2, 2);
-      dw = f16_to_f32(h);
-    }
-    s += dw * dx[b] * float(dot);
+    for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) dot += (int(w[k]) - 128) * xq[k];
+    s += dx[b] * float(dot);
+  }
+  return s;
+}
+
+// Row r of the kQ4T group of v rows at w (core/quant.h): dword d of a block holds the codes
+// 4d + j (low nibbles) and 16 + 4d + j (high) of its row.
+float q4t_generic(const uint8_t* w, int v, int r, int64_t K, const XQuant& X, int64_t m) {
+  const int8_t* xq = X.q.data() + m * X.kp;
+  const float* dx = X.dx.data() + m * (X.kp / 32);
+  float s = 0.0f;
+  for (int64_t b = 0; b * 32 < K; ++b) {
+    const uint8_t* blk = w + size_t(b * 18 * v);
+    int32_t dot = 0;
+    for (int d = 0; d < 4; ++d)
+      for (int j = 0; j < 4; ++j) {
+        const uint8_t c = blk[4 * (d * v + r) + j];
+        dot += (int(c & 15) - 8) * xq[b * 32 + 4 * d + j] + (int(c >> 4) - 8) * xq[b * 32 + 16 + 4 * d + j];
+      }
+    uint16_t h;
+    std::memcpy(&h, blk + 16 * v + 2 * r, 2);
+    s += f16_to_f32(h) * dx[b] * float(dot);
   }
   return s;
 }
 
 }  // namespace
 
-bool gemv_handles(DType t) { return t == DType::kF32 || t == DType::kBF16 || dtype_packed(t); }
+bool gemv_handles(DType t) {
+  return t == DType::kF32 || t == DType::kBF16 || t == DType::kQ8 || t == DType::kQ4T;
+}
 
 void gemv_force_path(GemvPath p) { g_path = p; }
 
@@ -356,7 +288,7 @@ const char* gemv_impl(DType t, int64_t M) {
   if (gemv_handles(t) && use_amx(t, M)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
   if (t == DType::kF32) return cpu_f32() ? "avx512f" : "generic";
   if (t == DType::kBF16) return cpu_bf16() ? "avx512_bf16" : "generic";
-  if (dtype_packed(t)) return cpu_vnni() ? "avx512_vnni" : "generic";
+  if (gemv_handles(t)) return cpu_vnni() ? "avx512_vnni" : "generic";
   return "none";
 }
 
@@ -420,7 +352,7 @@ const size_t kInlineBytes = [] {
 void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
           bool accumulate) {
   HYPIC_CHECK(W.ndim() == 2 && gemv_handles(W.dtype()) && M >= 1 && M <= kGemvMaxRows,
-              "gemv: needs F32 / BF16 / Q8 / Q4 [N, K] weights and 1..16 rows");
+              "gemv: needs F32 / BF16 / Q8 / Q4T [N, K] weights and 1..16 rows");
   const DType t = W.dtype();
   const int64_t N = W.dim(0), K = W.dim(1);
   const size_t ws = dtype_row_bytes(t, K);
@@ -442,13 +374,15 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       parallel_for(tasks, body);
     }
   };
-  if (use_amx(t, M)) {
+  // Q4T without AMX: the lanes kernel for every row count (or the portable code).
+  const bool amx = use_amx(t, M), q4t_lanes = t == DType::kQ4T && !amx && fast;
+  if (amx || q4t_lanes) {
     // Row tasks of whole 64-row tile groups.
     thread_local amx::X xa;
     amx::prepare(x, ldx, M, K, t, xa);
     const amx::X& XA = xa;
     const int64_t per_task = std::max<int64_t>(64, rows_per_task(N) / 64 * 64);
-    const bool lanes = t != DType::kBF16 && M <= amx::kLanesMaxRows;
+    const bool lanes = q4t_lanes || (t != DType::kBF16 && M <= amx::kLanesMaxRows);
     return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
       const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
       if (lanes) amx::rows_lanes(wbase, ws, n0, n1, XA, y, ldy, accumulate);
@@ -457,7 +391,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   }
   if (t == DType::kF32) prep_f32(x, ldx, M, K, xf);
   else if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
-  else prep_quant(x, ldx, M, K, t, xq);
+  else prep_q8(x, ldx, M, K, xq);
   const XF32& XF = xf;
   const XBf16& XB = xb;
   const XQuant& XQ = xq;
@@ -473,7 +407,10 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   auto f32 = HYPIC_GEMV_DISPATCH(f32_block, XF);
   auto bf = HYPIC_GEMV_DISPATCH(bf16_block, XB);
   auto k8 = HYPIC_GEMV_DISPATCH(q8_block, XQ);
-  auto k4 = HYPIC_GEMV_DISPATCH(q4_block, XQ);
+  auto q4t = [&](int64_t n, int64_t m) {  // row n's group: rows g0 .. g0 + v − 1
+    const int64_t g0 = n / 16 * 16;
+    return q4t_generic(wbase + size_t(g0) * ws, int(std::min<int64_t>(16, N - g0)), int(n - g0), K, XQ, m);
+  };
   const int64_t per_task = rows_per_task(N), tasks = (N + per_task - 1) / per_task;
   auto body = [&](int64_t task) {
     const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
@@ -486,14 +423,14 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
         if (fast) {
           if (t == DType::kF32) f32(w, rb, m0, mb, out);
           else if (t == DType::kBF16) bf(w, rb, m0, mb, out);
-          else if (t == DType::kQ8) k8(w, rb, m0, mb, out);
-          else k4(w, rb, m0, mb, out);
+          else k8(w, rb, m0, mb, out);
         } else {
           for (int r = 0; r < rb; ++r)
             for (int m = 0; m < mb; ++m)
               out[r * mb + m] = t == DType::kF32    ? f32_generic(w + size_t(r) * ws, K, XF, m0 + m)
                                 : t == DType::kBF16 ? bf16_generic(w + size_t(r) * ws, K, XB, m0 + m)
-                                                    : quant_generic(t, w + size_t(r) * ws, K, XQ, m0 + m);
+                                : t == DType::kQ8   ? q8_generic(w + size_t(r) * ws, K, XQ, m0 + m)
+                                                    : q4t(n + r, m0 + m);
         }
         for (int r = 0; r < rb; ++r)
           for (int m = 0; m < mb; ++m) store(n + r, m0 + m, out[r * mb + m]);
@@ -546,21 +483,32 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void dequant_row
 }  // namespace
 
 void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out) {
-  const DType t = W.dtype();
-  const int64_t K = W.dim(1);
-  const size_t ws = dtype_row_bytes(t, K);
+  const int64_t N = W.dim(0), K = W.dim(1);
+  const size_t ws = dtype_row_bytes(W.dtype(), K);
   const auto* base = static_cast<const uint8_t*>(W.raw());
-  if (cpu_bf16()) {
-    for (int64_t n = n0; n < n1; ++n) {
-      if (t == DType::kQ4) dequant_row_q4(base + size_t(n) * ws, K, out + (n - n0) * K);
-      else dequant_row_q8(base + size_t(n) * ws, K, out + (n - n0) * K);
+  auto rows = [&](DType t, const uint8_t* w, int64_t n, uint16_t* o) {  // n rows of t at w
+    if (cpu_bf16()) {
+      for (int64_t r = 0; r < n; ++r) {
+        if (t == DType::kQ4) dequant_row_q4(w + size_t(r) * ws, K, o + r * K);
+        else dequant_row_q8(w + size_t(r) * ws, K, o + r * K);
+      }
+      return;
     }
-    return;
-  }
-  std::vector<float> row(static_cast<size_t>(K));
-  for (int64_t n = n0; n < n1; ++n) {
-    dequantize_row(t, base + size_t(n) * ws, K, row.data());
-    from_f32(DType::kBF16, row.data(), out + (n - n0) * K, size_t(K));
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t r = 0; r < n; ++r) {
+      dequantize_row(t, w + size_t(r) * ws, K, row.data());
+      from_f32(DType::kBF16, row.data(), o + r * K, size_t(K));
+    }
+  };
+  if (W.dtype() == DType::kQ8) return rows(DType::kQ8, base + size_t(n0) * ws, n1 - n0, out);
+  // Q4T: group by group, back to kQ4 rows first.
+  HYPIC_CHECK(W.dtype() == DType::kQ4T && n0 % kQ4TRows == 0 && (n1 % kQ4TRows == 0 || n1 == N),
+              "dequantize_rows_bf16: Q8 or Q4T rows of whole groups");
+  std::vector<uint8_t> group(size_t(kQ4TRows) * ws);
+  for (int64_t g0 = n0; g0 < n1; g0 += kQ4TRows) {
+    const int64_t v = std::min(kQ4TRows, N - g0);
+    q4_untile(base + size_t(g0) * ws, v, K, group.data());
+    rows(DType::kQ4, group.data(), v, out + (g0 - n0) * K);
   }
 }
 

@@ -9,11 +9,11 @@
 // Arithmetic per weight type (W as in kernels/gemm.h, [N, K] rows; packed types core/quant.h):
 //   F32:  products summed in fp32 (routers and gates kept in fp32, f32 models).
 //   BF16: x rounded to bf16, products summed in fp32 (as the oneDNN bf16 GEMM does).
-//   Q8, Q4: x quantized per block of 32 along K to int8 (d_x = max|x_b| / 127, round to
+//   Q8, Q4T: x quantized per block of 32 along K to int8 (d_x = max|x_b| / 127, round to
 //           nearest), integer dot products per block, then Σ_b d_w·d_x,b·dot_b in fp32.
-// Kernels are chosen at run time: AMX tiles for BF16 / Q8 / Q4 where the CPU has them
+// Kernels are chosen at run time: AMX tiles for BF16 / Q8 / Q4T where the CPU has them
 // (kernels/gemv_amx.h: per-block int32 products scaled once per block, so its fp32 sums are
-// ordered differently), else AVX-512 for F32, AVX512-BF16 for BF16, AVX512-VNNI for Q8 / Q4,
+// ordered differently), else AVX-512 for F32, AVX512-BF16 for BF16, AVX512-VNNI for Q8 / Q4T,
 // else a portable path with the AVX-512 kernels' arithmetic. HYPIC_AMX=0 skips the tiles.
 #pragma once
 
@@ -26,7 +26,7 @@ namespace hypic::kernels {
 // Row counts up to this take gemv (kernels::linear dispatches).
 constexpr int64_t kGemvMaxRows = 16;
 
-// Whether gemv handles weights of type t (F32, BF16, Q8, Q4).
+// Whether gemv handles weights of type t (F32, BF16, Q8, Q4T; not kQ4's stored rows).
 bool gemv_handles(DType t);
 
 // y rows ldy apart (+)= x rows ldx apart · Wᵀ, M ≤ kGemvMaxRows, W [N, K] of a handled type.
@@ -46,7 +46,8 @@ const char* gemv_impl(DType t, int64_t M);
 enum class GemvPath { kBest, kBatchInvariant, kNoAmx, kGeneric };
 void gemv_force_path(GemvPath p);
 
-// Rows [n0, n1) of a packed W ([N, K] Q8 or Q4) as bf16 [n1 − n0, K] (prefill GEMM tiles).
+// Rows [n0, n1) of a packed W ([N, K] Q8, or Q4T in whole groups) as bf16 [n1 − n0, K]
+// (prefill GEMM tiles).
 void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out);
 
 }  // namespace hypic::kernels

@@ -37,6 +37,13 @@ constexpr int64_t kChunk = 32;
 
 TileConfig config(DType t, int64_t mp) {
   TileConfig c;
+  if (t == DType::kQ4T) {  // C 0–1 [mp][16] int32, B 4–5 [8][64] codes, A 6–7 [mp][32] x
+    for (int i : {0, 1, 6, 7}) c.rows[i] = uint8_t(mp);
+    for (int i : {4, 5}) c.rows[i] = 8;
+    for (int i : {0, 1, 4, 5}) c.colsb[i] = 64;
+    for (int i : {6, 7}) c.colsb[i] = 32;
+    return c;
+  }
   const bool bf = t == DType::kBF16;
   for (int i = 0; i < 4; ++i) {
     c.rows[i] = 16;
@@ -61,22 +68,6 @@ bool request_tiles() {
   return syscall(SYS_arch_prctl, kReqPerm, kTileData) == 0;
 }
 
-// Column index i of a tile row holds activation row i % mp; for Q4 the entry of zmm v of a
-// stored C tile ([16 rows][mp] int32) belongs to weight row (16 v + i) / mp.
-alignas(64) const int32_t kRowOf[5][16][16] = {
-#define R(mp, v)                                                                            \
-  {(16 * v + 0) / mp, (16 * v + 1) / mp, (16 * v + 2) / mp, (16 * v + 3) / mp,             \
-   (16 * v + 4) / mp, (16 * v + 5) / mp, (16 * v + 6) / mp, (16 * v + 7) / mp,             \
-   (16 * v + 8) / mp, (16 * v + 9) / mp, (16 * v + 10) / mp, (16 * v + 11) / mp,           \
-   (16 * v + 12) / mp, (16 * v + 13) / mp, (16 * v + 14) / mp, (16 * v + 15) / mp}
-#define V16(mp) \
-  {R(mp, 0), R(mp, 1), R(mp, 2), R(mp, 3), R(mp, 4), R(mp, 5), R(mp, 6), R(mp, 7), R(mp, 8), \
-   R(mp, 9), R(mp, 10), R(mp, 11), R(mp, 12), R(mp, 13), R(mp, 14), R(mp, 15)}
-    V16(1), V16(2), V16(4), V16(8), V16(16)
-#undef V16
-#undef R
-};
-int log2_of(int64_t mp) { return mp == 1 ? 0 : mp == 2 ? 1 : mp == 4 ? 2 : mp == 8 ? 3 : 4; }
 
 // ---------------------------------------------------------------------------------------
 // BF16: C (fp32) accumulates over all of K in the tiles; NB blocks of 16 rows from `a`.
@@ -123,108 +114,47 @@ HYPIC_AMX_TARGET void bf16_tiles(const uint8_t* a, size_t as, const X& x, size_t
 }
 
 // ---------------------------------------------------------------------------------------
-// Q8 / Q4: one int32 product per block of 32 and block of 16 rows, scaled into fp32
-// accumulators acc [NB][16 rows][mp]. Q8's A tiles come from `a` (rows `as` apart); Q4's are
-// unpacked per block from the packed rows at `w` (`ws` apart, rows ≥ `valid` read row 0).
-
-// Q4 codes of block g, rows r0..r0+15 → abuf [16][32] offset-binary bytes in natural order.
-HYPIC_AMX_TARGET inline void unpack_q4(const uint8_t* w, size_t ws, int valid, int r0,
-                                       int64_t g, uint8_t* abuf) {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  const __m512i i01 = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
-  const __m512i i23 = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
-  for (int r = 0; r < 16; r += 4) {
-    auto row = [&](int k) {
-      const int n = r0 + r + k < valid ? r0 + r + k : 0;
-      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + size_t(n) * ws + size_t(g) * 16));
-    };
-    __m512i v = _mm512_castsi128_si512(row(0));
-    v = _mm512_inserti32x4(v, row(1), 1);
-    v = _mm512_inserti32x4(v, row(2), 2);
-    v = _mm512_inserti32x4(v, row(3), 3);
-    const __m512i lo = _mm512_and_si512(v, low4);
-    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-    _mm512_store_si512(abuf + r * 32, _mm512_permutex2var_epi64(lo, i01, hi));
-    _mm512_store_si512(abuf + r * 32 + 64, _mm512_permutex2var_epi64(lo, i23, hi));
-  }
-}
+// Q8: one int32 product per block of 32 and block of 16 rows, scaled into fp32 accumulators
+// acc [NB][16 rows][mp]; the A tiles come from `a` (rows `as` apart).
 
 // Groups alternate between two sets of tiles (C 0–1 and B 4, or C 2–3 and B 5; A 6–7) and
 // two C buffers, and each group's fp32 step runs after the next group's tile products are
 // issued: the tile unit never waits for a stored C to be read back.
-template <int NB, bool Q4>
-HYPIC_AMX_TARGET void int8_tiles(const uint8_t* a, size_t as, const uint8_t* w, size_t ws,
-                                 int valid, const X& x, size_t pf, float* acc) {
+template <int NB>
+HYPIC_AMX_TARGET void q8_tiles(const uint8_t* a, size_t as, const X& x, size_t pf, float* acc) {
   static_assert(NB == 1 || NB == 2);
-  const int64_t mp = x.mp, ng = x.kp / kChunk, K = x.K;
+  const int64_t mp = x.mp, ng = x.kp / kChunk;
   const size_t bs = size_t(4 * mp);
-  alignas(64) uint8_t abuf[2][16 * 32];
   alignas(64) int32_t cbuf[2][2][16 * 16];  // [group parity][block]
-  alignas(64) float dw[2][2][2][16];        // Q4: [pair parity][block][g % 2] d_w per row
-  const int32_t(*row_of)[16] = kRowOf[log2_of(mp)];
-  __m512i gidx[2];  // Q4: byte offsets of the rows' scale pairs (rows ≥ valid: row 0)
-  for (int i = 0; i < NB; ++i) {
-    alignas(64) int32_t o[16];
-    for (int r = 0; r < 16; ++r)
-      o[r] = int32_t(size_t(i * 16 + r < valid ? i * 16 + r : 0) * ws + size_t(K / 2));
-    gidx[i] = _mm512_load_si512(o);
-  }
   for (int64_t i = 0; i < NB * 16 * mp; i += 16) _mm512_storeu_ps(acc + i, _mm512_setzero_ps());
-  // acc += float(C + corr) · s for group g (its C in cbuf[g % 2]).
+  // acc += float(C + corr) · d_x for group g (its C in cbuf[g % 2]); entry i of a stored C's
+  // zmm v is column (16 v + i) % mp = i % mp, as dx and corr are laid out.
   auto scale = [&](int64_t g) HYPIC_AMX_TARGET {
     const __m512 dx = _mm512_loadu_ps(x.dx.data() + g * 16);
     const __m512i corr = _mm512_loadu_si512(x.corr.data() + g * 16);
     for (int i = 0; i < NB; ++i) {
       float* ai = acc + i * 16 * mp;
       const int32_t* c = cbuf[g % 2][i];
-      __m512 s = dx;
-      const __m512 dwg = _mm512_load_ps(dw[g / 2 % 2][i][g % 2]);
       for (int64_t v = 0; v < mp; ++v) {
         const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_load_si512(c + v * 16), corr));
-        if constexpr (Q4) s = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_load_si512(row_of[v]), dwg), dx);
-        _mm512_storeu_ps(ai + v * 16, _mm512_fmadd_ps(dot, s, _mm512_loadu_ps(ai + v * 16)));
+        _mm512_storeu_ps(ai + v * 16, _mm512_fmadd_ps(dot, dx, _mm512_loadu_ps(ai + v * 16)));
       }
     }
   };
   for (int64_t g = 0; g < ng; ++g) {
     const int par = int(g % 2);
     const uint8_t* ag = a + size_t(g) * 32;
-    if constexpr (Q4) {
-      // The f16 scales of blocks g and g + 1 of each row in one 4-byte gather (for the last
-      // block of an odd count, the pair ending at it: never past the row).
-      const bool last_odd = g + 1 == ng && ng % 2 == 1;
-      const __m512i off = _mm512_set1_epi32(int32_t(last_odd ? 2 * g - 2 : 2 * g));
-      if (par == 0)
-        for (int i = 0; i < NB; ++i) {
-          const __m512i u = _mm512_i32gather_epi32(_mm512_add_epi32(gidx[i], off), w, 1);
-          const __m512 lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(u));
-          const __m512 hi = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
-          _mm512_store_ps(dw[g / 2 % 2][i][0], last_odd ? hi : lo);
-          _mm512_store_ps(dw[g / 2 % 2][i][1], hi);
-        }
-      for (int i = 0; i < NB; ++i) unpack_q4(w, ws, valid, i * 16, g, abuf[i]);
-      ag = abuf[0];
-      if (pf && g % 4 == 0)
-        for (int r = 0; r < 16 * NB && r < valid; ++r) {
-          const uint8_t* p = w + size_t(r) * ws;
-          _mm_prefetch(reinterpret_cast<const char*>(p + size_t(g) * 16 + pf), _MM_HINT_T0);
-          if (g % 32 == 0)
-            _mm_prefetch(reinterpret_cast<const char*>(p + size_t(K / 2 + 2 * g) + pf), _MM_HINT_T0);
-        }
-    } else if (pf && g % 2 == 0) {
+    if (pf && g % 2 == 0)
       for (int r = 0; r < 16 * NB; ++r)
         _mm_prefetch(reinterpret_cast<const char*>(ag + size_t(r) * as + pf), _MM_HINT_T0);
-    }
-    // Block i's A: Q4 from abuf[i] (rows 32 apart), Q8 straight from the rows.
-    const size_t astr = Q4 ? 32 : as, ablk = Q4 ? sizeof(abuf[0]) : 16 * as;
 #define GROUP(B, C0, C1)                                      \
   HYPIC_TILE_LOAD(B, x.b.data() + size_t(g) * 8 * bs, bs);    \
-  HYPIC_TILE_LOAD(6, ag, astr);                               \
+  HYPIC_TILE_LOAD(6, ag, as);                                 \
   _tile_zero(C0);                                             \
   _tile_dpbusd(C0, 6, B);                                     \
   _tile_stored(C0, cbuf[par][0], bs);                         \
   if constexpr (NB > 1) {                                     \
-    HYPIC_TILE_LOAD(7, ag + ablk, astr);                      \
+    HYPIC_TILE_LOAD(7, ag + 16 * as, as);                     \
     _tile_zero(C1);                                           \
     _tile_dpbusd(C1, 7, B);                                   \
     _tile_stored(C1, cbuf[par][1], bs);                       \
@@ -235,6 +165,60 @@ HYPIC_AMX_TARGET void int8_tiles(const uint8_t* a, size_t as, const uint8_t* w, 
       GROUP(5, 2, 3)
     }
 #undef GROUP
+    if (g > 0) scale(g - 1);
+  }
+  scale(ng - 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Q4T: a group of v ≤ 16 rows (core/quant.h) as the B operand, x's codes (x.a) as A:
+// C [mp][16] int32 per block, rows in lanes, scaled into acc [mp][16]. Blocks alternate
+// between tile sets (C 0 / 1, B 4 / 5, A 6 / 7) and unpack buffers, each block's fp32 step
+// running after the next block's product is issued.
+HYPIC_AMX_TARGET void q4t_tiles(const uint8_t* w, int v, const X& x, size_t pf, float* acc) {
+  const int64_t mp = x.mp, ng = x.K / kChunk;
+  const __mmask16 lanes = v >= 16 ? __mmask16(0xffff) : __mmask16((1u << v) - 1);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const size_t bsz = size_t(18 * v);
+  alignas(64) uint8_t bbuf[2][8 * 64];  // B: quad q of the 16 rows, row q
+  alignas(64) int32_t cbuf[2][16 * 16];
+  alignas(64) float dw[2][16];
+  for (int64_t i = 0; i < 16 * mp; i += 16) _mm512_storeu_ps(acc + i, _mm512_setzero_ps());
+  auto scale = [&](int64_t g) HYPIC_AMX_TARGET {
+    const __m512 d = _mm512_load_ps(dw[g % 2]);
+    for (int64_t m = 0; m < x.M; ++m) {
+      const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(
+          _mm512_load_si512(cbuf[g % 2] + m * 16), _mm512_set1_epi32(x.corr[size_t(g * 16 + m)])));
+      const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(x.dx[size_t(g * 16 + m)]));
+      _mm512_storeu_ps(acc + m * 16, _mm512_fmadd_ps(dot, s, _mm512_loadu_ps(acc + m * 16)));
+    }
+  };
+  for (int64_t g = 0; g < ng; ++g) {
+    const int par = int(g % 2);
+    const uint8_t* p = w + size_t(g) * bsz;
+    if (pf)
+      for (size_t o = 0; o < bsz; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + pf + o), _MM_HINT_T0);
+    for (int d = 0; d < 4; ++d) {
+      const __m512i c = _mm512_maskz_loadu_epi32(lanes, p + 4 * d * v);
+      _mm512_store_si512(bbuf[par] + 64 * d, _mm512_and_si512(c, low4));
+      _mm512_store_si512(bbuf[par] + 64 * (d + 4), _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
+    }
+    _mm512_store_ps(dw[par], _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, p + 16 * v)));
+    const int8_t* ag = x.a.data() + size_t(g) * kChunk;
+    const size_t as = size_t(x.kp);
+    if (par == 0) {
+      HYPIC_TILE_LOAD(4, bbuf[0], 64);
+      HYPIC_TILE_LOAD(6, ag, as);
+      _tile_zero(0);
+      _tile_dpbsud(0, 6, 4);
+      _tile_stored(0, cbuf[0], 64);
+    } else {
+      HYPIC_TILE_LOAD(5, bbuf[1], 64);
+      HYPIC_TILE_LOAD(7, ag, as);
+      _tile_zero(1);
+      _tile_dpbsud(1, 7, 5);
+      _tile_stored(1, cbuf[1], 64);
+    }
     if (g > 0) scale(g - 1);
   }
   scale(ng - 1);
@@ -313,8 +297,10 @@ void prepare(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, X& out)
   q.resize(size_t(kp));
   d.resize(size_t(nc));
   auto* b = reinterpret_cast<uint32_t*>(out.b.data());
+  if (t == DType::kQ4T) out.a.assign(size_t(mp * kp), 0);
   for (int64_t m = 0; m < M; ++m) {
     quantize_blocks(x + m * ldx, K, kp, q.data(), d.data());
+    if (t == DType::kQ4T) std::copy(q.begin(), q.end(), out.a.begin() + m * kp);
     for (int64_t p = 0; p < kp / 4; ++p)  // quad p = row p of the B tiles, stacked
       std::memcpy(b + p * mp + m, q.data() + 4 * p, 4);
     for (int64_t g = 0; g < nc; ++g) {
@@ -332,14 +318,26 @@ void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float
           int64_t ldy, bool accumulate, size_t pf) {
   const DType t = x.t;
   const int64_t mp = x.mp, K = x.K, kp = x.kp;
-  const size_t esize = t == DType::kBF16 ? 2 : 1;
-  // bf16 and Q8 tiles load straight from W when its rows hold whole chunks; otherwise (and
-  // for the last < 16 rows) from a zero-padded copy.
-  const bool direct_k = t == DType::kQ4 || K % kChunk == 0;
-  thread_local std::vector<uint8_t> stage;
   thread_local std::vector<float> out;
   out.resize(size_t(4 * 16 * mp));
   load_config(config(t, mp));
+  if (t == DType::kQ4T) {  // group by group; n0 and n1 split none
+    for (int64_t n = n0; n < n1; n += 16) {
+      const int valid = int(std::min<int64_t>(16, n1 - n));
+      q4t_tiles(w + size_t(n) * ws, valid, x, pf, out.data());
+      for (int64_t m = 0; m < x.M; ++m)
+        for (int r = 0; r < valid; ++r) {
+          float& dst = y[m * ldy + n + r];
+          dst = accumulate ? dst + out[size_t(m * 16 + r)] : out[size_t(m * 16 + r)];
+        }
+    }
+    return release_tiles();
+  }
+  const size_t esize = t == DType::kBF16 ? 2 : 1;
+  // bf16 and Q8 tiles load straight from W when its rows hold whole chunks; otherwise (and
+  // for the last < 16 rows) from a zero-padded copy.
+  const bool direct_k = K % kChunk == 0;
+  thread_local std::vector<uint8_t> stage;
   for (int64_t n = n0; n < n1;) {
     const int64_t left = n1 - n;
     int nb = 1, valid = int(std::min<int64_t>(16, left));
@@ -348,7 +346,7 @@ void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float
     if (left >= 16 && direct_k) {
       nb = int(std::min<int64_t>(t == DType::kBF16 ? 4 : 2, left / 16));
       valid = 16 * nb;
-    } else if (t != DType::kQ4) {
+    } else {
       as = size_t(kp) * esize;
       stage.assign(16 * as, 0);
       for (int r = 0; r < valid; ++r)
@@ -359,8 +357,7 @@ void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float
     by_blocks(nb, [&](auto c) {
       constexpr int NB = decltype(c)::value;
       if constexpr (NB <= 2) {
-        if (t == DType::kQ8) return int8_tiles<NB, false>(a, as, nullptr, 0, valid, x, apf, out.data());
-        if (t == DType::kQ4) return int8_tiles<NB, true>(a, as, w + size_t(n) * ws, ws, valid, x, apf, out.data());
+        if (t == DType::kQ8) return q8_tiles<NB>(a, as, x, apf, out.data());
       }
       bf16_tiles<NB>(a, as, x, apf, out.data());
     });

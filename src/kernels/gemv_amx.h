@@ -5,10 +5,11 @@
 //
 // Arithmetic (each output element computed the same way whatever M is):
 //   BF16: x rounded to bf16, tdpbf16ps over K in chunks of 32 (pairs summed in fp32).
-//   Q8, Q4: x quantized per block of 32 to int8 (as gemv.h says); per block one exact int32
-//           dot product (tdpbusd: offset-binary weight codes × int8 codes, minus offset·Σx),
-//           then acc += float(dot) · s in block order, s = d_x,b for Q8 (the row scale
-//           applied at the end) and d_w,b · d_x,b for Q4.
+//   Q8, Q4T: x quantized per block of 32 to int8 (as gemv.h says); per block one exact int32
+//           dot product (offset-binary weight codes × int8 codes, minus offset·Σx: Q8 tdpbusd
+//           with the weights as A, Q4T tdpbsud with them as B, core/quant.h's layout), then
+//           acc += float(dot) · s in block order, s = d_x,b for Q8 (the row scale applied at
+//           the end) and d_w,b · d_x,b for Q4T.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,7 @@ struct X {
   DType t = DType::kBF16;
   int64_t M = 0, mp = 0, K = 0, kp = 0;  // mp: M rounded up to 1, 2, 4, 8 or 16 columns
   std::vector<uint8_t> b;                // B tiles: per chunk of 32 along K
+  std::vector<int8_t> a;                 // Q4T: A tiles, the codes [mp][kp] (rows ≥ M zero)
   std::vector<float> dx;                 // Q8 / Q4: [kp / 32][16] d_x of column i % mp
   std::vector<int32_t> corr;             // Q8 / Q4: [kp / 32][16] −offset · Σ codes, likewise
 };
@@ -41,9 +43,10 @@ void prepare(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, X& out)
 void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float* y,
           int64_t ldy, bool accumulate, size_t pf);
 
-// Q8 / Q4: the same products with the same arithmetic (bit-identical) on AVX-512 registers,
-// for x.M ≤ kLanesMaxRows rows of x, where the tiles' fixed cost per block dominates
-// (kernels/gemv_lanes.cpp; it prefetches the next 16 rows itself).
+// Q8 / Q4T: the same products with the same arithmetic (bit-identical) on AVX-512 registers
+// (AVX512-VNNI only), for x.M ≤ kLanesMaxRows rows of x, where the tiles' fixed cost per
+// block dominates, and for Q4T any row count on CPUs without AMX (kernels/gemv_lanes.cpp).
+// Q4T: n0 and n1 split no group of 16 rows.
 constexpr int64_t kLanesMaxRows = 4;
 void rows_lanes(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float* y,
                 int64_t ldy, bool accumulate);

@@ -19,6 +19,7 @@
 namespace hypic {
 
 Tensor concat_rows(const std::vector<Tensor>& parts, DType t) {
+  if (t == DType::kQ4T) return concat_rows(parts, DType::kQ4).to(t);  // regrouped once
   int64_t rows = 0;
   for (const auto& p : parts) rows += p.dim(0);
   Tensor out = Tensor::zeros(t, {rows, parts[0].dim(1)});
@@ -151,7 +152,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     // Not through rd: the embedding itself stays as stored (its rows are looked up).
     if (Status q = check_quantizable(opt.compute, H); !q.is_ok())
       return q.with_context(ctx("lm_head (the tied embedding)"));
-    w.lm_head = w.embed.dtype() == opt.compute ? w.embed : w.embed.to(opt.compute);
+    const DType mt = matrix_dtype(opt.compute);
+    w.lm_head = w.embed.dtype() == mt ? w.embed : w.embed.to(mt);
   } else {
     auto t = rd.mat("lm_head.weight", {V, H});
     if (!t.is_ok()) return t.status().with_context(ctx("lm_head"));

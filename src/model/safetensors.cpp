@@ -90,6 +90,7 @@ const char* safetensors_dtype_name(DType t) {
     // Not safetensors types: hypic's names for its packed matrices (segment keys, the wire).
     case DType::kQ8: return "HYPIC_INT8";
     case DType::kQ4: return "HYPIC_Q4";
+    case DType::kQ4T: break;  // the kernels' layout: never stored nor sent
   }
   return "?";
 }

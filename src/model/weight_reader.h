@@ -29,8 +29,9 @@ class WeightReader {
     if (matrices_) seen_.push_back({static_cast<const char*>(t.raw()), t.nbytes(), name});
     return t;
   }
-  // Matrix in the compute type (zero-copy when the checkpoint already stores it that way;
-  // quantized at load for the packed types, whose row format must fit: core/quant.h).
+  // Matrix in the compute type's matrix_dtype (zero-copy when the checkpoint already stores
+  // it that way; quantized at load for the packed types, whose row format must fit:
+  // core/quant.h).
   Result<Tensor> mat(const std::string& name, const Shape& shape) const {
     HYPIC_ASSIGN_OR_RETURN(Tensor t, raw(name, shape));
     return convert(t, name);
@@ -38,10 +39,10 @@ class WeightReader {
   // `t` in the compute type; `what` names it in errors.
   Result<Tensor> convert(const Tensor& t, const std::string& what) const {
     note_matrix(t);
-    if (t.dtype() == compute_) return t;
+    if (t.dtype() == matrix_dtype(compute_)) return t;
     if (Status s = check_quantizable(compute_, t.dim(-1)); !s.is_ok())
       return s.with_context(what);
-    Tensor c = t.to(compute_);
+    Tensor c = t.to(matrix_dtype(compute_));
     ck_.release_pages(t.raw(), t.nbytes());  // the source, when a view of the mapping
     return c;
   }
@@ -50,7 +51,7 @@ class WeightReader {
     if (Status s = check_quantizable(compute_, parts.at(0).dim(-1)); !s.is_ok())
       return s.with_context(what);
     for (const Tensor& p : parts) note_matrix(p);
-    Tensor c = concat_rows(parts, compute_);
+    Tensor c = concat_rows(parts, matrix_dtype(compute_));
     for (const Tensor& p : parts) ck_.release_pages(p.raw(), p.nbytes());
     return c;
   }

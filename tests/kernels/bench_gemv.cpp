@@ -68,7 +68,7 @@ TEST(GemvBench, DISABLED_Bandwidth) {
   Tensor Wf = Tensor::zeros_f32({N, K});
   for (int64_t i = 0; i < N * K; ++i) Wf.f32()[i] = float((i * 7919) % 1000) * 1e-3f - 0.5f;
   std::vector<float> x(size_t(K * kGemvMaxRows), 0.25f), y(size_t(N * kGemvMaxRows));
-  for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
+  for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
     std::vector<Tensor> W;
     for (int64_t c = 0; c < copies; ++c) W.push_back(Wf.to(t));
     const auto all = [&](int64_t M) {

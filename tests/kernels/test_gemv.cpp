@@ -38,7 +38,7 @@ void quantize_x(const float* x, int64_t K, std::vector<double>* deq) {
 }
 
 // Reference y = x' · W_deqᵀ in double, x' the activations as the kernel sees them
-// (bf16-rounded for BF16, block-quantized for Q8 / Q4); also Σ|terms| for the tolerance.
+// (bf16-rounded for BF16, block-quantized for Q8 / Q4T); also Σ|terms| for the tolerance.
 void reference(const std::vector<float>& x, int64_t M, const Tensor& W, std::vector<double>* y,
                std::vector<double>* mag) {
   const int64_t N = W.dim(0), K = W.dim(1);
@@ -95,11 +95,11 @@ const Case kCases[] = {
     {DType::kF32, 1, 7, 64},      {DType::kF32, 3, 130, 81},    {DType::kF32, 16, 67, 2048},
     {DType::kBF16, 1, 7, 64},     {DType::kBF16, 3, 130, 80},   {DType::kBF16, 16, 67, 2048},
     {DType::kQ8, 1, 7, 64},       {DType::kQ8, 5, 130, 96},     {DType::kQ8, 16, 67, 2050},
-    {DType::kQ8, 2, 9, 1},        {DType::kQ4, 1, 7, 64},       {DType::kQ4, 5, 130, 96},
-    {DType::kQ4, 16, 67, 2080},   {DType::kQ4, 4, 257, 512},
+    {DType::kQ8, 2, 9, 1},        {DType::kQ4T, 1, 7, 64},      {DType::kQ4T, 5, 130, 96},
+    {DType::kQ4T, 16, 67, 2080},  {DType::kQ4T, 4, 257, 512},   {DType::kQ4T, 12, 16, 64},
     // 53 rows: three whole 16-row tiles and a tail of 5 (the AMX kernels' block counts);
     // 2, 7 and 8 rows of x: 2 and 8 tile columns.
-    {DType::kBF16, 2, 53, 96},    {DType::kQ8, 7, 53, 128},     {DType::kQ4, 8, 53, 160},
+    {DType::kBF16, 2, 53, 96},    {DType::kQ8, 7, 53, 128},     {DType::kQ4T, 8, 53, 160},
 };
 
 bool amx_cpu() {
@@ -170,6 +170,41 @@ TEST(Quant, RowsOfAPackedMatrixAreByteRanges) {
   for (int i = 0; i < 3 * 64; ++i) ASSERT_EQ(back.f32()[i], all.f32()[2 * 64 + i]);
 }
 
+// kQ4T holds kQ4's bytes regrouped as core/quant.h says: checked byte by byte against the
+// rows, both ways, for whole and short groups; slices of whole groups are byte ranges.
+TEST(Quant, Q4TRegroupsTheRowsAsDocumented) {
+  for (int64_t N : {1, 15, 16, 17, 53})
+    for (int64_t K : {32, 96}) {
+      const Tensor R = matrix(N, K, uint32_t(N + K)).to(DType::kQ4);
+      const Tensor T = R.to(DType::kQ4T);
+      ASSERT_EQ(T.nbytes(), R.nbytes());
+      const size_t rb = dtype_row_bytes(DType::kQ4, K);
+      const auto* rp = static_cast<const uint8_t*>(R.raw());
+      const auto* tp = static_cast<const uint8_t*>(T.raw());
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t g0 = n / 16 * 16, v = std::min<int64_t>(16, N - g0), r = n - g0;
+        for (int64_t b = 0; b < K / 32; ++b) {
+          const uint8_t* blk = tp + size_t(g0) * rb + size_t(b * 18 * v);
+          for (int64_t i = 0; i < 16; ++i)  // code byte i = byte i % 4 of dword i / 4
+            ASSERT_EQ(blk[4 * (i / 4 * v + r) + i % 4], rp[size_t(n) * rb + size_t(16 * b + i)])
+                << "N=" << N << " K=" << K << " row " << n << " block " << b;
+          ASSERT_EQ(std::memcmp(blk + 16 * v + 2 * r, rp + size_t(n) * rb + size_t(K / 2 + 2 * b), 2), 0);
+        }
+      }
+      const Tensor back = T.to(DType::kQ4);
+      ASSERT_EQ(std::memcmp(back.raw(), R.raw(), R.nbytes()), 0) << "N=" << N << " K=" << K;
+      if (N > 16) {
+        const Tensor tail = T.rows(16, N), want = R.rows(16, N).to(DType::kQ4T);
+        ASSERT_EQ(std::memcmp(tail.raw(), want.raw(), want.nbytes()), 0);
+      }
+    }
+  // Stacked matrices [E, N, K] group each matrix's rows on their own.
+  const Tensor R3 = matrix(3 * 20, 64, 4).to(DType::kQ4).reshape({3, 20, 64});
+  const Tensor T3 = R3.to(DType::kQ4T);
+  const Tensor one = R3.rows(1, 2).reshape({20, 64}).to(DType::kQ4T);
+  EXPECT_EQ(std::memcmp(T3.rows(1, 2).raw(), one.raw(), one.nbytes()), 0);
+}
+
 TEST(Gemv, MatchesReferenceOnEveryPath) {
   for (GemvPath p : paths())
     for (const Case& c : kCases) check_against_reference(c, p);
@@ -178,7 +213,7 @@ TEST(Gemv, MatchesReferenceOnEveryPath) {
 // Against the unquantized activations: the only further error is x's quantization, at most
 // half a step of each block's scale per term.
 TEST(Gemv, QuantizedActivationErrorWithinItsBound) {
-  for (DType t : {DType::kQ8, DType::kQ4}) {
+  for (DType t : {DType::kQ8, DType::kQ4T}) {
     const int64_t M = 2, N = 33, K = 512;
     const Tensor W = matrix(N, K, 5).to(t);
     const Tensor Wf = W.to(DType::kF32);
@@ -229,7 +264,7 @@ void expect_same_row(GemvPath p, DType t, int64_t M, int64_t m, const float* x,
 TEST(Gemv, RowsAreIndependentOfTheBatch) {
   for (GemvPath p : paths()) {
     gemv_force_path(p);
-    for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
+    for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
       const int64_t N = 301, K = 320;
       const Tensor W = matrix(N, K, 9).to(t);
       auto x = randn(size_t(16 * K), 10);
@@ -251,7 +286,7 @@ TEST(Gemv, RowsAreIndependentOfTheBatch) {
 TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
   for (GemvPath p : paths()) {
     gemv_force_path(p);
-    for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4}) {
+    for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
       const int64_t M = 11, N = 4100, K = 512;  // > 1 MiB of weights: row tasks on all threads
       const Tensor W = matrix(N, K, 9).to(t);
       auto x = randn(size_t(M * K), 10);
@@ -269,7 +304,7 @@ TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
 // Many rows of a packed W: dequantized to bf16 panels on oneDNN's GEMM (kernels::linear),
 // against bf16(x) · bf16(W_deq) in double.
 TEST(Gemv, PackedPrefillPathMatchesDequantizedReference) {
-  for (DType t : {DType::kQ8, DType::kQ4}) {
+  for (DType t : {DType::kQ8, DType::kQ4T}) {
     const int64_t M = 40, N = 200, K = 256;
     const Tensor W = matrix(N, K, 12).to(t);
     const Tensor Wf = W.to(DType::kF32);
@@ -294,19 +329,21 @@ TEST(Gemv, PackedPrefillPathMatchesDequantizedReference) {
 // to the portable one, which is dequantize_row rounded to bf16 (checked here too).
 TEST(Gemv, DequantizedRowsAreBitIdenticalOnEveryPath) {
   for (const auto& [t, K] : {std::pair{DType::kQ8, int64_t(2050)}, std::pair{DType::kQ8, int64_t(31)},
-                             std::pair{DType::kQ4, int64_t(2080)}, std::pair{DType::kQ4, int64_t(32)}}) {
-    const int64_t N = 9;
+                             std::pair{DType::kQ4T, int64_t(2080)}, std::pair{DType::kQ4T, int64_t(32)}}) {
+    // Q4T: from a whole group on (its rows 16 .. 36: a group of 16 and a short one).
+    const int64_t N = 37, n0 = t == DType::kQ4T ? 16 : 2;
     const Tensor W = matrix(N, K, uint32_t(16 + K), 0.3f).to(t);
-    std::vector<uint16_t> fast(size_t((N - 2) * K)), slow(fast.size());
-    dequantize_rows_bf16(W, 2, N, fast.data());
+    const Tensor rows = t == DType::kQ4T ? W.to(DType::kQ4) : W;  // one row per row
+    std::vector<uint16_t> fast(size_t((N - n0) * K)), slow(fast.size());
+    dequantize_rows_bf16(W, n0, N, fast.data());
     gemv_force_path(GemvPath::kGeneric);
-    dequantize_rows_bf16(W, 2, N, slow.data());
+    dequantize_rows_bf16(W, n0, N, slow.data());
     gemv_force_path(GemvPath::kBest);
     std::vector<float> row(static_cast<size_t>(K));
-    for (int64_t n = 2; n < N; ++n) {
-      dequantize_row(t, W.rows(n, n + 1).raw(), K, row.data());
+    for (int64_t n = n0; n < N; ++n) {
+      dequantize_row(rows.dtype(), rows.rows(n, n + 1).raw(), K, row.data());
       for (int64_t k = 0; k < K; ++k) {
-        const size_t i = size_t((n - 2) * K + k);
+        const size_t i = size_t((n - n0) * K + k);
         ASSERT_EQ(fast[i], slow[i]) << dtype_name(t) << " K=" << K << " row " << n << " col " << k;
         ASSERT_EQ(slow[i], f32_to_bf16(row[size_t(k)])) << dtype_name(t) << " row " << n;
       }
@@ -330,7 +367,7 @@ TEST(Gemv, Bf16AgreesWithTheGemmPath) {
 
 TEST(Gemv, ReportsItsKernels) {
   const std::string f = gemv_impl(DType::kF32, 1), b = gemv_impl(DType::kBF16, 16),
-                    q = gemv_impl(DType::kQ4, 1);
+                    q = gemv_impl(DType::kQ4T, 1);
   EXPECT_TRUE(f == "avx512f" || f == "generic") << f;
   EXPECT_TRUE(b == "amx_bf16" || b == "avx512_bf16" || b == "generic") << b;
   EXPECT_TRUE(q == "amx_int8" || q == "avx512_vnni" || q == "generic") << q;
@@ -344,6 +381,7 @@ TEST(Gemv, ReportsItsKernels) {
   EXPECT_EQ(std::string(gemv_impl(DType::kBF16, 16)).rfind("amx", 0), std::string::npos);
   gemv_force_path(GemvPath::kBest);
   EXPECT_EQ(std::string(gemv_impl(DType::kF16, 1)), "none");
+  EXPECT_EQ(std::string(gemv_impl(DType::kQ4, 1)), "none");  // stored rows: regroup first
 }
 
 }  // namespace hypic::kernels
