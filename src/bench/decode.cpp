@@ -6,6 +6,7 @@
 #include "bench/forward.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "core/quant.h"
 #include "kernels/gemv.h"
 #include "model/model.h"
 
@@ -58,8 +59,8 @@ Result<nlohmann::json> bench_decode(const DecodeBenchOptions& o) {
     HYPIC_ASSIGN_OR_RETURN(const double rb, rate(B, o.steps, batched));
     HYPIC_ASSIGN_OR_RETURN(const double rs, rate(B, o.steps, separate));
     nlohmann::json row = {{"B", B}, {"batched_tps", rb}, {"separate_tps", rs},
-                          {"gemv_kernel", kernels::gemv_impl(o.dtype, std::min(B, 16))},
-                          {"separate_gemv_kernel", kernels::gemv_impl(o.dtype, 1)}};
+                          {"gemv_kernel", kernels::gemv_impl(matrix_dtype(o.dtype), std::min(B, 16))},
+                          {"separate_gemv_kernel", kernels::gemv_impl(matrix_dtype(o.dtype), 1)}};
     if (o.on_row) o.on_row(row);
     out["rows"].push_back(std::move(row));
   }

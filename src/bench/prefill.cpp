@@ -5,6 +5,7 @@
 
 #include "bench/forward.h"
 #include "core/parallel.h"
+#include "core/quant.h"
 #include "kernels/gemm.h"
 #include "model/model.h"
 
@@ -43,7 +44,7 @@ Result<nlohmann::json> bench_prefill(const PrefillBenchOptions& o) {
                         {"achieved_gflops", achieved},
                         {"gemm_peak_gflops", peak},
                         {"gemm_peak_shape", {M, K, N}},
-                        {"gemm_peak_kernel", kernels::matmul_impl_name(M, K, N, o.dtype)},
+                        {"gemm_peak_kernel", kernels::matmul_impl_name(M, K, N, matrix_dtype(o.dtype))},
                         {"ratio", achieved / peak}};
 }
 

@@ -256,15 +256,48 @@ bool available() {
   return ok;
 }
 
-void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d) {
+namespace {
+
+// quantize_blocks on AVX-512: the same operations per element (|x| max, d = amax / 127,
+// round-to-nearest-even of x · (1 / d) by cvtps under the default rounding mode, as
+// nearbyint, clamped), so bit-identical to the scalar loop.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void quantize_blocks_avx512(
+    const float* x, int64_t K, int64_t kp, int8_t* q, float* d, int32_t* sums) {
+  const __m512i lim = _mm512_set1_epi32(127), nlim = _mm512_set1_epi32(-127);
+  for (int64_t b = 0; b * kChunk < kp; ++b) {
+    const int64_t k0 = b * kChunk, n = std::clamp<int64_t>(K - k0, 0, kChunk);
+    const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    const __mmask16 m1 = n >= 32 ? __mmask16(0xffff) : n <= 16 ? __mmask16(0) : __mmask16((1u << (n - 16)) - 1);
+    const __m512 v0 = _mm512_maskz_loadu_ps(m0, x + k0), v1 = _mm512_maskz_loadu_ps(m1, x + k0 + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float dv = amax / 127.0f, inv = dv > 0.0f ? 1.0f / dv : 0.0f;
+    d[b] = dv;
+    const __m512 vi = _mm512_set1_ps(inv);
+    const __m512i i0 = _mm512_max_epi32(nlim, _mm512_min_epi32(lim, _mm512_cvtps_epi32(_mm512_mul_ps(v0, vi))));
+    const __m512i i1 = _mm512_max_epi32(nlim, _mm512_min_epi32(lim, _mm512_cvtps_epi32(_mm512_mul_ps(v1, vi))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0), _mm512_cvtepi32_epi8(i0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k0 + 16), _mm512_cvtepi32_epi8(i1));
+    if (sums) sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+  }
+}
+
+}  // namespace
+
+void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d, int32_t* sums) {
+  static const bool vec = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  if (vec) return quantize_blocks_avx512(x, K, kp, q, d, sums);
   for (int64_t b = 0; b * kChunk < kp; ++b) {
     const int64_t k0 = b * kChunk, k1 = std::min(K, k0 + kChunk);
     float amax = 0.0f;
     for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(x[k]));
     const float dv = amax / 127.0f, inv = dv > 0.0f ? 1.0f / dv : 0.0f;
     d[b] = dv;
-    for (int64_t k = k0; k < k0 + kChunk; ++k)
+    int32_t s = 0;
+    for (int64_t k = k0; k < k0 + kChunk; ++k) {
       q[k] = k < k1 ? int8_t(std::clamp(int(std::nearbyint(x[k] * inv)), -127, 127)) : 0;
+      s += q[k];
+    }
+    if (sums) sums[b] = s;
   }
 }
 
@@ -294,18 +327,23 @@ void prepare(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, X& out)
   out.corr.assign(size_t(nc * 16), 0);
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> d;
+  thread_local std::vector<int32_t> sums;
   q.resize(size_t(kp));
   d.resize(size_t(nc));
+  sums.resize(size_t(nc));
   auto* b = reinterpret_cast<uint32_t*>(out.b.data());
   if (t == DType::kQ4T) out.a.assign(size_t(mp * kp), 0);
   for (int64_t m = 0; m < M; ++m) {
-    quantize_blocks(x + m * ldx, K, kp, q.data(), d.data());
+    quantize_blocks(x + m * ldx, K, kp, q.data(), d.data(), sums.data());
     if (t == DType::kQ4T) std::copy(q.begin(), q.end(), out.a.begin() + m * kp);
-    for (int64_t p = 0; p < kp / 4; ++p)  // quad p = row p of the B tiles, stacked
-      std::memcpy(b + p * mp + m, q.data() + 4 * p, 4);
+    if (mp == 1) {
+      std::memcpy(b, q.data(), size_t(kp));
+    } else {
+      for (int64_t p = 0; p < kp / 4; ++p)  // quad p = row p of the B tiles, stacked
+        std::memcpy(b + p * mp + m, q.data() + 4 * p, 4);
+    }
     for (int64_t g = 0; g < nc; ++g) {
-      int32_t s = 0;
-      for (int64_t k = g * kChunk; k < (g + 1) * kChunk; ++k) s += q[size_t(k)];
+      const int32_t s = sums[size_t(g)];
       for (int64_t i = m; i < 16; i += mp) {
         out.dx[size_t(g * 16 + i)] = d[size_t(g)];
         out.corr[size_t(g * 16 + i)] = -offset * s;

@@ -24,8 +24,10 @@ namespace hypic::kernels::amx {
 // state; false under HYPIC_AMX=0.
 bool available();
 
-// x quantized per block of 32: q [kp] codes (zero past K), d [kp / 32] block scales.
-void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d);
+// x quantized per block of 32: q [kp] codes (zero past K), d [kp / 32] block scales, and
+// when given sums [kp / 32] = Σ of each block's codes.
+void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d,
+                     int32_t* sums = nullptr);
 
 // The activation rows in tile layout, prepared once per call and shared by every task.
 struct X {

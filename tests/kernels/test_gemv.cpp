@@ -11,6 +11,7 @@
 #include "core/tensor.h"
 #include "kernels/gemm.h"
 #include "kernels/gemv.h"
+#include "kernels/gemv_amx.h"
 
 namespace hypic::kernels {
 namespace {
@@ -203,6 +204,33 @@ TEST(Quant, Q4TRegroupsTheRowsAsDocumented) {
   const Tensor T3 = R3.to(DType::kQ4T);
   const Tensor one = R3.rows(1, 2).reshape({20, 64}).to(DType::kQ4T);
   EXPECT_EQ(std::memcmp(T3.rows(1, 2).raw(), one.raw(), one.nbytes()), 0);
+}
+
+// The activations' block codes (the vector path where the CPU has one) against the rule
+// gemv.h states, evaluated here per element: bit-identical codes, scales and code sums.
+TEST(Gemv, ActivationBlocksQuantizeAsDocumented) {
+  for (int64_t K : {31, 64, 100, 3072}) {
+    const int64_t kp = (K + 31) / 32 * 32, nb = kp / 32;
+    auto x = randn(size_t(K), uint32_t(K), 2.0f);
+    for (int64_t k = 0; k < std::min<int64_t>(K, 32); ++k) x[size_t(k)] = k == 7 ? 3.5f : 0.0f;
+    std::vector<int8_t> q(size_t(kp), 99);
+    std::vector<float> d(static_cast<size_t>(nb));
+    std::vector<int32_t> sums(static_cast<size_t>(nb));
+    amx::quantize_blocks(x.data(), K, kp, q.data(), d.data(), sums.data());
+    for (int64_t b = 0; b < nb; ++b) {
+      float amax = 0;
+      for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) amax = std::max(amax, std::fabs(x[size_t(k)]));
+      const float want_d = amax / 127.0f, inv = want_d > 0 ? 1.0f / want_d : 0.0f;
+      ASSERT_EQ(d[size_t(b)], want_d) << "K=" << K << " block " << b;
+      int32_t sum = 0;
+      for (int64_t k = b * 32; k < b * 32 + 32; ++k) {
+        const int want = k < K ? std::clamp(int(std::nearbyint(x[size_t(k)] * inv)), -127, 127) : 0;
+        ASSERT_EQ(q[size_t(k)], want) << "K=" << K << " k=" << k;
+        sum += want;
+      }
+      ASSERT_EQ(sums[size_t(b)], sum) << "K=" << K << " block " << b;
+    }
+  }
 }
 
 TEST(Gemv, MatchesReferenceOnEveryPath) {
