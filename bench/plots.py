@@ -8,7 +8,7 @@ drawn from the JSON the benchmark printed, never from numbers typed in here:
 
   peer_llamacpp_<model>_<date>.json  (bench/peer_llamacpp.py)
       → peer_llamacpp.png: prefill and decode tokens/s of hypic and llama.cpp per type and
-        model (medians, min–max as error bars)
+        model (medians, min–max as error bars); per model and CPU the latest date only
   decode_batch_<model>_<date>.jsonl  (hypic bench decode, one JSON line per type)
       → decode_batch_<model>.png: decode tokens/s against the batch size, one line per type
   ttft_<model>_<date>.json  (hypic bench ttft)
@@ -38,11 +38,16 @@ def save(fig, out):
 
 
 def peer_plot(files, out):
-    runs = []
+    latest = {}  # (model, cpu) → (date, file name, JSON)
     for f in sorted(files):
         r = json.load(open(f))
         cpu = "Xeon, AMX" if "amx_int8" in r.get("cpu_flags", []) else "EPYC, no AMX"
-        runs.append((f"{os.path.basename(os.path.normpath(r['model']))} ({cpu})", r))
+        key = (os.path.basename(os.path.normpath(r["model"])), cpu)
+        date = os.path.basename(f).rsplit("_", 1)[-1]
+        if key not in latest or (date, f) > latest[key][:2]:
+            latest[key] = (date, f, r)
+    runs = [(f"{model} ({cpu}, {latest[(model, cpu)][0][:-5]})", latest[(model, cpu)][2])
+            for model, cpu in sorted(latest)]
     fig, axes = plt.subplots(len(runs), 2, figsize=(10, 3.2 * len(runs)), squeeze=False)
     for row, (name, r) in enumerate(runs):
         types = list(r["types"])

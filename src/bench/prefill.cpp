@@ -30,10 +30,10 @@ Result<nlohmann::json> bench_prefill(const PrefillBenchOptions& o) {
   }
   // The peak is measured before and after the forward runs and the best is kept, the
   // forward time is the best repetition: on a shared machine both are then best cases.
-  double peak = kernels::measure_matmul_gflops(M, K, N, o.dtype, 10);
+  double peak = kernels::measure_matmul_gflops(M, K, N, matrix_dtype(o.dtype), 10);
   auto best = best_forward_seconds(m, toks, o.reps);
   if (!best) return best.status();
-  peak = std::max(peak, kernels::measure_matmul_gflops(M, K, N, o.dtype, 10));
+  peak = std::max(peak, kernels::measure_matmul_gflops(M, K, N, matrix_dtype(o.dtype), 10));
   const double achieved = flops / *best * 1e-9;
   return nlohmann::json{{"tokens", o.tokens},
                         {"dtype", o.dtype_label},

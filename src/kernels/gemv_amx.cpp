@@ -172,25 +172,28 @@ HYPIC_AMX_TARGET void q8_tiles(const uint8_t* a, size_t as, const X& x, size_t p
 
 // ---------------------------------------------------------------------------------------
 // Q4T: a group of v ≤ 16 rows (core/quant.h) as the B operand, x's codes (x.a) as A:
-// C [mp][16] int32 per block, rows in lanes, scaled into acc [mp][16]. Blocks alternate
+// C [mp][16] int32 per block, rows in lanes, scaled into out [mp][16]. Blocks alternate
 // between tile sets (C 0 / 1, B 4 / 5, A 6 / 7) and unpack buffers, each block's fp32 step
 // running after the next block's product is issued.
-HYPIC_AMX_TARGET void q4t_tiles(const uint8_t* w, int v, const X& x, size_t pf, float* acc) {
-  const int64_t mp = x.mp, ng = x.K / kChunk;
+// MP = x.mp: the accumulators stay in registers (columns ≥ M hold zeros: x's codes, scales
+// and sums there are 0).
+template <int MP>
+HYPIC_AMX_TARGET void q4t_tiles(const uint8_t* w, int v, const X& x, size_t pf, float* out) {
+  const int64_t ng = x.K / kChunk;
   const __mmask16 lanes = v >= 16 ? __mmask16(0xffff) : __mmask16((1u << v) - 1);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  const size_t bsz = size_t(18 * v);
+  const size_t bsz = size_t(18 * v), as = size_t(x.kp);
   alignas(64) uint8_t bbuf[2][8 * 64];  // B: quad q of the 16 rows, row q
-  alignas(64) int32_t cbuf[2][16 * 16];
-  alignas(64) float dw[2][16];
-  for (int64_t i = 0; i < 16 * mp; i += 16) _mm512_storeu_ps(acc + i, _mm512_setzero_ps());
+  alignas(64) int32_t cbuf[2][MP * 16];
+  __m512 acc[MP], dw[2];
+  for (int m = 0; m < MP; ++m) acc[m] = _mm512_setzero_ps();
   auto scale = [&](int64_t g) HYPIC_AMX_TARGET {
-    const __m512 d = _mm512_load_ps(dw[g % 2]);
-    for (int64_t m = 0; m < x.M; ++m) {
+    const __m512 d = dw[g % 2];
+    for (int m = 0; m < MP; ++m) {
       const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(
           _mm512_load_si512(cbuf[g % 2] + m * 16), _mm512_set1_epi32(x.corr[size_t(g * 16 + m)])));
       const __m512 s = _mm512_mul_ps(d, _mm512_set1_ps(x.dx[size_t(g * 16 + m)]));
-      _mm512_storeu_ps(acc + m * 16, _mm512_fmadd_ps(dot, s, _mm512_loadu_ps(acc + m * 16)));
+      acc[m] = _mm512_fmadd_ps(dot, s, acc[m]);
     }
   };
   for (int64_t g = 0; g < ng; ++g) {
@@ -203,9 +206,8 @@ HYPIC_AMX_TARGET void q4t_tiles(const uint8_t* w, int v, const X& x, size_t pf, 
       _mm512_store_si512(bbuf[par] + 64 * d, _mm512_and_si512(c, low4));
       _mm512_store_si512(bbuf[par] + 64 * (d + 4), _mm512_and_si512(_mm512_srli_epi16(c, 4), low4));
     }
-    _mm512_store_ps(dw[par], _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, p + 16 * v)));
+    dw[par] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, p + 16 * v));
     const int8_t* ag = x.a.data() + size_t(g) * kChunk;
-    const size_t as = size_t(x.kp);
     if (par == 0) {
       HYPIC_TILE_LOAD(4, bbuf[0], 64);
       HYPIC_TILE_LOAD(6, ag, as);
@@ -222,6 +224,7 @@ HYPIC_AMX_TARGET void q4t_tiles(const uint8_t* w, int v, const X& x, size_t pf, 
     if (g > 0) scale(g - 1);
   }
   scale(ng - 1);
+  for (int m = 0; m < MP; ++m) _mm512_storeu_ps(out + m * 16, acc[m]);
 }
 
 #undef HYPIC_AMX_BLOCKS
@@ -362,7 +365,13 @@ void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float
   if (t == DType::kQ4T) {  // group by group; n0 and n1 split none
     for (int64_t n = n0; n < n1; n += 16) {
       const int valid = int(std::min<int64_t>(16, n1 - n));
-      q4t_tiles(w + size_t(n) * ws, valid, x, pf, out.data());
+      switch (mp) {
+        case 1: q4t_tiles<1>(w + size_t(n) * ws, valid, x, pf, out.data()); break;
+        case 2: q4t_tiles<2>(w + size_t(n) * ws, valid, x, pf, out.data()); break;
+        case 4: q4t_tiles<4>(w + size_t(n) * ws, valid, x, pf, out.data()); break;
+        case 8: q4t_tiles<8>(w + size_t(n) * ws, valid, x, pf, out.data()); break;
+        default: q4t_tiles<16>(w + size_t(n) * ws, valid, x, pf, out.data()); break;
+      }
       for (int64_t m = 0; m < x.M; ++m)
         for (int r = 0; r < valid; ++r) {
           float& dst = y[m * ldy + n + r];

@@ -407,14 +407,16 @@ TEST_F(CliTest, InspectErrors) {
 }
 
 TEST_F(CliTest, BenchPrefillPrintsJson) {
-  const Proc r = hypic({"bench", "prefill", "--model", model(), "--tokens", "32", "--dtype", "f32"});
-  ASSERT_EQ(r.rc, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"tokens_per_s", "achieved_gflops", "gemm_peak_gflops", "ratio"}) {
-    ASSERT_TRUE(j.contains(k)) << k;
-    EXPECT_GT(j[k].get<double>(), 0.0) << k;
+  for (const char* dt : {"f32", "q4"}) {  // q4: the peak GEMM on the kernels' Q4T layout
+    const Proc r = hypic({"bench", "prefill", "--model", model(), "--tokens", "32", "--dtype", dt});
+    ASSERT_EQ(r.rc, 0) << dt << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    for (const char* k : {"tokens_per_s", "achieved_gflops", "gemm_peak_gflops", "ratio"}) {
+      ASSERT_TRUE(j.contains(k)) << k;
+      EXPECT_GT(j[k].get<double>(), 0.0) << k;
+    }
+    EXPECT_EQ(j["tokens"], 32);
   }
-  EXPECT_EQ(j["tokens"], 32);
 }
 
 TEST_F(CliTest, BenchDecodePrintsJson) {
@@ -433,6 +435,14 @@ TEST_F(CliTest, BenchDecodePrintsJson) {
     EXPECT_GT(j["rows"][i]["separate_tps"].get<double>(), 0.0);
   }
   EXPECT_NE(r.err.find("B    3: batched"), std::string::npos) << r.err;  // progress per batch size
+}
+
+TEST_F(CliTest, BenchDecodeNamesTheQuantizedKernel) {
+  const Proc r = hypic({"bench", "decode", "--model", model(), "--dtype", "q4", "--batch", "1",
+                        "--steps", "1", "--prompt", "2"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string k = nlohmann::json::parse(r.out)["rows"][0]["gemv_kernel"];
+  EXPECT_TRUE(k == "amx_int8" || k == "avx512_vnni" || k == "generic") << k;
 }
 
 // ---------------------------------------------------------------------------------------
