@@ -26,8 +26,11 @@ struct DecodeBenchOptions {
 };
 
 // Keys: model, dtype, prompt, steps, threads, rows [{B, batched_tps, separate_tps} (tokens
-// per second over all B sequences), gemv_kernel, separate_gemv_kernel (the decode products'
-// kernels at B rows and at 1)].
+// per second over all B sequences), weight_bytes_per_step (what the batched step's decode
+// products read: kernels::gemv_weight_bytes), batched_weight_GBps, separate_weight_GBps (those
+// bytes over time), gemv_kernel, separate_gemv_kernel (the decode products' kernels at B rows
+// and at 1)], read_GBps, copy_GBps [the machine's read and copy (read + write) bandwidth on
+// huge pages, before and after the rows].
 Result<nlohmann::json> bench_decode(const DecodeBenchOptions& o);
 
 }  // namespace hypic::bench

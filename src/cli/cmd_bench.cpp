@@ -53,8 +53,10 @@ int bench_decode(int argc, char** argv) {
   Args a("hypic bench decode --model DIR [--dtype T] [--batch 1,8,16] [--steps N] [--prompt N]",
          "Decode throughput: each batch size B decodes B sequences (random prompts) one token\n"
          "a step, first as one batched step (Model::decode_batch, what the server's continuous\n"
-         "batch runs), then as B separate forward calls; tokens/s over all B sequences. Prints\n"
-         "a line per batch size on stderr, then one JSON object.");
+         "batch runs), then as B separate forward calls; tokens/s over all B sequences, and the\n"
+         "weight bytes a step's matrix products read with the GB/s they make, against the\n"
+         "machine's read and copy bandwidth measured in the same run (before and after).\n"
+         "Prints a line per batch size on stderr, then one JSON object.");
   a.opt("model", "DIR", "model directory")
       .opt("dtype", "bf16|f32|int8|q4", "matrix weights, quantized at load", "bf16")
       .opt("batch", "B,B,...", "batch sizes", "1,8,16")
@@ -79,8 +81,9 @@ int bench_decode(int argc, char** argv) {
     return report_error("bench decode", batches ? invalid_argument("--batch: give at least one batch size") : batches.status());
   o.batches = *batches;
   o.on_row = [](const nlohmann::json& r) {
-    std::fprintf(stderr, "B %4d: batched %.1f tok/s, separate %.1f tok/s\n", r["B"].get<int>(),
-                 r["batched_tps"].get<double>(), r["separate_tps"].get<double>());
+    std::fprintf(stderr, "B %4d: batched %.1f tok/s (weights %.1f GB/s), separate %.1f tok/s\n",
+                 r["B"].get<int>(), r["batched_tps"].get<double>(),
+                 r["batched_weight_GBps"].get<double>(), r["separate_tps"].get<double>());
   };
   auto j = bench::bench_decode(o);
   if (!j) return report_error("bench decode", j.status());

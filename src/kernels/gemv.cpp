@@ -27,6 +27,7 @@ std::atomic<GemvPath> g_path{[] {
   return e != nullptr && std::string(e) == "1" ? GemvPath::kBatchInvariant : GemvPath::kBest;
 }()};
 bool g_generic_now() { return g_path.load() == GemvPath::kGeneric; }
+std::atomic<uint64_t> g_weight_bytes{0};
 
 bool cpu_bf16() {
   static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
@@ -284,6 +285,8 @@ bool gemv_handles(DType t) {
 
 void gemv_force_path(GemvPath p) { g_path = p; }
 
+uint64_t gemv_weight_bytes() { return g_weight_bytes.load(std::memory_order_relaxed); }
+
 const char* gemv_impl(DType t, int64_t M) {
   if (gemv_handles(t) && use_amx(t, M)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
   if (t == DType::kF32) return cpu_f32() ? "avx512f" : "generic";
@@ -357,6 +360,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   const int64_t N = W.dim(0), K = W.dim(1);
   const size_t ws = dtype_row_bytes(t, K);
   const auto* wbase = static_cast<const uint8_t*>(W.raw());
+  g_weight_bytes.fetch_add(W.nbytes(), std::memory_order_relaxed);
   thread_local XF32 xf;
   thread_local XBf16 xb;
   thread_local XQuant xq;

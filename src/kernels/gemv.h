@@ -46,6 +46,10 @@ const char* gemv_impl(DType t, int64_t M);
 enum class GemvPath { kBest, kBatchInvariant, kNoAmx, kGeneric };
 void gemv_force_path(GemvPath p);
 
+// Weight bytes gemv has read since the process started (each call adds W's bytes; all
+// threads): what a decode step streams, for benchmarks.
+uint64_t gemv_weight_bytes();
+
 // Rows [n0, n1) of a packed W ([N, K] Q8, or Q4T in whole groups) as bf16 [n1 − n0, K]
 // (prefill GEMM tiles).
 void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out);

@@ -433,6 +433,16 @@ TEST_F(CliTest, BenchDecodePrintsJson) {
     EXPECT_FALSE(j["rows"][i]["gemv_kernel"].get<std::string>().empty());
     EXPECT_GT(j["rows"][i]["batched_tps"].get<double>(), 0.0);
     EXPECT_GT(j["rows"][i]["separate_tps"].get<double>(), 0.0);
+    // Every step reads the matrices: at least the lm_head [vocab, hidden] in f32.
+    const auto tc = nlohmann::json::parse(read_file(model() + "/config.json"))["text_config"];
+    EXPECT_GE(j["rows"][i]["weight_bytes_per_step"].get<double>(),
+              tc["vocab_size"].get<double>() * tc["hidden_size"].get<double>() * 4)
+        << r.out;
+    EXPECT_GT(j["rows"][i]["batched_weight_GBps"].get<double>(), 0.0);
+  }
+  for (const char* k : {"read_GBps", "copy_GBps"}) {
+    ASSERT_EQ(j[k].size(), 2u) << k;
+    EXPECT_GT(j[k][0].get<double>(), 0.0) << k;
   }
   EXPECT_NE(r.err.find("B    3: batched"), std::string::npos) << r.err;  // progress per batch size
 }

@@ -48,7 +48,7 @@ TEST(GemvBench, DISABLED_Bandwidth) {
   nlohmann::json out;
   {
     const size_t bytes = size_t(1) << 30;
-    std::vector<uint64_t> a(bytes / 8, 1), b(bytes / 8);
+    std::vector<uint64_t> a(bytes / 8, 1), b(bytes / 8);  // 4 KiB pages (hypic bench decode: huge)
     volatile uint64_t sink = 0;
     const double rd = best_of(3, [&] {
       uint64_t s = 0;
