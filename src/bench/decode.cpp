@@ -42,6 +42,7 @@ struct Bandwidth {
 
 Bandwidth bandwidth() {
   constexpr size_t kWords = (size_t(1) << 30) / 8, kChunk = size_t(1) << 20;
+  const HugePageScope huge;
   const Tensor buf = Tensor::zeros(DType::kF32, {int64_t(kWords * 2)});
   auto* a = static_cast<uint64_t*>(buf.raw());
   const int64_t chunks = int64_t(kWords / kChunk);

@@ -38,13 +38,17 @@ size_t Tensor::nbytes() const { return empty() ? 0 : bytes_of(dtype_, shape_); }
 
 namespace {
 constexpr size_t kHugePage = size_t(2) << 20, kHugeBytes = size_t(1) << 20;
+thread_local int g_huge_scopes = 0;
 }  // namespace
 
-// Tensors of 1 MiB and more (weights) sit on transparent huge pages where the kernel allows
-// them (its madvise mode included), rounded up to whole 2 MiB pages: a decode step streams
-// all its weights, and 4 KiB pages cost a page walk every 4 KiB of that stream (hypic bench
-// decode, h1024 8 layers in q4, alternate runs: 4 KiB pages 80.5 / 91.0 tok/s, huge pages
-// from 4 MiB on 89.0 / 94.9, from 1 MiB on 96.4 / 101.9).
+HugePageScope::HugePageScope() { ++g_huge_scopes; }
+HugePageScope::~HugePageScope() { --g_huge_scopes; }
+
+// Weights on huge pages: a decode step streams all of them, and 4 KiB pages cost a page walk
+// every 4 KiB of that stream (hypic bench decode, h1024 8 layers in q4, alternate runs:
+// 4 KiB pages 80.5 / 91.0 tok/s, huge pages from 4 MiB on 89.0 / 94.9, from 1 MiB on
+// 96.4 / 101.9). Only inside a HugePageScope: other tensors of 1 MiB (a segment's recurrent
+// states) would pay up to twice their size for the rounding.
 Tensor Tensor::zeros(DType t, Shape shape) {
   // glibc raises its mmap threshold to the size of each large block freed (up to 32 MiB), after
   // which blocks of that size come from the heap and freed holes stay resident: loading a
@@ -58,7 +62,7 @@ Tensor Tensor::zeros(DType t, Shape shape) {
   r.shape_ = std::move(shape);
   size_t bytes = (bytes_of(t, r.shape_) + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
-  const bool huge = bytes >= kHugeBytes;
+  const bool huge = g_huge_scopes > 0 && bytes >= kHugeBytes;
   if (huge) bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   void* p = std::aligned_alloc(huge ? kHugePage : 64, bytes);
   HYPIC_CHECK(p != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");

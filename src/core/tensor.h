@@ -18,6 +18,17 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);
 int64_t shape_numel(const Shape& s);
 
+// While one is alive on a thread, Tensor::zeros there puts tensors of 1 MiB and more on
+// transparent huge pages (where the kernel allows them; rounded up to whole 2 MiB pages): for
+// a model's weights (Model::load), which every decode step streams whole. Scopes nest.
+class HugePageScope {
+ public:
+  HugePageScope();
+  ~HugePageScope();
+  HugePageScope(const HugePageScope&) = delete;
+  HugePageScope& operator=(const HugePageScope&) = delete;
+};
+
 class Tensor {
  public:
   Tensor() = default;

@@ -100,6 +100,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
   if (opt.compute == DType::kF16)
     return invalid_argument("the matrix type must be F32, BF16, INT8 or Q4 (--dtype f32|bf16|int8|q4)");
   Timer timer;
+  const HugePageScope weights_on_huge_pages;
   HYPIC_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::from_dir(dir));
   HYPIC_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir));
   HYPIC_ASSIGN_OR_RETURN(cfg.weight_prefix, detect_weight_prefix(ck.names()));

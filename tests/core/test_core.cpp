@@ -65,6 +65,22 @@ Status use_it(int x, int* out) {
   return Status::ok();
 }
 
+// Inside a HugePageScope a tensor of 1 MiB or more starts on a 2 MiB page boundary (the
+// kernel may then back it with huge pages) and reads as zeros like any other; scopes nest.
+TEST(Tensor, HugePageScopeAlignsLargeTensors) {
+  const HugePageScope outer;
+  Tensor big;
+  {
+    const HugePageScope inner;
+    big = Tensor::zeros_f32({3, 1 << 17});  // 1.5 MiB
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.raw()) % (uintptr_t(2) << 20), 0u);
+  EXPECT_EQ(big.nbytes(), size_t(3) << 19);
+  for (int64_t i = 0; i < big.numel(); i += 4099) ASSERT_EQ(big.f32()[i], 0.0f);
+  const Tensor also = Tensor::zeros(DType::kBF16, {1 << 19});  // 1 MiB, still in `outer`
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(also.raw()) % (uintptr_t(2) << 20), 0u);
+}
+
 TEST(Status, ResultPropagation) {
   int v = 0;
   EXPECT_TRUE(use_it(3, &v).is_ok());

@@ -70,7 +70,10 @@ TEST(GemvBench, DISABLED_Bandwidth) {
   std::vector<float> x(size_t(K * kGemvMaxRows), 0.25f), y(size_t(N * kGemvMaxRows));
   for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
     std::vector<Tensor> W;
-    for (int64_t c = 0; c < copies; ++c) W.push_back(Wf.to(t));
+    {
+      const HugePageScope huge;  // as a model's weights
+      for (int64_t c = 0; c < copies; ++c) W.push_back(Wf.to(t));
+    }
     const auto all = [&](int64_t M) {
       for (const Tensor& w : W) linear(x.data(), M, w, y.data());
     };
