@@ -91,7 +91,8 @@ void prep_f32(const float* x, int64_t ldx, int64_t M, int64_t K, XF32& X) {
   for (int64_t m = 0; m < M; ++m) std::copy(x + m * ldx, x + m * ldx + K, X.v.data() + m * X.kp);
 }
 
-// Q8: x quantized per block of 32 (kp = K rounded up to 64, zero padded).
+// Q8 (and Q4T's portable path, which reads q and dx): x quantized per block of 32 (kp = K
+// rounded up to 64, zero padded).
 //   q [M][kp] codes, dx [M][kp/32] block scales (the portable path), and per dword lane of q
 //   (4 codes): corr [M][kp/4] = −128 · Σ of the lane's codes (the weights' offset-binary
 //   bias), dl [M][kp/4] = d_x of the lane's block.
