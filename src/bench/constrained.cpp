@@ -1,7 +1,6 @@
 #include "bench/constrained.h"
 
 #include <algorithm>
-#include <fstream>
 #include <random>
 
 #include "bench/forward.h"
@@ -30,20 +29,6 @@ json stats(std::vector<double> v) {
 
 }  // namespace
 
-json cpu_json() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line, name, flags;
-  while (std::getline(f, line) && (name.empty() || flags.empty())) {
-    const auto value = [&] { return line.substr(line.find(':') + 2); };
-    if (name.empty() && line.rfind("model name", 0) == 0) name = value();
-    if (flags.empty() && line.rfind("flags", 0) == 0) flags = " " + value() + " ";
-  }
-  json have = json::array();
-  for (const char* fl : {"avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8", "amx_tile"})
-    if (flags.find(std::string(" ") + fl + " ") != std::string::npos) have.push_back(fl);
-  return json{{"model_name", name}, {"flags", have}};
-}
-
 Result<json> run_constrained_bench(const ConstrainedBenchOptions& o) {
   HYPIC_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::load(o.model));
   LoadOptions lo;
@@ -57,7 +42,7 @@ Result<json> run_constrained_bench(const ConstrainedBenchOptions& o) {
                                         : grammar::ToolCallFormat{"<tool_call>\n", "\n</tool_call>", "\n"};
   HYPIC_ASSIGN_OR_RETURN(std::shared_ptr<const grammar::Grammar> g,
                          grammar::tool_call_grammar(fmt, {{"get_weather", nlohmann::ordered_json::parse(kSchema)}}, true));
-  json out{{"bench", "constrained"}, {"model", o.model}, {"dtype", dtype_name(o.dtype)}, {"cpu", cpu_json()},
+  json out{{"bench", "constrained"}, {"model", o.model}, {"dtype", dtype_name(o.dtype)},
            {"vocab_size", cfg.vocab_size}};
 
   // The mask along one call, position by position.

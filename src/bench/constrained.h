@@ -29,7 +29,4 @@ struct ConstrainedBenchOptions {
 
 Result<nlohmann::json> run_constrained_bench(const ConstrainedBenchOptions& o);
 
-// The CPU's model name and its AMX / AVX-512 flags (from /proc/cpuinfo; empty when absent).
-nlohmann::json cpu_json();
-
 }  // namespace hypic::bench

@@ -45,7 +45,7 @@ int bench_prefill(int argc, char** argv) {
   o.reps = int(*reps);
   auto j = bench::bench_prefill(o);
   if (!j) return report_error("bench prefill", j.status());
-  std::printf("%s\n", j->dump().c_str());
+  print_bench_json(*j);
   return 0;
 }
 
@@ -87,7 +87,7 @@ int bench_decode(int argc, char** argv) {
   };
   auto j = bench::bench_decode(o);
   if (!j) return report_error("bench decode", j.status());
-  std::printf("%s\n", j->dump().c_str());
+  print_bench_json(*j);
   return 0;
 }
 
@@ -194,7 +194,7 @@ int bench_make_model(int argc, char** argv) {
   nlohmann::json j = {{"shape", shape}, {"layers", *layers}, {"experts", *experts},
                       {"out", a.str("out")}, {"tokenizer", tokenizer},
                       {"seconds", t.seconds()}};
-  std::printf("%s\n", j.dump().c_str());
+  print_bench_json(std::move(j));
   return 0;
 }
 

@@ -84,7 +84,7 @@ int bench_compose(int argc, char** argv) {
     model = std::move(*m);
   }
   for (Family f : families)
-    std::printf("%s\n", bench::bench_compose_family(f, o, model ? &*model : nullptr).dump().c_str());
+    print_bench_json(bench::bench_compose_family(f, o, model ? &*model : nullptr));
   return 0;
 }
 

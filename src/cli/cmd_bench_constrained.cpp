@@ -39,7 +39,7 @@ int bench_constrained(int argc, char** argv) {
   o.seed = uint32_t(*seed);
   auto r = bench::run_constrained_bench(o);
   if (!r) return report_error("bench constrained", r.status());
-  std::printf("%s\n", r->dump(2).c_str());
+  print_bench_json(*r, 2);
   return 0;
 }
 

@@ -103,7 +103,7 @@ int bench_scatter(int argc, char** argv) {
   o.seed = uint32_t(*seed);
   auto out = bench::bench_scatter(o);
   if (!out) return report_error("bench scatter", out.status());
-  std::printf("%s\n", out->dump().c_str());
+  print_bench_json(*out);
   return 0;
 }
 

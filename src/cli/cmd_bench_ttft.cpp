@@ -64,7 +64,7 @@ int bench_ttft(int argc, char** argv) {
   o.seed = uint32_t(*seed);
   auto out = bench::bench_ttft(o);
   if (!out) return report_error("bench ttft", out.status());
-  std::printf("%s\n", out->dump().c_str());
+  print_bench_json(*out);
   return 0;
 }
 

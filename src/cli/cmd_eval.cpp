@@ -87,10 +87,11 @@ int cmd_eval(int argc, char** argv) {
   o.cache_mem_mib = *mem;
   o.dtype = *dt;
   o.dtype_label = a.str("dtype");
+  log_system_info("eval");
   auto out = bench::run_eval(o);
   if (!out) return report_error("eval", out.status());
   if (a.flag("json")) {
-    std::printf("%s\n", out->dump(2).c_str());
+    print_bench_json(*out, 2);
     return 0;
   }
   print_table(*out, o.tasks);

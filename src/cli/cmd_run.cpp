@@ -103,7 +103,8 @@ int cmd_run(int argc, char** argv) {
   if (!tok) return report_error("run", tok.status());
   LoadOptions lo;
   lo.compute = *dt;
-  auto model = Model::load(a.str("model"), lo);
+  log_system_info("run");
+  auto model = load_checked_model(a.str("model"), lo);
   if (!model) return report_error("run", model.status());
 
   if (parts_mode) return run_parts(a, **model, *tok, go);

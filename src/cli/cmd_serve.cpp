@@ -154,7 +154,8 @@ int cmd_serve(int argc, char** argv) {
   std::signal(SIGINT, on_stop_signal);
   LoadOptions lo;
   lo.compute = *dt;
-  auto model = Model::load(dir, lo);
+  log_system_info("serve");
+  auto model = load_checked_model(dir, lo);
   if (!model) return report_error("serve", model.status());
   auto tok = Tokenizer::load(dir);  // tokenizer.json, or tiktoken.model + config
   if (!tok) return report_error("serve", tok.status());

@@ -69,7 +69,8 @@ int cmd_worker(int argc, char** argv) {
   std::signal(SIGINT, on_worker_stop_signal);
   LoadOptions lo;
   lo.compute = *dt;
-  auto model = Model::load(a.str("model"), lo);
+  log_system_info("worker");
+  auto model = load_checked_model(a.str("model"), lo);
   if (!model) return report_error("worker", model.status());
   auto srv = cluster::WorkerServer::start(*model.value(), wo);
   if (!srv) return report_error("worker", srv.status());

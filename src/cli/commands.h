@@ -2,7 +2,10 @@
 // returns the process exit code: 0 success, 1 runtime failure, 2 usage error.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -50,6 +53,7 @@ namespace hypic {
 class Model;
 class Tokenizer;
 struct GenerateOptions;
+struct LoadOptions;
 }  // namespace hypic
 namespace hypic::cli {
 // hypic run with --segment/--query (cmd_run_parts.cpp).
@@ -58,6 +62,16 @@ Result<std::string> read_text_file(const std::string& path);
 
 // Prints "hypic <cmd>: <message>" to stderr and returns the exit code for the status.
 int report_error(const std::string& cmd, const Status& s);
+
+// What `hypic <cmd>` runs on (version, CPU, ISA tier, kernels, threads; kernels/system_info.h)
+// as its first log line, and a warning when HYPIC_MAX_ISA was ignored.
+void log_system_info(const std::string& cmd);
+// A model loaded for serving: Model::load, then its kernel self-test (Model::self_test).
+Result<std::unique_ptr<Model>> load_checked_model(const std::string& dir, const LoadOptions& lo);
+
+// A benchmark's JSON on stdout with "system" (kernels::system_info_json) added; indent as
+// nlohmann's dump.
+void print_bench_json(nlohmann::json j, int indent = -1);
 // Parses --dtype: "bf16" or "f32".
 Result<DType> parse_dtype(const std::string& s);
 

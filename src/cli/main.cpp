@@ -9,6 +9,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/cpu.h"
+#include "kernels/system_info.h"
 
 namespace {
 
@@ -24,12 +26,19 @@ std::string usage() {
          "  router    cluster entry point: routes requests to instances by cache affinity\n"
          "  eval      accuracy and TTFT of every PIC mode on multi-document reading tasks\n"
          "  bench     benchmarks printing JSON:\n" +
-         hypic::cli::bench_command_lines("    bench ", 11);
+         hypic::cli::bench_command_lines("    bench ", 11) +
+         "\n  --version  the version, this CPU, its ISA tier and the kernels each weight type runs on\n\n"
+         "environment:\n"
+         "  HYPIC_MAX_ISA=generic|avx2|avx_vnni|avx512|avx512_vnni|avx512_bf16|amx\n"
+         "            run the kernels of that tier at most (oneDNN's too), e.g. to run on an AVX-512\n"
+         "            machine exactly what an AVX2-only CPU runs\n";
 }
 
-bool cpu_ok() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+// hypic --version: the system_info line, a fact a line.
+void print_version() {
+  std::string s = hypic::kernels::system_info_line();
+  for (size_t at; (at = s.find(" | ")) != std::string::npos;) s.replace(at, 3, "\n");
+  std::printf("%s\n", s.c_str());
 }
 
 // Spin iterations of libgomp's wait loop (one `pause` each) that last about `us` on this CPU:
@@ -63,9 +72,14 @@ void ensure_openmp_wait(char** argv) {
 
 int main(int argc, char** argv) {
   ensure_openmp_wait(argv);
-  if (!cpu_ok()) {
-    std::fprintf(stderr, "hypic: this build needs a CPU with AVX2 and FMA (x86-64-v3)\n");
+  if (int(hypic::cpu::best_tier()) < int(hypic::cpu::Tier::kAvx2)) {
+    std::fprintf(stderr, "hypic: this build needs a CPU with AVX2, FMA and F16C (x86-64-v3) and an OS "
+                         "that enables AVX; this one has: %s\n", hypic::cpu::feature_names().c_str());
     return 1;
+  }
+  if (const char* cap = std::getenv("HYPIC_MAX_ISA"); cap && *cap && !hypic::cpu::parse_tier(cap).is_ok()) {
+    std::fprintf(stderr, "hypic: HYPIC_MAX_ISA: %s\n", hypic::cpu::parse_tier(cap).status().message().c_str());
+    return 2;
   }
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") ||
       !std::strcmp(argv[1], "help")) {
@@ -73,6 +87,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "--version" || cmd == "version") return print_version(), 0;
   if (cmd == "run") return hypic::cli::cmd_run(argc - 1, argv + 1);
   if (cmd == "inspect") return hypic::cli::cmd_inspect(argc - 1, argv + 1);
   if (cmd == "bench") return hypic::cli::cmd_bench(argc - 1, argv + 1);

@@ -9,6 +9,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "core/cpu.h"
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "kernels/gemv.h"
@@ -20,9 +21,39 @@ using dnnl::memory;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
+// oneDNN's ISA for a tier: the start-up cap is set before the first primitive exists (later
+// calls cannot change it).
+dnnl::cpu_isa dnnl_isa(cpu::Tier t) {
+  switch (t) {
+    case cpu::Tier::kGeneric:
+    case cpu::Tier::kAvx2: return dnnl::cpu_isa::avx2;
+    case cpu::Tier::kAvxVnni: return dnnl::cpu_isa::avx2_vnni;
+    case cpu::Tier::kAvx512: return dnnl::cpu_isa::avx512_core;
+    case cpu::Tier::kAvx512Vnni: return dnnl::cpu_isa::avx512_core_vnni;
+    case cpu::Tier::kAvx512Bf16: return dnnl::cpu_isa::avx512_core_bf16;
+    case cpu::Tier::kAmx: return dnnl::cpu_isa::all;
+  }
+  return dnnl::cpu_isa::all;
+}
+
 dnnl::engine& cpu_engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine eng = [] {
+    if (cpu::startup_cap() != cpu::best_tier()) dnnl::set_max_cpu_isa(dnnl_isa(cpu::startup_cap()));
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return eng;
+}
+
+[[noreturn]] void fail(const std::string& what, const std::exception& e) {
+  throw KernelError("oneDNN could not " + what + " on this CPU (" + cpu::model_name() +
+                    ", ISA tier " + cpu::tier_name(cpu::tier()) + "): " + e.what() +
+                    ". Try --dtype f32, or HYPIC_MAX_ISA=avx2, and report this with the output "
+                    "of `hypic --version`");
+}
+
+std::string shape(int64_t M, int64_t K, int64_t N, dt wt) {
+  return std::to_string(M) + "×" + std::to_string(K) + " · " + std::to_string(K) + "×" +
+         std::to_string(N) + (wt == dt::bf16 ? " bf16" : " f32");
 }
 
 // Key: batch, M, K, N, weight type, ta, tb, accumulate, lda, ldc.
@@ -75,9 +106,13 @@ const Prim& get_prim(int64_t batch, int64_t M, int64_t K, int64_t N, dt wt, bool
     po.append_sum(1.0f);
     attr.set_post_ops(po);
   }
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
-  Prim p{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc(), pd.impl_info_str()};
-  return cache().emplace(key, std::move(p)).first->second;
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+    Prim p{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc(), pd.impl_info_str()};
+    return cache().emplace(key, std::move(p)).first->second;
+  } catch (const dnnl::error& e) {
+    fail("create a matmul " + shape(M, K, N, wt), e);
+  }
 }
 
 void run(const Prim& p, const void* a, const void* b, float* c) {
@@ -88,38 +123,70 @@ void run(const Prim& p, const void* a, const void* b, float* c) {
   thread_local std::vector<uint8_t> scratch;
   if (scratch.size() < p.scratch.get_size()) scratch.resize(p.scratch.get_size());
   memory sm(p.scratch, cpu_engine(), scratch.data());
-  p.prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm},
-                        {DNNL_ARG_SCRATCHPAD, sm}});
-  strm.wait();
+  try {
+    p.prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm},
+                          {DNNL_ARG_SCRATCHPAD, sm}});
+    strm.wait();
+  } catch (const dnnl::error& e) {
+    fail("run a matmul (" + p.impl + ")", e);
+  }
 }
 
-// Packed W (Q8 / Q4) with many rows: x rounded to bf16 once, then W dequantized to bf16 in
-// panels of rows, each multiplied by every row tile of x on oneDNN's bf16 GEMM.
-void linear_packed(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y,
+// Whether oneDNN multiplies bf16 here (AVX512-BF16 and up; oneDNN 2.6 has no bf16 matmul
+// below AVX-512). Otherwise bf16 and packed weights widen to fp32 panels.
+bool bf16_gemm() {
+  return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vl | cpu::kAvx512Bf16);
+}
+
+// BF16 (without bf16_gemm) or packed W with many rows: W converted a panel of rows at a time
+// (~4 MiB, whole multiples of 64 rows) to bf16 (x rounded to bf16 once; bf16_gemm) or fp32
+// (x as is), each panel multiplied by every row tile of x on oneDNN. The widening is paid once
+// per panel for all M rows, and no whole-model copy is ever made.
+void linear_panels(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y,
                    int64_t ldy, bool accumulate) {
   const int64_t N = W.dim(0), K = W.dim(1);
-  // ~4 MiB of bf16 weights per panel, whole multiples of 64 rows.
-  const int64_t panel = std::min(N, std::max<int64_t>(64, (int64_t(4) << 20) / (2 * K) / 64 * 64));
-  thread_local std::vector<uint16_t> xb, wb;
-  xb.resize(size_t(M * K));
-  wb.resize(size_t(panel * K));
-  uint16_t* xp = xb.data();  // thread_local: the workers must use this thread's buffers
-  parallel_for(M, [&](int64_t i) { from_f32(DType::kBF16, x + i * ldx, xp + i * K, size_t(K)); });
+  const bool f32 = !bf16_gemm();
+  const size_t esz = f32 ? 4 : 2;
+  const int64_t panel =
+      std::min(N, std::max<int64_t>(64, (int64_t(4) << 20) / (int64_t(esz) * K) / 64 * 64));
+  thread_local std::vector<uint16_t> xb;
+  thread_local std::vector<uint8_t> wb;
+  wb.resize(size_t(panel * K) * esz);
+  const void* xa = x;
+  int64_t lda = ldx;
+  if (!f32) {
+    xb.resize(size_t(M * K));
+    uint16_t* xp = xb.data();  // thread_local: the workers must use this thread's buffers
+    parallel_for(M, [&](int64_t i) { from_f32(DType::kBF16, x + i * ldx, xp + i * K, size_t(K)); });
+    xa = xp;
+    lda = K;
+  }
+  uint8_t* wp = wb.data();
   for (int64_t n0 = 0; n0 < N; n0 += panel) {
     const int64_t n = std::min(panel, N - n0);
-    const int64_t blocks = (n + 63) / 64;
-    uint16_t* wp = wb.data();
-    parallel_for(blocks, [&](int64_t b) {
+    parallel_for((n + 63) / 64, [&](int64_t b) {
       const int64_t r0 = n0 + b * 64, r1 = std::min(n0 + n, r0 + 64);
-      dequantize_rows_bf16(W, r0, r1, wp + (r0 - n0) * K);
+      uint8_t* o = wp + size_t(r0 - n0) * size_t(K) * esz;
+      if (f32) rows_f32(W, r0, r1, reinterpret_cast<float*>(o));
+      else dequantize_rows_bf16(W, r0, r1, reinterpret_cast<uint16_t*>(o));
     });
     for (int64_t r0 = 0; r0 < M;) {
       const int64_t m = tile_rows(M - r0);
-      const Prim& p = get_prim(1, m, K, n, dt::bf16, false, true, accumulate, K, ldy);
-      run(p, xp + r0 * K, wp, y + r0 * ldy + n0);
+      const Prim& p = get_prim(1, m, K, n, f32 ? dt::f32 : dt::bf16, false, true, accumulate, lda, ldy);
+      run(p, static_cast<const uint8_t*>(xa) + size_t(r0 * lda) * esz, wp, y + r0 * ldy + n0);
       r0 += m;
     }
   }
+}
+
+// HYPIC_TEST_GEMM_FAULT_ROWS=R: every product of R rows or more fails as a kernel would (a
+// test hook for the paths that must survive one; 0: never).
+int64_t fault_rows() {
+  static const int64_t r = [] {
+    const char* e = std::getenv("HYPIC_TEST_GEMM_FAULT_ROWS");
+    return e ? std::atoll(e) : 0;
+  }();
+  return r;
 }
 
 // Whether M rows against W go to the GEMV kernels: few rows of a type they handle.
@@ -139,10 +206,14 @@ void linear_strided(const float* x, int64_t ldx, int64_t M, const Tensor& W, flo
                     int64_t ldy, bool accumulate) {
   HYPIC_CHECK(W.ndim() == 2 && W.dtype() != DType::kF16,
               "linear needs F32 / BF16 / Q8 / Q4 [N, K] weights");
+  if (fault_rows() > 0 && M >= fault_rows())
+    throw KernelError("injected kernel failure (HYPIC_TEST_GEMM_FAULT_ROWS=" +
+                      std::to_string(fault_rows()) + ", " + std::to_string(M) + " rows)");
   if (use_gemv(M, W.dtype())) return gemv(x, ldx, M, W, y, ldy, accumulate);
-  if (dtype_packed(W.dtype())) return linear_packed(x, ldx, M, W, y, ldy, accumulate);
-  const int64_t N = W.dim(0), K = W.dim(1);
   const bool bf16 = W.dtype() == DType::kBF16;
+  if (dtype_packed(W.dtype()) || (bf16 && !bf16_gemm()))
+    return linear_panels(x, ldx, M, W, y, ldy, accumulate);
+  const int64_t N = W.dim(0), K = W.dim(1);
   thread_local std::vector<uint16_t> xb;
   for (int64_t r0 = 0; r0 < M;) {
     const int64_t m = tile_rows(M - r0);
@@ -190,8 +261,31 @@ double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps
   return 2.0 * double(M) * double(K) * double(N) / best * 1e-9;
 }
 
+const char* prefill_impl(DType t) {
+  if (t == DType::kF32) return "onednn_f32";
+  if (!bf16_gemm()) return "f32_panels";
+  return t == DType::kBF16 ? "onednn_bf16" : "bf16_panels";
+}
+
+std::string onednn_isa() {
+  cpu_engine();  // the cap first: querying the ISA fixes it
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+  }
+}
+
 std::string matmul_impl_name(int64_t M, int64_t K, int64_t N, DType wt) {
   if (use_gemv(M, wt)) return std::string("hypic_gemv:") + gemv_impl(wt, M);
+  if (wt != DType::kF32 && !bf16_gemm())
+    return "f32_panels:" + get_prim(1, tile_rows(M), K, N, dt::f32, false, true, false, K, N).impl;
   const dt w = wt == DType::kBF16 || dtype_packed(wt) ? dt::bf16 : dt::f32;
   return get_prim(1, tile_rows(M), K, N, w, false, true, false, K, N).impl;
 }

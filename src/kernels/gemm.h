@@ -1,15 +1,27 @@
-// Matrix products on oneDNN. All activations are fp32 row-major; weights are fp32 or bf16
-// in torch's Linear layout W: [N, K] (out_features, in_features). With bf16 weights the
-// activations are rounded to bf16 and accumulated in fp32 (AVX512-BF16 / AMX kernels).
+// Matrix products on oneDNN. All activations are fp32 row-major; weights are fp32, bf16 or
+// packed (core/quant.h) in torch's Linear layout W: [N, K] (out_features, in_features). Few
+// rows go to the decode GEMVs (kernels/gemv.h). Many rows: with bf16 weights on CPUs with a
+// bf16 matmul (AVX512-BF16 / AMX; the ISA cap, core/cpu.h) the activations are rounded to bf16
+// and accumulated in fp32, packed weights dequantized to bf16 panels; below that tier bf16
+// and packed weights are widened to fp32 panels and multiplied in fp32.
 // Primitives are created once per shape and reused; calls are thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "core/tensor.h"
 
 namespace hypic::kernels {
+
+// A product oneDNN could not create or run on this CPU: thrown by linear and
+// batched_matmul_f32, its message naming the CPU, the ISA tier and what to do. The model's
+// pass catches it (Model::run_pass: a Status); nothing above the model sees it.
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // y: [M, N] = x: [M, K] · Wᵀ  (y += ... when accumulate). W: [N, K], F32 or BF16.
 void linear(const float* x, int64_t M, const Tensor& W, float* y, bool accumulate = false);
@@ -27,6 +39,13 @@ void batched_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, const fl
 // GFLOP/s of one oneDNN matmul [M,K]·[K,N] with weights of type `wt`, measured now (best of
 // at least `reps` and 0.5 s of runs); the yardstick benchmarks compare achieved throughput against.
 double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps = 5);
+
+// How prefill multiplies many rows against weights of type t on this CPU: "onednn_f32",
+// "onednn_bf16", "bf16_panels" (packed weights dequantized to bf16) or "f32_panels".
+const char* prefill_impl(DType t);
+
+// oneDNN's ISA in this process ("avx2", "avx512_core_bf16", …; set by the start-up cap).
+std::string onednn_isa();
 
 // oneDNN implementation name picked for a shape (diagnostics, `hypic inspect`).
 std::string matmul_impl_name(int64_t M, int64_t K, int64_t N, DType wt);

@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu.h"
 #include "core/parallel.h"
 #include "core/quant.h"
 #include "kernels/gemv_amx.h"
+#include "kernels/gemv_avx2.h"
 
 namespace hypic::kernels {
 namespace {
@@ -26,27 +28,32 @@ std::atomic<GemvPath> g_path{[] {
   const char* e = std::getenv("HYPIC_BATCH_INVARIANT");
   return e != nullptr && std::string(e) == "1" ? GemvPath::kBatchInvariant : GemvPath::kBest;
 }()};
-bool g_generic_now() { return g_path.load() == GemvPath::kGeneric; }
 std::atomic<uint64_t> g_weight_bytes{0};
 
-bool cpu_bf16() {
-  static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
-  return h && !g_generic_now();
+// The vector kernel family a type runs on under the ISA cap (core/cpu.h); the AMX tiles are
+// chosen on top of it (use_amx).
+enum class Vec { kGeneric, kAvx2, kAvxVnni, kAvx512 };
+
+Vec vec_kernel(DType t) {
+  using namespace cpu;
+  const uint32_t avx512 = kAvx512F | kAvx512Bw | kAvx512Vl;
+  switch (t) {
+    case DType::kF32:
+      if (has(avx512)) return Vec::kAvx512;
+      break;
+    case DType::kBF16:
+      if (has(avx512 | kAvx512Bf16)) return Vec::kAvx512;
+      break;
+    default:  // Q8, Q4T
+      if (has(avx512 | kAvx512Vnni)) return Vec::kAvx512;
+      if (has(kAvx2 | kFma | kF16c | kAvxVnni)) return Vec::kAvxVnni;
+      break;
+  }
+  return has(kAvx2 | kFma | kF16c) ? Vec::kAvx2 : Vec::kGeneric;
 }
-bool cpu_f32() {
-  static const bool h = __builtin_cpu_supports("avx512bw");
-  return h && !g_generic_now();
-}
-bool cpu_vnni() {
-  static const bool h = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
-  return h && !g_generic_now();
-}
+
 // AMX tiles take BF16, Q8 and Q4T (F32 stays on AVX-512).
-bool cpu_amx(DType t) {
-  const GemvPath p = g_path.load();
-  return t != DType::kF32 && (p == GemvPath::kBest || p == GemvPath::kBatchInvariant) &&
-         amx::available();
-}
+bool cpu_amx(DType t) { return t != DType::kF32 && amx::available(); }
 
 // bf16 products of up to this many rows of x run on the AVX512-BF16 kernel even where the
 // tiles are available (not under kBatchInvariant: tdpbf16ps sums in an order of its own, so
@@ -289,11 +296,15 @@ void gemv_force_path(GemvPath p) { g_path = p; }
 uint64_t gemv_weight_bytes() { return g_weight_bytes.load(std::memory_order_relaxed); }
 
 const char* gemv_impl(DType t, int64_t M) {
-  if (gemv_handles(t) && use_amx(t, M)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
-  if (t == DType::kF32) return cpu_f32() ? "avx512f" : "generic";
-  if (t == DType::kBF16) return cpu_bf16() ? "avx512_bf16" : "generic";
-  if (gemv_handles(t)) return cpu_vnni() ? "avx512_vnni" : "generic";
-  return "none";
+  if (!gemv_handles(t)) return "none";
+  if (use_amx(t, M)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
+  switch (vec_kernel(t)) {
+    case Vec::kAvx512:
+      return t == DType::kF32 ? "avx512f" : t == DType::kBF16 ? "avx512_bf16" : "avx512_vnni";
+    case Vec::kAvxVnni: return "avx_vnni";
+    case Vec::kAvx2: return "avx2";
+    default: return "generic";
+  }
 }
 
 namespace {
@@ -311,6 +322,18 @@ namespace {
       case 1 * 8 + 2: return fn<1, 2>(w, ws, pf, K, X, m0, out);                              \
       default: return fn<1, 1>(w, ws, pf, K, X, m0, out);                                     \
     }                                                                                     \
+  }
+
+// The same for the AVX2 kernels (kernels/gemv_avx2.h), blocks (4, 1) and (1, 1..4).
+#define HYPIC_GEMV_AVX2(fn, X, ...)                                                     \
+  [&](const uint8_t* w, int rb, int64_t m0, int mb, float* out) {                     \
+    if (rb == 4) return avx2::fn<4, 1 __VA_ARGS__>(w, ws, pf, K, X, m0, out);          \
+    switch (mb) {                                                                     \
+      case 4: return avx2::fn<1, 4 __VA_ARGS__>(w, ws, pf, K, X, m0, out);             \
+      case 3: return avx2::fn<1, 3 __VA_ARGS__>(w, ws, pf, K, X, m0, out);             \
+      case 2: return avx2::fn<1, 2 __VA_ARGS__>(w, ws, pf, K, X, m0, out);             \
+      default: return avx2::fn<1, 1 __VA_ARGS__>(w, ws, pf, K, X, m0, out);            \
+    }                                                                                 \
   }
 
 // Bytes of each weight stream prefetched ahead of the kernels (HYPIC_GEMV_LOOKAHEAD). One row
@@ -365,7 +388,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   thread_local XF32 xf;
   thread_local XBf16 xb;
   thread_local XQuant xq;
-  const bool fast = t == DType::kF32 ? cpu_f32() : t == DType::kBF16 ? cpu_bf16() : cpu_vnni();
+  const Vec vk = vec_kernel(t);
   // Prefetch distance: the rows ≥ kLookahead bytes ahead (at least the next block of 4), so
   // short rows (int8 at K = 1024: 1 KiB) still have a few row blocks in flight.
   const int64_t ahead = (int64_t(kLookahead) + int64_t(ws) - 1) / int64_t(ws);  // rows
@@ -379,8 +402,8 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       parallel_for(tasks, body);
     }
   };
-  // Q4T without AMX: the lanes kernel for every row count (or the portable code).
-  const bool amx = use_amx(t, M), q4t_lanes = t == DType::kQ4T && !amx && fast;
+  // Q4T without AMX: rows in lanes for every row count (AVX-512 or AVX2; or the portable code).
+  const bool amx = use_amx(t, M), q4t_lanes = t == DType::kQ4T && !amx && vk != Vec::kGeneric;
   if (amx || q4t_lanes) {
     // Row tasks of whole 64-row tile groups.
     thread_local amx::X xa;
@@ -388,9 +411,11 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
     const amx::X& XA = xa;
     const int64_t per_task = std::max<int64_t>(64, rows_per_task(N) / 64 * 64);
     const bool lanes = q4t_lanes || (t != DType::kBF16 && M <= amx::kLanesMaxRows);
+    const bool avx2_lanes = q4t_lanes && vk != Vec::kAvx512;
     return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
       const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
-      if (lanes) amx::rows_lanes(wbase, ws, n0, n1, XA, y, ldy, accumulate);
+      if (avx2_lanes) avx2::q4t_rows(wbase, ws, n0, n1, XA, y, ldy, accumulate, vk == Vec::kAvxVnni);
+      else if (lanes) amx::rows_lanes(wbase, ws, n0, n1, XA, y, ldy, accumulate);
       else amx::rows(wbase, ws, n0, n1, XA, y, ldy, accumulate, amx_prefetch(t, ws));
     });
   }
@@ -412,31 +437,50 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   auto f32 = HYPIC_GEMV_DISPATCH(f32_block, XF);
   auto bf = HYPIC_GEMV_DISPATCH(bf16_block, XB);
   auto k8 = HYPIC_GEMV_DISPATCH(q8_block, XQ);
+  const avx2::F32X f32x{XF.v.data(), XF.kp};
+  const avx2::Bf16X bf16x{XB.v.data(), XB.kp};
+  const avx2::Q8X q8x{XQ.q.data(), XQ.corr.data(), XQ.dl.data(), XQ.kp};
+  auto f32_2 = HYPIC_GEMV_AVX2(f32_block, f32x);
+  auto bf_2 = HYPIC_GEMV_AVX2(bf16_block, bf16x);
+  auto k8_2 = HYPIC_GEMV_AVX2(q8_block, q8x, , false);
+  auto k8_vnni = HYPIC_GEMV_AVX2(q8_block, q8x, , true);
   auto q4t = [&](int64_t n, int64_t m) {  // row n's group: rows g0 .. g0 + v − 1
     const int64_t g0 = n / 16 * 16;
     return q4t_generic(wbase + size_t(g0) * ws, int(std::min<int64_t>(16, N - g0)), int(n - g0), K, XQ, m);
   };
+  auto block = [&](const uint8_t* w, int64_t n, int rb, int64_t m0, int mb, float* out) {
+    switch (vk) {
+      case Vec::kAvx512:
+        return t == DType::kF32 ? f32(w, rb, m0, mb, out) : t == DType::kBF16 ? bf(w, rb, m0, mb, out)
+                                                                               : k8(w, rb, m0, mb, out);
+      case Vec::kAvxVnni:
+      case Vec::kAvx2:
+        return t == DType::kF32    ? f32_2(w, rb, m0, mb, out)
+               : t == DType::kBF16 ? bf_2(w, rb, m0, mb, out)
+               : vk == Vec::kAvxVnni ? k8_vnni(w, rb, m0, mb, out)
+                                     : k8_2(w, rb, m0, mb, out);
+      default:
+        for (int r = 0; r < rb; ++r)
+          for (int m = 0; m < mb; ++m)
+            out[r * mb + m] = t == DType::kF32    ? f32_generic(w + size_t(r) * ws, K, XF, m0 + m)
+                              : t == DType::kBF16 ? bf16_generic(w + size_t(r) * ws, K, XB, m0 + m)
+                              : t == DType::kQ8   ? q8_generic(w + size_t(r) * ws, K, XQ, m0 + m)
+                                                  : q4t(n + r, m0 + m);
+    }
+  };
+  // Blocks of rb rows of W × mb rows of x: 4 × 4 on AVX-512 (32 zmm); on AVX2 (16 ymm, two
+  // accumulators an output) 4 × 1 for one row of x, else 1 × 4.
+  const bool avx2 = vk == Vec::kAvx2 || vk == Vec::kAvxVnni;
   const int64_t per_task = rows_per_task(N), tasks = (N + per_task - 1) / per_task;
   auto body = [&](int64_t task) {
     const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
     float out[16];
     for (int64_t n = n0; n < n1;) {
-      const int rb = n1 - n >= 4 ? 4 : 1;
+      const int rb = n1 - n >= 4 && !(avx2 && M > 1) ? 4 : 1;
       const uint8_t* w = wbase + size_t(n) * ws;
       for (int64_t m0 = 0; m0 < M; m0 += 4) {
         const int mb = int(std::min<int64_t>(4, M - m0));
-        if (fast) {
-          if (t == DType::kF32) f32(w, rb, m0, mb, out);
-          else if (t == DType::kBF16) bf(w, rb, m0, mb, out);
-          else k8(w, rb, m0, mb, out);
-        } else {
-          for (int r = 0; r < rb; ++r)
-            for (int m = 0; m < mb; ++m)
-              out[r * mb + m] = t == DType::kF32    ? f32_generic(w + size_t(r) * ws, K, XF, m0 + m)
-                                : t == DType::kBF16 ? bf16_generic(w + size_t(r) * ws, K, XB, m0 + m)
-                                : t == DType::kQ8   ? q8_generic(w + size_t(r) * ws, K, XQ, m0 + m)
-                                                    : q4t(n + r, m0 + m);
-        }
+        block(w, n, rb, m0, mb, out);
         for (int r = 0; r < rb; ++r)
           for (int m = 0; m < mb; ++m) store(n + r, m0 + m, out[r * mb + m]);
       }
@@ -487,34 +531,73 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void dequant_row
 
 }  // namespace
 
-void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out) {
+namespace {
+
+bool avx512_bf16() {
+  return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vl | cpu::kAvx512Bf16);
+}
+
+// Rows [n0, n1) of a Q8 or Q4T matrix as `cols`-wide output rows: `rows(t, w, n, o)` turns n
+// rows of stored type t (Q8, or Q4's rows: a Q4T group is untiled first) at w into o.
+template <typename T, typename Rows>
+void packed_rows(const Tensor& W, int64_t n0, int64_t n1, T* out, Rows&& rows) {
   const int64_t N = W.dim(0), K = W.dim(1);
   const size_t ws = dtype_row_bytes(W.dtype(), K);
   const auto* base = static_cast<const uint8_t*>(W.raw());
-  auto rows = [&](DType t, const uint8_t* w, int64_t n, uint16_t* o) {  // n rows of t at w
-    if (cpu_bf16()) {
-      for (int64_t r = 0; r < n; ++r) {
-        if (t == DType::kQ4) dequant_row_q4(w + size_t(r) * ws, K, o + r * K);
-        else dequant_row_q8(w + size_t(r) * ws, K, o + r * K);
-      }
-      return;
-    }
-    std::vector<float> row(static_cast<size_t>(K));
-    for (int64_t r = 0; r < n; ++r) {
-      dequantize_row(t, w + size_t(r) * ws, K, row.data());
-      from_f32(DType::kBF16, row.data(), o + r * K, size_t(K));
-    }
-  };
   if (W.dtype() == DType::kQ8) return rows(DType::kQ8, base + size_t(n0) * ws, n1 - n0, out);
-  // Q4T: group by group, back to kQ4 rows first.
   HYPIC_CHECK(W.dtype() == DType::kQ4T && n0 % kQ4TRows == 0 && (n1 % kQ4TRows == 0 || n1 == N),
-              "dequantize_rows_bf16: Q8 or Q4T rows of whole groups");
-  std::vector<uint8_t> group(size_t(kQ4TRows) * ws);
+              "dequantize_rows: Q8 or Q4T rows of whole groups");
+  thread_local std::vector<uint8_t> group;
+  group.resize(size_t(kQ4TRows) * ws);
   for (int64_t g0 = n0; g0 < n1; g0 += kQ4TRows) {
     const int64_t v = std::min(kQ4TRows, N - g0);
     q4_untile(base + size_t(g0) * ws, v, K, group.data());
     rows(DType::kQ4, group.data(), v, out + (g0 - n0) * K);
   }
+}
+
+}  // namespace
+
+void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out) {
+  const int64_t K = W.dim(1);
+  const size_t ws = dtype_row_bytes(W.dtype(), K);
+  packed_rows(W, n0, n1, out, [&](DType t, const uint8_t* w, int64_t n, uint16_t* o) {
+    const size_t rs = t == DType::kQ4 ? dtype_row_bytes(t, K) : ws;
+    if (avx512_bf16()) {
+      for (int64_t r = 0; r < n; ++r) {
+        if (t == DType::kQ4) dequant_row_q4(w + size_t(r) * rs, K, o + r * K);
+        else dequant_row_q8(w + size_t(r) * rs, K, o + r * K);
+      }
+      return;
+    }
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t r = 0; r < n; ++r) {
+      dequantize_row(t, w + size_t(r) * rs, K, row.data());
+      from_f32(DType::kBF16, row.data(), o + r * K, size_t(K));
+    }
+  });
+}
+
+void rows_f32(const Tensor& W, int64_t n0, int64_t n1, float* out) {
+  const int64_t K = W.dim(1);
+  const bool vec = cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c);
+  if (W.dtype() == DType::kBF16) {
+    const auto* w = static_cast<const uint16_t*>(W.raw());
+    for (int64_t r = n0; r < n1; ++r) {
+      if (vec) avx2::bf16_to_f32_row(w + r * K, K, out + (r - n0) * K);
+      else to_f32(DType::kBF16, w + r * K, out + (r - n0) * K, size_t(K));
+    }
+    return;
+  }
+  packed_rows(W, n0, n1, out, [&](DType t, const uint8_t* w, int64_t n, float* o) {
+    const size_t rs = dtype_row_bytes(t, K);
+    for (int64_t r = 0; r < n; ++r) {
+      const uint8_t* in = w + size_t(r) * rs;
+      if (!vec) dequantize_row(t, in, K, o + r * K);
+      else if (t == DType::kQ4) avx2::dequant_q4_row(in, K, o + r * K);
+      else avx2::dequant_q8_row(in, K, o + r * K);
+    }
+  });
 }
 
 }  // namespace hypic::kernels

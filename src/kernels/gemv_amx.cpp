@@ -4,8 +4,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +12,9 @@
 #include <string>
 #include <type_traits>
 
+#include "core/cpu.h"
 #include "core/quant.h"
+#include "kernels/gemv_avx2.h"
 
 #define HYPIC_AMX_TARGET \
   __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
@@ -62,11 +62,6 @@ TileConfig config(DType t, int64_t mp) {
   return c;
 }
 
-bool request_tiles() {
-  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA (Linux ≥ 5.16): once per process, all threads.
-  constexpr long kReqPerm = 0x1023, kTileData = 18;
-  return syscall(SYS_arch_prctl, kReqPerm, kTileData) == 0;
-}
 
 
 // ---------------------------------------------------------------------------------------
@@ -248,15 +243,7 @@ HYPIC_AMX_TARGET void release_tiles() { _tile_release(); }
 }  // namespace
 
 bool available() {
-  static const bool ok = [] {
-    const char* e = std::getenv("HYPIC_AMX");
-    if (e != nullptr && std::string(e) == "0") return false;
-    return __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
-           __builtin_cpu_supports("amx-bf16") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
-           request_tiles();
-  }();
-  return ok;
+  return cpu::has(cpu::kAmxTile | cpu::kAmxInt8 | cpu::kAmxBf16);
 }
 
 namespace {
@@ -287,8 +274,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void quantize_blocks_avx512
 }  // namespace
 
 void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d, int32_t* sums) {
-  static const bool vec = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  if (vec) return quantize_blocks_avx512(x, K, kp, q, d, sums);
+  if (cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vl))
+    return quantize_blocks_avx512(x, K, kp, q, d, sums);
+  if (cpu::has(cpu::kAvx2 | cpu::kFma)) return avx2::quantize_blocks(x, K, kp, q, d, sums);
   for (int64_t b = 0; b * kChunk < kp; ++b) {
     const int64_t k0 = b * kChunk, k1 = std::min(K, k0 + kChunk);
     float amax = 0.0f;

@@ -20,8 +20,8 @@
 
 namespace hypic::kernels::amx {
 
-// Whether this CPU has AMX (tile, bf16, int8) and the OS granted this process the tile
-// state; false under HYPIC_AMX=0.
+// Whether this CPU has AMX (tile, bf16, int8), the OS granted this process the tile state and
+// the ISA cap allows it (core/cpu.h; HYPIC_AMX=0 caps below amx).
 bool available();
 
 // x quantized per block of 32: q [kp] codes (zero past K), d [kp / 32] block scales, and

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <utility>
 
+#include "core/cpu.h"
+
 namespace hypic::kernels {
 namespace {
 
@@ -188,10 +190,7 @@ void gemm_driver(int M, int N, int K, float alpha, const float* A, int64_t lda, 
   }
 }
 
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
+bool cpu_has_avx512() { return cpu::has(cpu::kAvx512F); }
 
 std::atomic<int> g_isa{int(Isa::kAuto)};
 

@@ -24,7 +24,8 @@ void small_gemm(int M, int N, int K, float alpha, const float* A, int64_t lda, b
                 Tri tri = Tri::kNone);
 
 // Which code path small_gemm (and so every kernel built on it) uses. kAuto picks AVX-512
-// when the CPU has it. Tests force kGeneric to cover the baseline path. Process-wide.
+// when the CPU has it and the ISA cap (core/cpu.h) allows it. Tests force kGeneric to cover
+// the baseline path. Process-wide.
 enum class Isa { kAuto, kGeneric, kAvx512 };
 void set_isa(Isa isa);
 Isa active_isa();  // kGeneric or kAvx512

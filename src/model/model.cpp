@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <new>
 
 #include "core/workspace.h"
 #include "kernels/elementwise.h"
@@ -136,6 +138,18 @@ Status Model::forward_plan(SeqState& st, const ForwardPlan& plan, LogitsFor whic
 
 Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
                        std::vector<float>* logits) const {
+  try {
+    return run_layers(tokens, pass, which, logits);
+  } catch (const std::bad_alloc&) {
+    return internal_error("the forward pass ran out of memory; shorten the prompt or lower "
+                          "the batch and cache sizes");
+  } catch (const std::exception& e) {
+    return internal_error(std::string("the forward pass failed: ") + e.what());
+  }
+}
+
+Status Model::run_layers(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
+                         std::vector<float>* logits) const {
   const auto& c = cfg_;
   const int64_t R = int64_t(tokens.size()), H = c.hidden_size;
   for (int32_t t : tokens)
@@ -190,6 +204,18 @@ Status Model::run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor
   logits->assign(size_t(n * c.vocab_size), 0.0f);
   linear(x.f32(), n, w_.lm_head, logits->data());
   return Status::ok();
+}
+
+Status Model::self_test() const {
+  const int64_t L = std::min<int64_t>(20, cfg_.max_position_embeddings - 1);
+  if (L < 1) return Status::ok();
+  std::vector<int32_t> tokens(static_cast<size_t>(L));
+  for (int64_t i = 0; i < L; ++i) tokens[size_t(i)] = int32_t(i % cfg_.vocab_size);
+  SeqState st = new_state(L + 1);
+  std::vector<float> logits;
+  Status s = forward(st, tokens, LogitsFor::kLast, &logits);
+  if (s.is_ok()) s = decode_batch({&st}, {tokens[0]}, &logits);
+  return s.with_context("the kernel self-test at start-up");
 }
 
 double Model::forward_flops(int64_t L, int64_t past, bool logits_last_only) const {

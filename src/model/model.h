@@ -114,6 +114,12 @@ class Model {
   Status decode_batch(const std::vector<SeqState*>& states, const std::vector<int32_t>& tokens,
                       std::vector<float>* logits) const;
 
+  // Runs each kind of product the model needs once, on a fresh state: a 20-token prefill (the
+  // GEMMs; oneDNN creates its primitives for the model's shapes) and a decode step (the
+  // GEMVs). A kernel this CPU cannot run fails here, at start-up, with its message (the
+  // commands that serve call it after loading) instead of in a request.
+  Status self_test() const;
+
   // Segment entries (SPEC §4): a standalone prefill of `tokens` from zero state at positions
   // 0 … L−1 that keeps, per layer, what composing the body [seam, L) needs. Errors when the
   // segment is too short to have a body (see min_segment_tokens()).
@@ -156,9 +162,14 @@ class Model {
 
  private:
   Model() = default;
-  // Runs the pass's pieces (each names its sequence) and advances every sequence's pos.
+  // Runs the pass's pieces (each names its sequence) and advances every sequence's pos. A
+  // kernel that throws (kernels::KernelError, bad_alloc) ends the pass with an internal error
+  // whose message says what failed; the pass's sequences are then undefined (their owners
+  // drop them) and the model is unchanged.
   Status run_pass(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
                   std::vector<float>* logits) const;
+  Status run_layers(const std::vector<int32_t>& tokens, Pass& pass, LogitsFor which,
+                    std::vector<float>* logits) const;
   // One layer per decoder layer (what an arriving entry is checked for before its layers are in).
   Status check_entry_layers(const SegmentEntry& e) const;
 

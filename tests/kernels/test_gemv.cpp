@@ -1,12 +1,14 @@
 // The quantized row formats (core/quant.h) and the decode GEMV kernels (kernels/gemv.h)
 // against plain references written here, in double: every dispatch path this CPU runs
-// (the AVX-512 kernels where present, and the portable path, forced).
+// (each ISA tier it reaches, core/cpu.h: AMX, AVX-512, AVX-VNNI, AVX2, the portable path).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "common/testutil.h"
+#include "core/cpu.h"
 #include "core/quant.h"
 #include "core/tensor.h"
 #include "kernels/gemm.h"
@@ -70,17 +72,37 @@ struct Case {
   int64_t M, N, K;
 };
 
-void check_against_reference(const Case& c, GemvPath path) {
-  gemv_force_path(path);
+// A dispatch path: an ISA cap (core/cpu.h) and the gemv path under it.
+struct Path {
+  cpu::Tier cap;
+  GemvPath gemv;
+};
+
+// Puts a path in force for a scope.
+class UsePath {
+ public:
+  explicit UsePath(const Path& p) : cap_(p.cap) { gemv_force_path(p.gemv); }
+  ~UsePath() { gemv_force_path(GemvPath::kBest); }
+
+ private:
+  cpu::ScopedCap cap_;
+};
+
+std::string path_name(const Path& p) {
+  return std::string(cpu::tier_name(p.cap)) + (p.gemv == GemvPath::kBatchInvariant ? "/invariant" : "");
+}
+
+void check_against_reference(const Case& c, const Path& path) {
+  UsePath use(path);
   const Tensor W = matrix(c.N, c.K, uint32_t(7 + c.K)).to(c.t);
   auto x = randn(size_t(c.M * c.K), uint32_t(11 + c.M));
   std::vector<double> ref, mag;
   reference(x, c.M, W, &ref, &mag);
   std::vector<float> y(size_t(c.M * c.N), 0.5f);
   gemv(x.data(), c.K, c.M, W, y.data(), c.N, false);
-  const std::string what = std::string(dtype_name(c.t)) + " " + gemv_impl(c.t, c.M) + " M=" +
-                           std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" +
-                           std::to_string(c.K);
+  const std::string what = std::string(dtype_name(c.t)) + " " + path_name(path) + " " +
+                           gemv_impl(c.t, c.M) + " M=" + std::to_string(c.M) + " N=" +
+                           std::to_string(c.N) + " K=" + std::to_string(c.K);
   // fp32 accumulation of K products, each exact or rounded once: ≤ K·2⁻²³·Σ|terms| (the
   // integer block sums of Q8 / Q4 are exact; their block scales add two roundings per term).
   for (size_t i = 0; i < ref.size(); ++i)
@@ -89,7 +111,6 @@ void check_against_reference(const Case& c, GemvPath path) {
   std::vector<float> y2(y.size(), 1.0f);
   gemv(x.data(), c.K, c.M, W, y2.data(), c.N, true);
   for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y2[i], y[i] + 1.0f, 1e-5) << what;
-  gemv_force_path(GemvPath::kBest);
 }
 
 const Case kCases[] = {
@@ -107,19 +128,25 @@ bool amx_cpu() {
   return std::string(gemv_impl(DType::kBF16, kGemvMaxRows)).rfind("amx", 0) == 0;
 }
 
-// The paths this CPU runs: the best, on AMX CPUs also the batch-invariant one and the best
-// without AMX, the portable.
-std::vector<GemvPath> paths() {
-  std::vector<GemvPath> p{GemvPath::kBest};
-  if (amx_cpu()) p.insert(p.end(), {GemvPath::kBatchInvariant, GemvPath::kNoAmx});
-  p.push_back(GemvPath::kGeneric);
+// The paths this CPU runs: every tier it reaches, once each (a cap whose tier this CPU lacks
+// lands on a lower one already listed), and on AMX CPUs also the batch-invariant tiles.
+std::vector<Path> paths() {
+  std::vector<Path> p;
+  std::set<int> seen;
+  for (int i = int(cpu::startup_cap()); i >= 0; --i) {
+    cpu::ScopedCap cap{cpu::Tier(i)};
+    if (!seen.insert(int(cpu::tier())).second) continue;
+    p.push_back({cpu::Tier(i), GemvPath::kBest});
+    if (amx_cpu()) p.push_back({cpu::Tier(i), GemvPath::kBatchInvariant});
+  }
   return p;
 }
 
 // Whether a row's bits may depend on its batch: only bf16 on AMX under kBest (1–2 rows on
 // AVX512-BF16, more on the tiles; gemv.h).
-bool batch_variant(GemvPath p, DType t, int64_t M) {
-  return p == GemvPath::kBest && t == DType::kBF16 &&
+bool batch_variant(const Path& p, DType t, int64_t M) {
+  UsePath use(p);
+  return p.gemv == GemvPath::kBest && t == DType::kBF16 &&
          std::string(gemv_impl(t, 1)) != gemv_impl(t, M);
 }
 
@@ -209,33 +236,65 @@ TEST(Quant, Q4TRegroupsTheRowsAsDocumented) {
 // The activations' block codes (the vector path where the CPU has one) against the rule
 // gemv.h states, evaluated here per element: bit-identical codes, scales and code sums.
 TEST(Gemv, ActivationBlocksQuantizeAsDocumented) {
-  for (int64_t K : {31, 64, 100, 3072}) {
-    const int64_t kp = (K + 31) / 32 * 32, nb = kp / 32;
-    auto x = randn(size_t(K), uint32_t(K), 2.0f);
-    for (int64_t k = 0; k < std::min<int64_t>(K, 32); ++k) x[size_t(k)] = k == 7 ? 3.5f : 0.0f;
-    std::vector<int8_t> q(size_t(kp), 99);
-    std::vector<float> d(static_cast<size_t>(nb));
-    std::vector<int32_t> sums(static_cast<size_t>(nb));
-    amx::quantize_blocks(x.data(), K, kp, q.data(), d.data(), sums.data());
-    for (int64_t b = 0; b < nb; ++b) {
-      float amax = 0;
-      for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) amax = std::max(amax, std::fabs(x[size_t(k)]));
-      const float want_d = amax / 127.0f, inv = want_d > 0 ? 1.0f / want_d : 0.0f;
-      ASSERT_EQ(d[size_t(b)], want_d) << "K=" << K << " block " << b;
-      int32_t sum = 0;
-      for (int64_t k = b * 32; k < b * 32 + 32; ++k) {
-        const int want = k < K ? std::clamp(int(std::nearbyint(x[size_t(k)] * inv)), -127, 127) : 0;
-        ASSERT_EQ(q[size_t(k)], want) << "K=" << K << " k=" << k;
-        sum += want;
+  for (const Path& p : paths()) {
+    cpu::ScopedCap cap(p.cap);
+    for (int64_t K : {31, 64, 100, 3072}) {
+      const int64_t kp = (K + 31) / 32 * 32, nb = kp / 32;
+      auto x = randn(size_t(K), uint32_t(K), 2.0f);
+      for (int64_t k = 0; k < std::min<int64_t>(K, 32); ++k) x[size_t(k)] = k == 7 ? 3.5f : 0.0f;
+      std::vector<int8_t> q(size_t(kp), 99);
+      std::vector<float> d(static_cast<size_t>(nb));
+      std::vector<int32_t> sums(static_cast<size_t>(nb));
+      amx::quantize_blocks(x.data(), K, kp, q.data(), d.data(), sums.data());
+      const std::string at = path_name(p) + " K=" + std::to_string(K);
+      for (int64_t b = 0; b < nb; ++b) {
+        float amax = 0;
+        for (int64_t k = b * 32; k < std::min(K, b * 32 + 32); ++k) amax = std::max(amax, std::fabs(x[size_t(k)]));
+        const float want_d = amax / 127.0f, inv = want_d > 0 ? 1.0f / want_d : 0.0f;
+        ASSERT_EQ(d[size_t(b)], want_d) << at << " block " << b;
+        int32_t sum = 0;
+        for (int64_t k = b * 32; k < b * 32 + 32; ++k) {
+          const int want = k < K ? std::clamp(int(std::nearbyint(x[size_t(k)] * inv)), -127, 127) : 0;
+          ASSERT_EQ(q[size_t(k)], want) << at << " k=" << k;
+          sum += want;
+        }
+        ASSERT_EQ(sums[size_t(b)], sum) << at << " block " << b;
       }
-      ASSERT_EQ(sums[size_t(b)], sum) << "K=" << K << " block " << b;
     }
   }
 }
 
 TEST(Gemv, MatchesReferenceOnEveryPath) {
-  for (GemvPath p : paths())
+  for (const Path& p : paths())
     for (const Case& c : kCases) check_against_reference(c, p);
+}
+
+// The AVX2 kernels reproduce the AVX-512 ones bit for bit (gemv_avx2.h): F32, BF16 and Q8
+// against the AVX-512F / AVX512-BF16 / AVX512-VNNI kernels, Q4T against the lanes kernel, every
+// row count, with and without AVX-VNNI; where this CPU has AVX-512.
+TEST(Gemv, Avx2KernelsMatchTheAvx512KernelsBitForBit) {
+  if (int(cpu::startup_cap()) < int(cpu::Tier::kAvx512Bf16)) GTEST_SKIP() << "no AVX512-BF16 here";
+  std::vector<cpu::Tier> low{cpu::Tier::kAvx2};
+  if (cpu::detected() & cpu::kAvxVnni) low.push_back(cpu::Tier::kAvxVnni);
+  for (DType t : {DType::kF32, DType::kBF16, DType::kQ8, DType::kQ4T})
+    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{67, 2080}, {301, 320}, {9, 96}}) {
+      const Tensor W = matrix(N, K, uint32_t(20 + K)).to(t);
+      auto x = randn(size_t(16 * K), uint32_t(21 + N));
+      for (int64_t M : {1, 2, 3, 4, 5, 16}) {
+        std::vector<float> want(size_t(M * N)), got(want.size());
+        {
+          cpu::ScopedCap cap(cpu::Tier::kAvx512Bf16);  // the vector kernels, no tiles
+          gemv(x.data(), K, M, W, want.data(), N, false);
+        }
+        for (cpu::Tier tier : low) {
+          cpu::ScopedCap cap(tier);
+          gemv(x.data(), K, M, W, got.data(), N, false);
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(got[i], want[i]) << dtype_name(t) << " " << gemv_impl(t, M) << " M=" << M
+                                       << " N=" << N << " K=" << K << " at " << i;
+        }
+      }
+    }
 }
 
 // Against the unquantized activations: the only further error is x's quantization, at most
@@ -268,7 +327,7 @@ TEST(Gemv, QuantizedActivationErrorWithinItsBound) {
 
 // Row m of a batch of M against the same row alone: bit-identical, or where batch_variant
 // allows two kernels, the same bf16 products summed in two orders (≤ 2·K·2⁻²⁴·Σ|terms| apart).
-void expect_same_row(GemvPath p, DType t, int64_t M, int64_t m, const float* x,
+void expect_same_row(const Path& p, DType t, int64_t M, int64_t m, const float* x,
                      const Tensor& W, const float* one, const float* all) {
   const int64_t N = W.dim(0), K = W.dim(1);
   const bool variant = batch_variant(p, t, M);
@@ -290,8 +349,8 @@ void expect_same_row(GemvPath p, DType t, int64_t M, int64_t m, const float* x,
 // every row count 1–16 (AMX: 1, 2, 4, 8 or 16 tile columns), on each path (bf16 on AMX under
 // kBest: within the bound of two summation orders).
 TEST(Gemv, RowsAreIndependentOfTheBatch) {
-  for (GemvPath p : paths()) {
-    gemv_force_path(p);
+  for (const Path& p : paths()) {
+    UsePath use(p);
     for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
       const int64_t N = 301, K = 320;
       const Tensor W = matrix(N, K, 9).to(t);
@@ -307,13 +366,12 @@ TEST(Gemv, RowsAreIndependentOfTheBatch) {
       }
     }
   }
-  gemv_force_path(GemvPath::kBest);
 }
 
 // The same on a whole multiple of the tile groups with the rows split over the threads.
 TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
-  for (GemvPath p : paths()) {
-    gemv_force_path(p);
+  for (const Path& p : paths()) {
+    UsePath use(p);
     for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
       const int64_t M = 11, N = 4100, K = 512;  // > 1 MiB of weights: row tasks on all threads
       const Tensor W = matrix(N, K, 9).to(t);
@@ -326,52 +384,77 @@ TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
       }
     }
   }
-  gemv_force_path(GemvPath::kBest);
 }
 
-// Many rows of a packed W: dequantized to bf16 panels on oneDNN's GEMM (kernels::linear),
-// against bf16(x) · bf16(W_deq) in double.
-TEST(Gemv, PackedPrefillPathMatchesDequantizedReference) {
-  for (DType t : {DType::kQ8, DType::kQ4T}) {
-    const int64_t M = 40, N = 200, K = 256;
-    const Tensor W = matrix(N, K, 12).to(t);
-    const Tensor Wf = W.to(DType::kF32);
-    auto x = randn(size_t(M * K), 13);
-    std::vector<float> y(size_t(M * N), 2.0f);
-    linear(x.data(), M, W, y.data(), true);
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        double s = 0, mag = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          const double a = bf16_to_f32(f32_to_bf16(x[size_t(m * K + k)]));
-          const double b = bf16_to_f32(f32_to_bf16(Wf.f32()[n * K + k]));
-          s += a * b;
-          mag += std::fabs(a * b);
+// The prefill tiers: bf16 panels on oneDNN's bf16 GEMM where this CPU has one, and the fp32
+// panels of every CPU below AVX512-BF16 (the AVX2 cap).
+std::vector<cpu::Tier> prefill_tiers() {
+  std::vector<cpu::Tier> t{cpu::startup_cap()};
+  if (int(cpu::startup_cap()) > int(cpu::Tier::kAvx2)) t.push_back(cpu::Tier::kAvx2);
+  return t;
+}
+bool bf16_gemm_now() { return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Bf16); }
+
+// Many rows of a BF16 or packed W: converted panels on oneDNN's GEMM (kernels::linear), against
+// x' · W_deq in double, x' = bf16(x) and W_deq rounded to bf16 on the bf16 GEMM, x itself on
+// the fp32 panels.
+TEST(Gemv, PanelPrefillPathMatchesDequantizedReference) {
+  for (cpu::Tier tier : prefill_tiers())
+    for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
+      cpu::ScopedCap cap(tier);
+      const bool bf = bf16_gemm_now();
+      const int64_t M = 40, N = 200, K = 256;
+      const Tensor W = matrix(N, K, 12).to(t);
+      const Tensor Wf = W.to(DType::kF32);
+      auto x = randn(size_t(M * K), 13);
+      std::vector<float> y(size_t(M * N), 2.0f);
+      linear(x.data(), M, W, y.data(), true);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double s = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const float xk = x[size_t(m * K + k)], wk = Wf.f32()[n * K + k];
+            const double a = bf ? bf16_to_f32(f32_to_bf16(xk)) : xk;
+            const double b = bf ? bf16_to_f32(f32_to_bf16(wk)) : wk;
+            s += a * b;
+            mag += std::fabs(a * b);
+          }
+          ASSERT_NEAR(y[size_t(m * N + n)], 2.0 + s, 1e-5 + K * 1.2e-7 * mag)
+              << dtype_name(t) << " " << cpu::tier_name(tier);
         }
-        ASSERT_NEAR(y[size_t(m * N + n)], 2.0 + s, 1e-5 + K * 1.2e-7 * mag) << dtype_name(t);
-      }
-  }
+    }
 }
 
-// The prefill panels' dequantizer: the vector path (where this CPU has one) is bit-identical
-// to the portable one, which is dequantize_row rounded to bf16 (checked here too).
+// The prefill panels' converters: the vector paths (where this CPU has them) are
+// bit-identical to the portable one, which is dequantize_row / to_f32 (rounded to bf16 for
+// the bf16 panels; checked here too).
 TEST(Gemv, DequantizedRowsAreBitIdenticalOnEveryPath) {
   for (const auto& [t, K] : {std::pair{DType::kQ8, int64_t(2050)}, std::pair{DType::kQ8, int64_t(31)},
-                             std::pair{DType::kQ4T, int64_t(2080)}, std::pair{DType::kQ4T, int64_t(32)}}) {
+                             std::pair{DType::kQ4T, int64_t(2080)}, std::pair{DType::kQ4T, int64_t(32)},
+                             std::pair{DType::kBF16, int64_t(1037)}}) {
     // Q4T: from a whole group on (its rows 16 .. 36: a group of 16 and a short one).
     const int64_t N = 37, n0 = t == DType::kQ4T ? 16 : 2;
     const Tensor W = matrix(N, K, uint32_t(16 + K), 0.3f).to(t);
     const Tensor rows = t == DType::kQ4T ? W.to(DType::kQ4) : W;  // one row per row
-    std::vector<uint16_t> fast(size_t((N - n0) * K)), slow(fast.size());
-    dequantize_rows_bf16(W, n0, N, fast.data());
-    gemv_force_path(GemvPath::kGeneric);
-    dequantize_rows_bf16(W, n0, N, slow.data());
-    gemv_force_path(GemvPath::kBest);
+    std::vector<float> f32(size_t((N - n0) * K)), f32_slow(f32.size());
+    std::vector<uint16_t> fast(f32.size()), slow(f32.size());
+    if (t != DType::kBF16) dequantize_rows_bf16(W, n0, N, fast.data());
+    rows_f32(W, n0, N, f32.data());
+    {
+      cpu::ScopedCap cap(cpu::Tier::kGeneric);
+      if (t != DType::kBF16) dequantize_rows_bf16(W, n0, N, slow.data());
+      rows_f32(W, n0, N, f32_slow.data());
+    }
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t n = n0; n < N; ++n) {
-      dequantize_row(rows.dtype(), rows.rows(n, n + 1).raw(), K, row.data());
+      const Tensor one = rows.rows(n, n + 1);
+      if (t == DType::kBF16) to_f32(t, one.raw(), row.data(), size_t(K));
+      else dequantize_row(rows.dtype(), one.raw(), K, row.data());
       for (int64_t k = 0; k < K; ++k) {
         const size_t i = size_t((n - n0) * K + k);
+        ASSERT_EQ(f32[i], f32_slow[i]) << dtype_name(t) << " K=" << K << " row " << n << " col " << k;
+        ASSERT_EQ(f32_slow[i], row[size_t(k)]) << dtype_name(t) << " row " << n;
+        if (t == DType::kBF16) continue;
         ASSERT_EQ(fast[i], slow[i]) << dtype_name(t) << " K=" << K << " row " << n << " col " << k;
         ASSERT_EQ(slow[i], f32_to_bf16(row[size_t(k)])) << dtype_name(t) << " row " << n;
       }
@@ -379,35 +462,47 @@ TEST(Gemv, DequantizedRowsAreBitIdenticalOnEveryPath) {
   }
 }
 
-// The bf16 GEMV and oneDNN's bf16 GEMM (17 rows and more) agree to fp32 summation order.
+// The bf16 GEMV and the GEMM path (17 rows and more: oneDNN's bf16 GEMM, or fp32 panels)
+// agree to fp32 summation order (and, on the fp32 panels, x's bf16 rounding in the GEMV).
 TEST(Gemv, Bf16AgreesWithTheGemmPath) {
-  const int64_t N = 96, K = 1024;
-  const Tensor W = matrix(N, K, 14).to(DType::kBF16);
-  auto x = randn(size_t(17 * K), 15);
-  std::vector<float> big(size_t(17 * N)), small(static_cast<size_t>(N));
-  linear(x.data(), 17, W, big.data());
-  for (int64_t m = 0; m < 17; ++m) {
-    linear(x.data() + m * K, 1, W, small.data());
-    for (int64_t n = 0; n < N; ++n)
-      ASSERT_NEAR(small[size_t(n)], big[size_t(m * N + n)], 1e-4 * (1 + std::fabs(big[size_t(m * N + n)])));
+  for (cpu::Tier tier : prefill_tiers()) {
+    cpu::ScopedCap cap(tier);
+    const int64_t N = 96, K = 1024;
+    const Tensor W = matrix(N, K, 14).to(DType::kBF16);
+    auto x = randn(size_t(17 * K), 15);
+    std::vector<float> big(size_t(17 * N)), small(static_cast<size_t>(N));
+    linear(x.data(), 17, W, big.data());
+    const double tol = bf16_gemm_now() ? 1e-4 : 1e-2;  // fp32 panels: x not rounded to bf16
+    for (int64_t m = 0; m < 17; ++m) {
+      linear(x.data() + m * K, 1, W, small.data());
+      for (int64_t n = 0; n < N; ++n)
+        ASSERT_NEAR(small[size_t(n)], big[size_t(m * N + n)], tol * (1 + std::fabs(big[size_t(m * N + n)])))
+            << cpu::tier_name(tier);
+    }
   }
 }
 
 TEST(Gemv, ReportsItsKernels) {
-  const std::string f = gemv_impl(DType::kF32, 1), b = gemv_impl(DType::kBF16, 16),
-                    q = gemv_impl(DType::kQ4T, 1);
-  EXPECT_TRUE(f == "avx512f" || f == "generic") << f;
-  EXPECT_TRUE(b == "amx_bf16" || b == "avx512_bf16" || b == "generic") << b;
-  EXPECT_TRUE(q == "amx_int8" || q == "avx512_vnni" || q == "generic") << q;
+  const std::set<std::string> names{"amx_bf16", "amx_int8", "avx512f", "avx512_bf16", "avx512_vnni",
+                                    "avx_vnni", "avx2", "generic"};
+  for (DType t : {DType::kF32, DType::kBF16, DType::kQ8, DType::kQ4T})
+    EXPECT_EQ(names.count(gemv_impl(t, 1)), 1u) << gemv_impl(t, 1);
   if (amx_cpu()) {  // bf16 of 1–2 rows on AVX512-BF16 unless batch-invariant
     EXPECT_EQ(std::string(gemv_impl(DType::kBF16, 2)), "avx512_bf16");
     EXPECT_EQ(std::string(gemv_impl(DType::kBF16, 3)), "amx_bf16");
     gemv_force_path(GemvPath::kBatchInvariant);
     EXPECT_EQ(std::string(gemv_impl(DType::kBF16, 1)), "amx_bf16");
+    gemv_force_path(GemvPath::kBest);
   }
-  gemv_force_path(GemvPath::kNoAmx);
-  EXPECT_EQ(std::string(gemv_impl(DType::kBF16, 16)).rfind("amx", 0), std::string::npos);
-  gemv_force_path(GemvPath::kBest);
+  {
+    cpu::ScopedCap cap(cpu::Tier::kAvx2);
+    for (DType t : {DType::kF32, DType::kBF16, DType::kQ8, DType::kQ4T})
+      EXPECT_EQ(std::string(gemv_impl(t, 16)), "avx2") << dtype_name(t);
+  }
+  {
+    cpu::ScopedCap cap(cpu::Tier::kGeneric);
+    EXPECT_EQ(std::string(gemv_impl(DType::kQ8, 1)), "generic");
+  }
   EXPECT_EQ(std::string(gemv_impl(DType::kF16, 1)), "none");
   EXPECT_EQ(std::string(gemv_impl(DType::kQ4, 1)), "none");  // stored rows: regroup first
 }
