@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <utility>
 
 namespace hypic {
 
@@ -17,10 +18,10 @@ void set_num_threads(int n);
 // first one stops the iterations not yet started and is rethrown here, on the caller's
 // thread, after the region.
 template <typename F>
-void parallel_for(int64_t n, F&& f) {
+void parallel_for(int64_t n, F&& f, bool region_even_for_one = false) {
   std::exception_ptr error;
   std::atomic<bool> failed{false};
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1 || region_even_for_one)
   for (int64_t i = 0; i < n; ++i) {
     if (failed.load(std::memory_order_relaxed)) continue;
     try {
@@ -30,6 +31,14 @@ void parallel_for(int64_t n, F&& f) {
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+// parallel_for whose tasks always run inside a parallel region, even a single one: a oneDNN
+// primitive executed in a task then runs on that task's thread alone (oneDNN does not nest),
+// so its result does not depend on the thread count.
+template <typename F>
+void parallel_tasks(int64_t n, F&& f) {
+  parallel_for(n, std::forward<F>(f), true);
 }
 
 }  // namespace hypic

@@ -138,45 +138,57 @@ bool bf16_gemm() {
   return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vl | cpu::kAvx512Bf16);
 }
 
-// BF16 (without bf16_gemm) or packed W with many rows: W converted a panel of rows at a time
-// (~4 MiB, whole multiples of 64 rows) to bf16 (x rounded to bf16 once; bf16_gemm) or fp32
-// (x as is), each panel multiplied by every row tile of x on oneDNN. The widening is paid once
-// per panel for all M rows, and no whole-model copy is ever made.
-void linear_panels(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y,
+// Weight rows per oneDNN call of a many-row product: an eighth of W (tasks for 8 threads),
+// at most ~4 MiB of fp32 weights, whole multiples of 64 rows (Q4T groups are never split). A
+// shape's chunks never depend on the threads.
+int64_t chunk_rows(int64_t N, int64_t K) {
+  const int64_t eighth = (N + 7) / 8, cap = (int64_t(1) << 20) / K;
+  return std::min(N, std::max<int64_t>(64, (std::min(eighth, cap) + 63) / 64 * 64));
+}
+
+// y [M, N] (+)= x · Wᵀ for many rows, by fixed chunks of W's rows, each chunk one task that
+// multiplies it by every row tile of x on oneDNN (a call inside the parallel region runs on
+// its thread alone). So each output element is computed by one call of a fixed shape with one
+// thread: a row's result never depends on the thread count (oneDNN's own threading may split
+// K, and its split follows the threads) — the determinism scatter's local lanes rely on.
+// W as stored (F32; BF16 where oneDNN multiplies bf16, x rounded to bf16 once), or converted
+// a chunk at a time into the task's buffer: packed W to bf16 (bf16_gemm) or to fp32, BF16 to
+// fp32 (no bf16 matmul). No copy of the whole matrix is ever made.
+void linear_chunks(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y,
                    int64_t ldy, bool accumulate) {
   const int64_t N = W.dim(0), K = W.dim(1);
-  const bool f32 = !bf16_gemm();
-  const size_t esz = f32 ? 4 : 2;
-  const int64_t panel =
-      std::min(N, std::max<int64_t>(64, (int64_t(4) << 20) / (int64_t(esz) * K) / 64 * 64));
+  const DType t = W.dtype();
+  const bool bf = t != DType::kF32 && bf16_gemm();
+  const bool convert = dtype_packed(t) || (t == DType::kBF16 && !bf);
+  const size_t esz = bf ? 2 : 4;
   thread_local std::vector<uint16_t> xb;
-  thread_local std::vector<uint8_t> wb;
-  wb.resize(size_t(panel * K) * esz);
   const void* xa = x;
   int64_t lda = ldx;
-  if (!f32) {
+  if (bf) {
     xb.resize(size_t(M * K));
-    uint16_t* xp = xb.data();  // thread_local: the workers must use this thread's buffers
+    uint16_t* xp = xb.data();  // thread_local: the workers must use this thread's buffer
     parallel_for(M, [&](int64_t i) { from_f32(DType::kBF16, x + i * ldx, xp + i * K, size_t(K)); });
     xa = xp;
     lda = K;
   }
-  uint8_t* wp = wb.data();
-  for (int64_t n0 = 0; n0 < N; n0 += panel) {
-    const int64_t n = std::min(panel, N - n0);
-    parallel_for((n + 63) / 64, [&](int64_t b) {
-      const int64_t r0 = n0 + b * 64, r1 = std::min(n0 + n, r0 + 64);
-      uint8_t* o = wp + size_t(r0 - n0) * size_t(K) * esz;
-      if (f32) rows_f32(W, r0, r1, reinterpret_cast<float*>(o));
-      else dequantize_rows_bf16(W, r0, r1, reinterpret_cast<uint16_t*>(o));
-    });
+  const int64_t chunk = chunk_rows(N, K);
+  parallel_tasks((N + chunk - 1) / chunk, [&](int64_t c) {
+    const int64_t n0 = c * chunk, n = std::min(chunk, N - n0);
+    const void* w = static_cast<const uint8_t*>(W.raw()) + size_t(n0) * size_t(K) * esz;
+    thread_local std::vector<uint8_t> wb;
+    if (convert) {
+      wb.resize(size_t(n * K) * esz);
+      if (bf) dequantize_rows_bf16(W, n0, n0 + n, reinterpret_cast<uint16_t*>(wb.data()));
+      else rows_f32(W, n0, n0 + n, reinterpret_cast<float*>(wb.data()));
+      w = wb.data();
+    }
     for (int64_t r0 = 0; r0 < M;) {
       const int64_t m = tile_rows(M - r0);
-      const Prim& p = get_prim(1, m, K, n, f32 ? dt::f32 : dt::bf16, false, true, accumulate, lda, ldy);
-      run(p, static_cast<const uint8_t*>(xa) + size_t(r0 * lda) * esz, wp, y + r0 * ldy + n0);
+      const Prim& p = get_prim(1, m, K, n, bf ? dt::bf16 : dt::f32, false, true, accumulate, lda, ldy);
+      run(p, static_cast<const uint8_t*>(xa) + size_t(r0 * lda) * esz, w, y + r0 * ldy + n0);
       r0 += m;
     }
-  }
+  });
 }
 
 // HYPIC_TEST_GEMM_FAULT_ROWS=R: every product of R rows or more fails as a kernel would (a
@@ -210,27 +222,7 @@ void linear_strided(const float* x, int64_t ldx, int64_t M, const Tensor& W, flo
     throw KernelError("injected kernel failure (HYPIC_TEST_GEMM_FAULT_ROWS=" +
                       std::to_string(fault_rows()) + ", " + std::to_string(M) + " rows)");
   if (use_gemv(M, W.dtype())) return gemv(x, ldx, M, W, y, ldy, accumulate);
-  const bool bf16 = W.dtype() == DType::kBF16;
-  if (dtype_packed(W.dtype()) || (bf16 && !bf16_gemm()))
-    return linear_panels(x, ldx, M, W, y, ldy, accumulate);
-  const int64_t N = W.dim(0), K = W.dim(1);
-  thread_local std::vector<uint16_t> xb;
-  for (int64_t r0 = 0; r0 < M;) {
-    const int64_t m = tile_rows(M - r0);
-    const float* xs = x + r0 * ldx;
-    float* ys = y + r0 * ldy;
-    if (bf16) {
-      xb.resize(size_t(m * K));
-      for (int64_t i = 0; i < m; ++i)
-        from_f32(DType::kBF16, xs + i * ldx, xb.data() + i * K, size_t(K));
-      const Prim& p = get_prim(1, m, K, N, dt::bf16, false, true, accumulate, K, ldy);
-      run(p, xb.data(), W.raw(), ys);
-    } else {
-      const Prim& p = get_prim(1, m, K, N, dt::f32, false, true, accumulate, ldx, ldy);
-      run(p, xs, W.raw(), ys);
-    }
-    r0 += m;
-  }
+  linear_chunks(x, ldx, M, W, y, ldy, accumulate);
 }
 
 void linear(const float* x, int64_t M, const Tensor& W, float* y, bool accumulate) {
@@ -239,9 +231,10 @@ void linear(const float* x, int64_t M, const Tensor& W, float* y, bool accumulat
 
 void batched_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, const float* A, bool ta,
                         const float* B, bool tb, float* C, bool accumulate) {
-  const Prim& p = get_prim(batch == 1 && !ta ? 1 : batch, M, K, N, dt::f32, ta, tb, accumulate,
-                           K, N);
-  run(p, A, B, C);
+  // One call per matrix, each on one thread (as linear_chunks): results independent of the
+  // thread count.
+  const Prim& p = get_prim(1, M, K, N, dt::f32, ta, tb, accumulate, K, N);
+  parallel_tasks(batch, [&](int64_t b) { run(p, A + b * M * K, B + b * K * N, C + b * M * N); });
 }
 
 double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps) {

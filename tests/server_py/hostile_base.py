@@ -46,9 +46,10 @@ class HypicServer(Process):
     `probe_src`, so that a test of the per-address cap starts with no connection of
     127.0.0.1 counted."""
 
-    def __init__(self, *extra_args, probe_src="127.0.0.3"):
+    def __init__(self, *extra_args, probe_src="127.0.0.3", env=None):
         super().__init__([OPTS["hypic_bin"], "serve", "--model", MODEL_DIR, "--port", "0", "--dtype", "f32",
-                          "--cache-mem", "64", "--api-key", KEY] + list(extra_args), prefix="hypic-hostile-")
+                          "--cache-mem", "64", "--api-key", KEY] + list(extra_args), prefix="hypic-hostile-",
+                         env=env)
         self.probe_src = probe_src
 
     def start(self, timeout=30.0):
@@ -83,10 +84,11 @@ def metrics_value(port, name, src="127.0.0.3"):
 class HostileCase(unittest.TestCase):
     """A server per class (started in setUpClass; a class cleanup stops it)."""
     SERVER_ARGS = ("--max-body", "1")
+    SERVER_ENV = {}
 
     @classmethod
     def setUpClass(cls):
-        cls.server = HypicServer(*cls.SERVER_ARGS)
+        cls.server = HypicServer(*cls.SERVER_ARGS, env=cls.SERVER_ENV)
         cls.addClassCleanup(cls.server.cleanup)
         cls.server.start()
         cls.port = cls.server.port

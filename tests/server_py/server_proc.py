@@ -64,8 +64,9 @@ class Process:
     """A spawned hypic process whose stderr (one JSON line per request or event, and the
     line naming its port) goes to a temporary file. Subclasses say when it is ready."""
 
-    def __init__(self, args, prefix="hypic-"):
+    def __init__(self, args, prefix="hypic-", env=None):
         self.args = list(args)
+        self.env = dict(env or {})  # added to the process's environment
         self.proc = None
         self.port = None
         self.returncode = None
@@ -77,6 +78,7 @@ class Process:
         env = dict(os.environ)
         env.setdefault("OMP_WAIT_POLICY", "passive")  # spinning OpenMP threads starve the clients
         env.pop("HYPIC_API_KEY", None)
+        env.update(self.env)
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._log, env=env)
         deadline = time.monotonic() + timeout

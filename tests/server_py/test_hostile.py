@@ -693,7 +693,56 @@ class RouterAuth(unittest.TestCase):
         self.assertEqual((r.status, r.json()["error"]["code"]), (503, "no_instance"), r)
 
 
-# ---- 9. SIGTERM ----
+# ---- 9. a kernel that fails mid-request ----
+
+class KernelFailure(HostileCase):
+    """Every product of 64 rows or more fails as a oneDNN primitive would on a CPU that cannot
+    run it (HYPIC_TEST_GEMM_FAULT_ROWS, kernels/gemm.cpp): the start-up self-test (20 rows)
+    passes, a long prompt's prefill fails. The request gets a 500 with a clear error object,
+    nothing is registered, and the server keeps serving the requests that do not hit it."""
+    SERVER_ENV = {"HYPIC_TEST_GEMM_FAULT_ROWS": "64"}
+    LONG = [{"role": "user", "content": " ".join("river%d" % i for i in range(120))}]
+
+    def assertKernelError(self, r):
+        err = self.assertError(r, 500, "internal_error")
+        self.assertKernelMessage(err)
+
+    def assertKernelMessage(self, err):
+        self.assertIn("injected kernel failure", err["message"])
+        self.assertIn("forward pass failed", err["message"])
+
+    def test_a_failed_prefill_is_a_500_and_the_next_request_is_served(self):
+        r = self.fetch("POST", "/v1/chat/completions", timeout=60, body=chat_body(messages=self.LONG))
+        self.assertKernelError(r)
+        self.chat()  # a short prompt: no product of 64 rows
+        self.assertServes()
+
+    def test_a_failed_stream_ends_with_the_error_object(self):
+        # The stream's headers and first (role) chunk go out before the prefill: the failure is
+        # its last event, an error object (then [DONE], as every stream ends).
+        r = self.fetch("POST", "/v1/chat/completions", timeout=60,
+                       body=chat_body(messages=self.LONG, stream=True))
+        self.assertIsNotNone(r, "connection closed" + self.log_tail())
+        self.assertEqual(r.status, 200, r)
+        events = [e for e in sse_events(r.body) if e != "[DONE]"]
+        last = json.loads(events[-1])
+        self.assertEqual(set(last), {"error"}, events)
+        self.assertEqual(last["error"]["code"], "internal_error")
+        self.assertKernelMessage(last["error"])
+        self.chat()
+        self.assertServes()
+
+    def test_a_failed_registration_registers_nothing(self):
+        r = self.fetch("POST", "/v1/segments", timeout=60, body={"text": self.LONG[0]["content"]})
+        self.assertKernelError(r)
+        self.assertServes(segments=[])
+        r = self.fetch("POST", "/v1/segments", timeout=60, body={"text": "a short segment of a few words"})
+        self.assertEqual(r.status, 200, repr(r) + self.log_tail())
+        self.assertServes(segments=[r.json()["id"]])
+        self.assertEqual(self.fetch("DELETE", "/v1/segments/" + r.json()["id"]).status, 200)
+
+
+# ---- 10. SIGTERM ----
 
 class Shutdown(HostileCase):
     """A server per test: each one is stopped by the test."""
