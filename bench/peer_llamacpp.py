@@ -2,6 +2,7 @@
 """hypic against llama.cpp on the same weights, side by side, interleaved.
 
     .venv/bin/python bench/peer_llamacpp.py --model DIR [--types bf16,int8,q4] [--pairs 3]
+        [--pp 512,2048] [--tg 64] [--isa native|avx2] [--ik IK_LLAMA_CPP_SOURCE_DIR]
 
 DIR is a Qwen3.5 checkpoint, dense or MoE, in Hugging Face format (config.json + safetensors;
 e.g. models/hypic-tiny, `hypic bench make-model --shape qwen3.5-h1024 | qwen3.5-35b-a3b`). The
@@ -29,8 +30,15 @@ script
   4. where the model ships tokenizer.json (hypic-tiny): greedy text of both engines on one
      prompt, bf16 — a check that both run the same model.
 
-Prints one JSON document: per type, min / median / max of each engine's tokens/s and of the
-ratio hypic / llama.cpp over the pairs, the CPU flags and the kernels hypic ran.
+--isa avx2 runs every engine as on an AVX2-only CPU: llama.cpp (and ik_llama.cpp) built with
+GGML_NATIVE=OFF and AVX2 + FMA + F16C only (no AVX-512, no AVX-VNNI), hypic under
+HYPIC_MAX_ISA=avx2. --ik adds ik_llama.cpp (a checkout, e.g. made from `fetch
+github:ikawrakow/ikawrakow/ik_llama.cpp`; its llama-bench is built in DIR/build-<isa> with the
+same flags) as a third engine on the same GGUF files; its commit is recorded.
+
+Prints one JSON document: per type and prompt length, min / median / max of each engine's
+tokens/s and of the ratios hypic / peer over the pairs, the CPU flags, hypic's system_info (ISA
+tier, kernels) and the peers' builds.
 """
 import argparse
 import json
@@ -63,11 +71,20 @@ def cpu_has_amx():
     return "amx_int8" in open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0].split()
 
 
-def build_llama(cache):
+# An AVX2-only build (as for AMD Zen 2/3): the x86-64-v3 features and nothing above them. ik_llama.cpp
+# names AVX-VNNI GGML_AVXVNNI, llama.cpp GGML_AVX_VNNI; each ignores the other's name.
+AVX2_FLAGS = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+              "-DGGML_BMI2=ON", "-DGGML_AVX512=OFF", "-DGGML_AVX512_VBMI=OFF", "-DGGML_AVX512_VNNI=OFF",
+              "-DGGML_AVX512_BF16=OFF", "-DGGML_AVX_VNNI=OFF", "-DGGML_AVXVNNI=OFF", "-DGGML_AMX_TILE=OFF",
+              "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"]
+
+
+def build_llama(cache, isa_cap="native"):
     amx = cpu_has_amx()
-    build = os.path.join(cache, "build-noamx" if amx else "build")
+    build = os.path.join(cache, "build-avx2" if isa_cap == "avx2" else "build-noamx" if amx else "build")
     # GGML_NATIVE would enable the AMX buffer type (see the docstring): the same ISA by name.
-    isa = (["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+    isa = (AVX2_FLAGS if isa_cap == "avx2" else
+           ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
             "-DGGML_BMI2=ON", "-DGGML_AVX512=ON", "-DGGML_AVX512_VBMI=ON", "-DGGML_AVX512_VNNI=ON",
             "-DGGML_AVX512_BF16=ON", "-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"]
            if amx else ["-DGGML_NATIVE=ON"])
@@ -100,6 +117,25 @@ def build_llama(cache):
             log(f"building llama.cpp failed: {' '.join(cmd)}")
             sys.exit(2)
     return bins
+
+
+def build_ik(src, isa_cap):
+    """ik_llama.cpp's llama-bench from the checkout `src`, built with the same ISA as llama.cpp
+    (its examples hold llama-bench); returns its path and the checkout's commit."""
+    build = os.path.join(src, "build-avx2" if isa_cap == "avx2" else "build-native")
+    bench = os.path.join(build, "bin", "llama-bench")
+    commit = subprocess.run(["git", "-C", src, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if not os.path.exists(bench):
+        log(f"building ik_llama.cpp's llama-bench in {build} (several minutes on 2 cores)")
+        isa = AVX2_FLAGS if isa_cap == "avx2" else ["-DGGML_NATIVE=ON"]
+        for cmd in (["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", *isa, "-DGGML_CURL=OFF",
+                     "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=ON",
+                     "-DLLAMA_BUILD_SERVER=OFF"],
+                    ["cmake", "--build", build, "-j", str(os.cpu_count() or 2), "--target", "llama-bench"]):
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
+                log(f"building ik_llama.cpp failed: {' '.join(cmd)}")
+                sys.exit(2)
+    return bench, commit or "unknown"
 
 
 # ----------------------------------------------------------------------------------------
@@ -329,26 +365,31 @@ def run(cmd, env=None):
 # threads spin between the graph's nodes; passive waiting cost it 18× on hypic-tiny's decode
 # when a caller's OMP_WAIT_POLICY=passive leaked into it), hypic with the one its CLI sets for
 # itself (src/cli/main.cpp: spin ~150 µs, then sleep) — so neither gets the caller's.
-OMP_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+OMP_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "HYPIC_MAX_ISA")
 LLAMA_ENV = {k: v for k, v in os.environ.items() if k not in OMP_KEYS}
-HYPIC_ENV = LLAMA_ENV
+HYPIC_ENV = dict(LLAMA_ENV)
 
 
-def llama_tps(bench, gguf_path, pp, tg):
-    out = json.loads(run([bench, "-m", gguf_path, "-p", str(pp), "-n", str(tg), "-t", "2", "-r", "1",
-                          "-o", "json"], env=LLAMA_ENV))
-    pre = next(r["avg_ts"] for r in out if r["n_prompt"] == pp and r["n_gen"] == 0)
+def llama_tps(bench, gguf_path, pps, tg):
+    """{pp: prefill tokens/s}, decode tokens/s of one llama-bench run (llama.cpp or ik_llama.cpp)."""
+    out = json.loads(run([bench, "-m", gguf_path, "-p", ",".join(map(str, pps)), "-n", str(tg), "-t", "2",
+                          "-r", "1", "-o", "json"], env=LLAMA_ENV))
+    pre = {pp: next(r["avg_ts"] for r in out if r["n_prompt"] == pp and r["n_gen"] == 0) for pp in pps}
     dec = next(r["avg_ts"] for r in out if r["n_gen"] == tg and r["n_prompt"] == 0)
     return pre, dec
 
 
-def hypic_tps(model, dtype, pp, tg):
+def hypic_tps(model, dtype, pps, tg):
+    """{pp: prefill tokens/s}, decode tokens/s, the decode kernel and hypic's system_info."""
     hypic = os.path.join(REPO, "build", "hypic")
-    pre = json.loads(run([hypic, "bench", "prefill", "--model", model, "--tokens", str(pp),
-                          "--dtype", dtype], env=HYPIC_ENV))["tokens_per_s"]
+    pre = {}
+    for pp in pps:
+        j = json.loads(run([hypic, "bench", "prefill", "--model", model, "--tokens", str(pp),
+                            "--dtype", dtype], env=HYPIC_ENV))
+        pre[pp] = j["tokens_per_s"]
     dec = json.loads(run([hypic, "bench", "decode", "--model", model, "--dtype", dtype,
                           "--batch", "1", "--steps", str(tg), "--prompt", "1"], env=HYPIC_ENV))
-    return pre, dec["rows"][0]["batched_tps"], dec["rows"][0]["gemv_kernel"]
+    return pre, dec["rows"][0]["batched_tps"], dec["rows"][0]["gemv_kernel"], dec.get("system")
 
 
 GREEDY_PROMPT = "The mayor of Brennwick is Tova Lindqvar. The mayor of Brennwick is"
@@ -359,12 +400,16 @@ def greedy_texts(bins, gguf_path, model, n=24):
     llama = run([bins["llama-completion"], "-m", gguf_path, "-p", GREEDY_PROMPT, "-n", str(n),
                  "--temp", "0", "-t", "2", "--no-display-prompt", "-no-cnv"])
     hypic = run([os.path.join(REPO, "build", "hypic"), "run", "--model", model, "--prompt",
-                 GREEDY_PROMPT, "--max-tokens", str(n), "--json"])
+                 GREEDY_PROMPT, "--max-tokens", str(n), "--json"], env=HYPIC_ENV)
     return llama.strip(), json.loads(hypic)["text"].strip()
 
 
 def stats(xs):
     return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
+
+
+def ratios(h, peer):
+    return stats([x / y for x, y in zip(h, peer)])
 
 
 def main():
@@ -374,10 +419,17 @@ def main():
                     help="where llama.cpp's source, build and the GGUF files go")
     ap.add_argument("--types", default="bf16,int8,q4", help="hypic types to compare")
     ap.add_argument("--pairs", type=int, default=3, help="alternating measurements per type")
-    ap.add_argument("--pp", type=int, default=512, help="prefill tokens")
+    ap.add_argument("--pp", default="512", help="prefill tokens (a comma-separated list)")
     ap.add_argument("--tg", type=int, default=128, help="decode tokens")
+    ap.add_argument("--isa", choices=("native", "avx2"), default="native",
+                    help="avx2: every engine as on an AVX2-only CPU (peers built so, hypic capped)")
+    ap.add_argument("--ik", help="an ik_llama.cpp checkout: measure it too (same GGUF files, same ISA)")
     a = ap.parse_args()
-    bins = build_llama(a.cache)
+    pps = [int(p) for p in a.pp.split(",")]
+    if a.isa == "avx2":
+        HYPIC_ENV["HYPIC_MAX_ISA"] = "avx2"
+    bins = build_llama(a.cache, a.isa)
+    ik_bench, ik_commit = build_ik(a.ik, a.isa) if a.ik else (None, None)
     tag = os.path.basename(os.path.normpath(a.model))
     files = {"bf16": os.path.join(a.cache, f"{tag}-bf16.gguf")}
     if not os.path.exists(files["bf16"]):
@@ -393,31 +445,42 @@ def main():
                 run([bins["llama-quantize"], files["bf16"], files[ty], peer[ty]])
     has_vocab = os.path.exists(os.path.join(a.model, "tokenizer.json"))
     flags = sorted(f for f in open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0].split()
-                   if f.startswith(("avx512", "amx")))
-    result = {"model": a.model, "pp": a.pp, "tg": a.tg, "threads": 2, "pairs": a.pairs,
-              "llama_cpp_python": LLAMA_CPP_PYTHON, "cpu_flags": flags,
-              "llama_cpp_build": "native ISA minus AMX" if cpu_has_amx() else "native", "types": {}}
+                   if f.startswith(("avx512", "amx", "avx_vnni")))
+    build = ("AVX2 + FMA + F16C only (GGML_NATIVE=OFF)" if a.isa == "avx2" else
+             "native ISA minus AMX" if cpu_has_amx() else "native")
+    result = {"model": a.model, "pp": pps, "tg": a.tg, "threads": 2, "pairs": a.pairs, "isa": a.isa,
+              "llama_cpp_python": LLAMA_CPP_PYTHON, "cpu_flags": flags, "llama_cpp_build": build, "types": {}}
+    if ik_bench:
+        result["ik_llama_cpp"] = {"commit": ik_commit, "build": build}
     if has_vocab:
         lt, ht = greedy_texts(bins, files["bf16"], a.model)
         result["greedy_bf16"] = {"prompt": GREEDY_PROMPT, "llama_cpp": lt, "hypic": ht, "equal": lt == ht}
+    engines = ["hypic", "llama_cpp"] + (["ik_llama_cpp"] if ik_bench else [])
     for ty in a.types.split(","):
-        h_pre, h_dec, l_pre, l_dec, kernel = [], [], [], [], None
+        pre = {e: {pp: [] for pp in pps} for e in engines}
+        dec = {e: [] for e in engines}
+        kernel = None
         for k in range(a.pairs):
-            log(f"{ty}: pair {k + 1}/{a.pairs}")
-            p, d, kernel = hypic_tps(a.model, ty, a.pp, a.tg)
-            h_pre.append(p)
-            h_dec.append(d)
-            p, d = llama_tps(bins["llama-bench"], files[ty], a.pp, a.tg)
-            l_pre.append(p)
-            l_dec.append(d)
-        result["types"][ty] = {
-            "peer_type": peer[ty],
-            "hypic_decode_kernel": kernel,
-            "prefill_tps": {"hypic": stats(h_pre), "llama_cpp": stats(l_pre),
-                            "ratio": stats([h / l for h, l in zip(h_pre, l_pre)])},
-            "decode_tps": {"hypic": stats(h_dec), "llama_cpp": stats(l_dec),
-                           "ratio": stats([h / l for h, l in zip(h_dec, l_dec)])},
-        }
+            log(f"{ty}: round {k + 1}/{a.pairs}")
+            p, d, kernel, system = hypic_tps(a.model, ty, pps, a.tg)
+            result.setdefault("hypic_system", system)
+            runs = [("hypic", p, d), ("llama_cpp", *llama_tps(bins["llama-bench"], files[ty], pps, a.tg))]
+            if ik_bench:
+                runs.append(("ik_llama_cpp", *llama_tps(ik_bench, files[ty], pps, a.tg)))
+            for e, p, d in runs:
+                for pp in pps:
+                    pre[e][pp].append(p[pp])
+                dec[e].append(d)
+        out = {"peer_type": peer[ty], "hypic_decode_kernel": kernel, "prefill_tps": {}, "decode_tps": {}}
+        for pp in pps:
+            row = {e: stats(pre[e][pp]) for e in engines}
+            for e in engines[1:]:
+                row["ratio_" + e] = ratios(pre["hypic"][pp], pre[e][pp])
+            out["prefill_tps"][str(pp)] = row
+        out["decode_tps"] = {e: stats(dec[e]) for e in engines}
+        for e in engines[1:]:
+            out["decode_tps"]["ratio_" + e] = ratios(dec["hypic"], dec[e])
+        result["types"][ty] = out
     print(json.dumps(result, indent=1))
 
 

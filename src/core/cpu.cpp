@@ -163,6 +163,20 @@ bool has(uint32_t mask) {
 
 Tier tier() { return highest(state().features & allowed(cap())); }
 
+Vendor vendor() {
+  static const Vendor v = [] {
+    uint32_t a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return Vendor::kOther;
+    char s[13] = {};
+    std::memcpy(s, &b, 4);
+    std::memcpy(s + 4, &d, 4);
+    std::memcpy(s + 8, &c, 4);
+    const std::string id(s);
+    return id == "GenuineIntel" ? Vendor::kIntel : id == "AuthenticAMD" ? Vendor::kAmd : Vendor::kOther;
+  }();
+  return v;
+}
+
 const std::string& model_name() {
   static const std::string name = [] {
     uint32_t r[12];

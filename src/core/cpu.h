@@ -63,6 +63,10 @@ bool has(uint32_t mask);
 // The highest tier whose features are usable under the cap.
 Tier tier();
 
+// CPUID's vendor: for choices whose speed ranking differs between the two designs.
+enum class Vendor { kIntel, kAmd, kOther };
+Vendor vendor();
+
 // "AMD EPYC 7B13" (CPUID's brand string, trimmed), or "unknown x86-64 CPU".
 const std::string& model_name();
 // Space-separated names of the detected features ("avx2 fma f16c avx512f ...").

@@ -1,6 +1,7 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -132,10 +133,27 @@ void run(const Prim& p, const void* a, const void* b, float* c) {
   }
 }
 
-// Whether oneDNN multiplies bf16 here (AVX512-BF16 and up; oneDNN 2.6 has no bf16 matmul
-// below AVX-512). Otherwise bf16 and packed weights widen to fp32 panels.
+// Whether many rows of bf16 / packed weights are multiplied on oneDNN's bf16 matmul (x
+// rounded to bf16), else on fp32 panels: bf16 where it is the faster, on AMX tiles and on
+// AMD's AVX512-BF16 (Zen 4 on: h1024-8l prefill at 1,892 tok/s in bf16 against llama.cpp's
+// 1,028, docs/BENCHMARKS.md). Intel's AVX512-BF16 without AMX issues vdpbf16ps on one port
+// where fp32 FMAs use two: on a Xeon with AMX hidden, 2 threads, oneDNN 512 × 1024 × 6144 at
+// 142 GFLOP/s in bf16 against 232 in fp32. oneDNN 2.6 has no bf16 matmul below AVX512-BF16.
+// HYPIC_PREFILL_GEMM=bf16|f32 overrides the choice (where the CPU has the bf16 matmul).
+std::atomic<PrefillGemm> g_prefill{[] {
+  const char* e = std::getenv("HYPIC_PREFILL_GEMM");
+  const std::string v = e ? e : "";
+  return v == "bf16" ? PrefillGemm::kBf16 : v == "f32" ? PrefillGemm::kF32 : PrefillGemm::kAuto;
+}()};
+
 bool bf16_gemm() {
-  return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vl | cpu::kAvx512Bf16);
+  using namespace cpu;
+  if (!has(kAvx512F | kAvx512Bw | kAvx512Vl | kAvx512Bf16)) return false;
+  switch (g_prefill.load(std::memory_order_relaxed)) {
+    case PrefillGemm::kBf16: return true;
+    case PrefillGemm::kF32: return false;
+    default: return has(kAmxTile | kAmxBf16) || vendor() == Vendor::kAmd;
+  }
 }
 
 // Weight rows per oneDNN call of a many-row product: an eighth of W (tasks for 8 threads),
@@ -253,6 +271,8 @@ double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps
   }
   return 2.0 * double(M) * double(K) * double(N) / best * 1e-9;
 }
+
+void prefill_gemm_force(PrefillGemm p) { g_prefill = p; }
 
 const char* prefill_impl(DType t) {
   if (t == DType::kF32) return "onednn_f32";

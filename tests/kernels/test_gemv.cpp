@@ -386,23 +386,30 @@ TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
   }
 }
 
-// The prefill tiers: bf16 panels on oneDNN's bf16 GEMM where this CPU has one, and the fp32
-// panels of every CPU below AVX512-BF16 (the AVX2 cap).
-std::vector<cpu::Tier> prefill_tiers() {
-  std::vector<cpu::Tier> t{cpu::startup_cap()};
-  if (int(cpu::startup_cap()) > int(cpu::Tier::kAvx2)) t.push_back(cpu::Tier::kAvx2);
-  return t;
+// The prefill paths: oneDNN's bf16 GEMM where this CPU has one, and the fp32 panels (of every
+// CPU below AVX512-BF16, and of Intel's without AMX).
+std::vector<PrefillGemm> prefill_paths() {
+  std::vector<PrefillGemm> p{PrefillGemm::kF32};
+  if (cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Bf16)) p.push_back(PrefillGemm::kBf16);
+  return p;
 }
-bool bf16_gemm_now() { return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Bf16); }
+const char* prefill_name(PrefillGemm p) { return p == PrefillGemm::kBf16 ? "bf16 GEMM" : "fp32 panels"; }
+
+// Puts a prefill path in force for a scope.
+class UsePrefill {
+ public:
+  explicit UsePrefill(PrefillGemm p) { prefill_gemm_force(p); }
+  ~UsePrefill() { prefill_gemm_force(PrefillGemm::kAuto); }
+};
 
 // Many rows of a BF16 or packed W: converted panels on oneDNN's GEMM (kernels::linear), against
 // x' · W_deq in double, x' = bf16(x) and W_deq rounded to bf16 on the bf16 GEMM, x itself on
 // the fp32 panels.
 TEST(Gemv, PanelPrefillPathMatchesDequantizedReference) {
-  for (cpu::Tier tier : prefill_tiers())
+  for (PrefillGemm path : prefill_paths())
     for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
-      cpu::ScopedCap cap(tier);
-      const bool bf = bf16_gemm_now();
+      UsePrefill use(path);
+      const bool bf = path == PrefillGemm::kBf16;
       const int64_t M = 40, N = 200, K = 256;
       const Tensor W = matrix(N, K, 12).to(t);
       const Tensor Wf = W.to(DType::kF32);
@@ -420,7 +427,7 @@ TEST(Gemv, PanelPrefillPathMatchesDequantizedReference) {
             mag += std::fabs(a * b);
           }
           ASSERT_NEAR(y[size_t(m * N + n)], 2.0 + s, 1e-5 + K * 1.2e-7 * mag)
-              << dtype_name(t) << " " << cpu::tier_name(tier);
+              << dtype_name(t) << " " << prefill_name(path);
         }
     }
 }
@@ -465,19 +472,19 @@ TEST(Gemv, DequantizedRowsAreBitIdenticalOnEveryPath) {
 // The bf16 GEMV and the GEMM path (17 rows and more: oneDNN's bf16 GEMM, or fp32 panels)
 // agree to fp32 summation order (and, on the fp32 panels, x's bf16 rounding in the GEMV).
 TEST(Gemv, Bf16AgreesWithTheGemmPath) {
-  for (cpu::Tier tier : prefill_tiers()) {
-    cpu::ScopedCap cap(tier);
+  for (PrefillGemm path : prefill_paths()) {
+    UsePrefill use(path);
     const int64_t N = 96, K = 1024;
     const Tensor W = matrix(N, K, 14).to(DType::kBF16);
     auto x = randn(size_t(17 * K), 15);
     std::vector<float> big(size_t(17 * N)), small(static_cast<size_t>(N));
     linear(x.data(), 17, W, big.data());
-    const double tol = bf16_gemm_now() ? 1e-4 : 1e-2;  // fp32 panels: x not rounded to bf16
+    const double tol = path == PrefillGemm::kBf16 ? 1e-4 : 1e-2;  // fp32 panels: x not rounded
     for (int64_t m = 0; m < 17; ++m) {
       linear(x.data() + m * K, 1, W, small.data());
       for (int64_t n = 0; n < N; ++n)
         ASSERT_NEAR(small[size_t(n)], big[size_t(m * N + n)], tol * (1 + std::fabs(big[size_t(m * N + n)])))
-            << cpu::tier_name(tier);
+            << prefill_name(path);
     }
   }
 }
