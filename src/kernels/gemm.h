@@ -41,13 +41,16 @@ void batched_matmul_f32(int64_t batch, int64_t M, int64_t N, int64_t K, const fl
 double measure_matmul_gflops(int64_t M, int64_t K, int64_t N, DType wt, int reps = 5);
 
 // How many-row products of bf16 / packed weights are computed: kAuto, the faster on this CPU
-// (gemm.cpp; HYPIC_PREFILL_GEMM=bf16|f32 at start-up); kBf16, oneDNN's bf16 matmul where the
-// CPU has one (AVX512-BF16); kF32, fp32 panels. For tests and benchmarks.
-enum class PrefillGemm { kAuto, kBf16, kF32 };
+// (gemm.cpp; HYPIC_PREFILL_GEMM=bf16|f32|int8 at start-up); kBf16, oneDNN's bf16 matmul where
+// the CPU has one (AVX512-BF16); kF32, fp32 panels; kInt8, packed weights on integer dot
+// products with x quantized per block (kernels/gemm_avx2.h; bf16 weights on fp32 panels). For
+// tests and benchmarks.
+enum class PrefillGemm { kAuto, kBf16, kF32, kInt8 };
 void prefill_gemm_force(PrefillGemm p);
 
 // How prefill multiplies many rows against weights of type t on this CPU: "onednn_f32",
-// "onednn_bf16", "bf16_panels" (packed weights dequantized to bf16) or "f32_panels".
+// "onednn_bf16", "bf16_panels" (packed weights dequantized to bf16), "f32_panels", or
+// "int8_avx2" / "int8_avx_vnni" (packed weights, kernels/gemm_avx2.h).
 const char* prefill_impl(DType t);
 
 // oneDNN's ISA in this process ("avx2", "avx512_core_bf16", …; set by the start-up cap).

@@ -5,22 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/avx2_util.h"
+
 namespace hypic::kernels::avx2 {
 namespace {
-
-// The file builds for the x86-64-v3 baseline (AVX2, FMA, F16C) and no further, so the
-// compiler never emits an instruction of a higher tier; AVX-VNNI's vpdpbusd is written as
-// assembly and runs only where the caller checked for it.
-inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
-  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
-  return acc;
-}
-
-// Lane mask of the first n (0..8) dwords.
-inline __m256i first_lanes(int64_t n) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::clamp<int64_t>(n, 0, 8))), idx);
-}
 
 // The AVX-512 kernels' 16-lane tree (gemv.cpp's hsum) over lanes lo (0–7) and hi (8–15).
 inline float hsum16(__m256 lo, __m256 hi) {
@@ -31,8 +19,7 @@ inline float hsum16(__m256 lo, __m256 hi) {
   return t[0];
 }
 
-// 32 bytes of row r at byte offset `off`, zero past `left` bytes (left < 32: a dword-masked
-// load of the whole dwords and a byte copy of the rest, never reading past the row's end).
+// 32 bytes from p, zero past `left` bytes (never reading past them: a row's end).
 inline __m256i load32(const uint8_t* p, int64_t left) {
   if (left >= 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   alignas(32) uint8_t buf[32] = {};

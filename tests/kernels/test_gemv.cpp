@@ -389,11 +389,13 @@ TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
 // The prefill paths: oneDNN's bf16 GEMM where this CPU has one, and the fp32 panels (of every
 // CPU below AVX512-BF16, and of Intel's without AMX).
 std::vector<PrefillGemm> prefill_paths() {
-  std::vector<PrefillGemm> p{PrefillGemm::kF32};
+  std::vector<PrefillGemm> p{PrefillGemm::kF32, PrefillGemm::kInt8};
   if (cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Bf16)) p.push_back(PrefillGemm::kBf16);
   return p;
 }
-const char* prefill_name(PrefillGemm p) { return p == PrefillGemm::kBf16 ? "bf16 GEMM" : "fp32 panels"; }
+const char* prefill_name(PrefillGemm p) {
+  return p == PrefillGemm::kBf16 ? "bf16 GEMM" : p == PrefillGemm::kInt8 ? "int8" : "fp32 panels";
+}
 
 // Puts a prefill path in force for a scope.
 class UsePrefill {
@@ -402,34 +404,59 @@ class UsePrefill {
   ~UsePrefill() { prefill_gemm_force(PrefillGemm::kAuto); }
 };
 
-// Many rows of a BF16 or packed W: converted panels on oneDNN's GEMM (kernels::linear), against
-// x' · W_deq in double, x' = bf16(x) and W_deq rounded to bf16 on the bf16 GEMM, x itself on
-// the fp32 panels.
+// Many rows of a BF16 or packed W (kernels::linear), against x' · W_deq in double: on the bf16
+// GEMM x' = bf16(x) and W_deq rounded to bf16; on the fp32 panels x itself; on the integer path
+// (packed W; bf16 W stays on fp32 panels) x quantized per block as the GEMVs do it.
 TEST(Gemv, PanelPrefillPathMatchesDequantizedReference) {
   for (PrefillGemm path : prefill_paths())
     for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
       UsePrefill use(path);
-      const bool bf = path == PrefillGemm::kBf16;
+      const bool bf = path == PrefillGemm::kBf16, quant = path == PrefillGemm::kInt8 && t != DType::kBF16;
       const int64_t M = 40, N = 200, K = 256;
       const Tensor W = matrix(N, K, 12).to(t);
       const Tensor Wf = W.to(DType::kF32);
       auto x = randn(size_t(M * K), 13);
       std::vector<float> y(size_t(M * N), 2.0f);
       linear(x.data(), M, W, y.data(), true);
-      for (int64_t m = 0; m < M; ++m)
+      std::vector<double> xq;
+      for (int64_t m = 0; m < M; ++m) {
+        if (quant) quantize_x(x.data() + m * K, K, &xq);
         for (int64_t n = 0; n < N; ++n) {
           double s = 0, mag = 0;
           for (int64_t k = 0; k < K; ++k) {
             const float xk = x[size_t(m * K + k)], wk = Wf.f32()[n * K + k];
-            const double a = bf ? bf16_to_f32(f32_to_bf16(xk)) : xk;
+            const double a = bf ? bf16_to_f32(f32_to_bf16(xk)) : quant ? xq[size_t(k)] : xk;
             const double b = bf ? bf16_to_f32(f32_to_bf16(wk)) : wk;
             s += a * b;
             mag += std::fabs(a * b);
           }
           ASSERT_NEAR(y[size_t(m * N + n)], 2.0 + s, 1e-5 + K * 1.2e-7 * mag)
-              << dtype_name(t) << " " << prefill_name(path);
+              << dtype_name(t) << " " << prefill_name(path) << " " << prefill_impl(t);
         }
+      }
     }
+}
+
+// Q4T on the integer prefill path computes each row as the decode GEMV lanes kernels do, bit
+// for bit (gemm_avx2.h): a row's logits do not depend on whether it was prefilled or decoded.
+// With and without AVX-VNNI, on a tail group of 5 rows.
+TEST(Gemv, Q4TPrefillRowsEqualTheirDecodeRows) {
+  UsePrefill use(PrefillGemm::kInt8);
+  std::vector<cpu::Tier> tiers{cpu::Tier::kAvx2};
+  if (cpu::detected() & cpu::kAvxVnni) tiers.push_back(cpu::Tier::kAvxVnni);
+  for (cpu::Tier tier : tiers) {
+    cpu::ScopedCap cap(tier);
+    const int64_t M = 37, N = 69, K = 320;
+    const Tensor W = matrix(N, K, 17).to(DType::kQ4T);
+    auto x = randn(size_t(M * K), 18);
+    std::vector<float> all(size_t(M * N)), one(static_cast<size_t>(N));
+    linear(x.data(), M, W, all.data());
+    for (int64_t m = 0; m < M; ++m) {
+      gemv(x.data() + m * K, K, 1, W, one.data(), N, false);
+      for (int64_t n = 0; n < N; ++n)
+        ASSERT_EQ(all[size_t(m * N + n)], one[size_t(n)]) << prefill_impl(DType::kQ4T) << " row " << m << " col " << n;
+    }
+  }
 }
 
 // The prefill panels' converters: the vector paths (where this CPU has them) are

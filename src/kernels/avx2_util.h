@@ -1,0 +1,26 @@
+// Helpers of the 256-bit kernels (gemv_avx2.cpp, gemm_avx2.cpp), internal to the kernels layer.
+// Those files build for the x86-64-v3 baseline (AVX2, FMA, F16C) and no further, so the
+// compiler never emits an instruction of a higher tier; AVX-VNNI's vpdpbusd is written as
+// assembly and runs only where the caller checked for it (core/cpu.h).
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace hypic::kernels::avx2 {
+
+// acc + Σ of each dword's 4 products u8 · s8 (AVX-VNNI; no intermediate saturation).
+inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
+  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8), "x"(s8));
+  return acc;
+}
+
+// Lane mask of the first n (clamped to 0..8) dwords.
+inline __m256i first_lanes(int64_t n) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::clamp<int64_t>(n, 0, 8))), idx);
+}
+
+}  // namespace hypic::kernels::avx2

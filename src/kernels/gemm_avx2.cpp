@@ -1,0 +1,209 @@
+#include "kernels/gemm_avx2.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/parallel.h"
+#include "kernels/avx2_util.h"
+#include "kernels/gemv_avx2.h"
+
+namespace hypic::kernels::avx2 {
+namespace {
+
+// Dword q (codes 4q .. 4q + 3) of block g of x's row m, broadcast to every lane.
+inline __m256i xword(const QuantRows& x, int64_t m, int64_t g, int q) {
+  int32_t v;
+  std::memcpy(&v, x.q.data() + m * x.kp + g * 32 + 4 * q, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Adds the products of 8 rows' 4-bit codes (u8 lanes, 0..15) with x's dword: into int16 pair
+// sums (vpmaddubsw, ≤ 2 · 15 · 127 a lane) or, with VNNI, int32 dot products.
+template <bool VNNI>
+inline __m256i add_products(__m256i s, __m256i codes, __m256i xw) {
+  if constexpr (VNNI) return dpbusd(s, codes, xw);
+  return _mm256_add_epi16(s, _mm256_maddubs_epi16(codes, xw));
+}
+
+// int16 pair sums → int32 lane sums (VNNI: already int32).
+template <bool VNNI>
+inline __m256i widen(__m256i s) {
+  if constexpr (VNNI) return s;
+  return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+}
+
+// Half h (rows 8h .. 8h + 7) of a Q4T group of v rows at w × x rows m0 .. m0 + MB − 1 into
+// out [MB][8]: per block the lanes kernel's operations (gemv_avx2.cpp's q4t_group).
+template <int MB, bool VNNI>
+void q4t_half(const uint8_t* w, int v, int h, const QuantRows& x, int64_t m0, float* out) {
+  __m256 acc[MB];
+  for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_ps();
+  const size_t bs = size_t(18 * v);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), lanes = first_lanes(v - 8 * h);
+  for (int64_t g = 0; g < x.nb; ++g) {
+    const uint8_t* p = w + size_t(g) * bs;
+    __m256i s[MB];
+    for (int m = 0; m < MB; ++m)
+      s[m] = VNNI ? _mm256_set1_epi32(x.corr[size_t((m0 + m) * x.nb + g)]) : _mm256_setzero_si256();
+    for (int d = 0; d < 4; ++d) {
+      const int32_t* src = reinterpret_cast<const int32_t*>(p + 4 * (d * v + 8 * h));
+      const __m256i c = v == 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
+                                : _mm256_maskload_epi32(src, lanes);
+      const __m256i lo = _mm256_and_si256(c, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
+      for (int m = 0; m < MB; ++m)
+        s[m] = add_products<VNNI>(add_products<VNNI>(s[m], lo, xword(x, m0 + m, g, d)), hi,
+                                  xword(x, m0 + m, g, d + 4));
+    }
+    __m128i hs;  // the 8 rows' f16 scales
+    if (v == 16) {
+      hs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * v + 16 * h));
+    } else {
+      alignas(16) uint16_t buf[8] = {};
+      std::memcpy(buf, p + 16 * v + 16 * h, size_t(2 * std::min(8, v - 8 * h)));
+      hs = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+    }
+    const __m256 dw = _mm256_cvtph_ps(hs);
+    for (int m = 0; m < MB; ++m) {
+      const size_t i = size_t((m0 + m) * x.nb + g);
+      const __m256i dot = VNNI ? s[m] : _mm256_add_epi32(widen<false>(s[m]), _mm256_set1_epi32(x.corr[i]));
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dw, _mm256_set1_ps(x.d[i])), acc[m]);
+    }
+  }
+  for (int m = 0; m < MB; ++m) _mm256_storeu_ps(out + m * 8, acc[m]);
+}
+
+// Q8 rows regrouped for q8_half: 8 rows per group (the last one zero-padded), per block of 32
+// and per dword d of it the dword of the 8 rows (32 bytes), codes past K zero; then the 8 rows'
+// scales d_w.
+struct Q8Lanes {
+  int64_t groups = 0, nb = 0;
+  std::vector<uint8_t> codes;  // [groups][nb][8 dwords][8 rows][4]
+  std::vector<float> scale;    // [groups · 8]
+};
+
+void regroup_q8(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, int64_t nb, Q8Lanes& out) {
+  out.groups = (n1 - n0 + 7) / 8;
+  out.nb = nb;
+  out.codes.assign(size_t(out.groups * nb * 256), 0);
+  out.scale.assign(size_t(out.groups * 8), 0.0f);
+  for (int64_t n = n0; n < n1; ++n) {
+    const int64_t gi = (n - n0) / 8, r = (n - n0) % 8;
+    const uint8_t* row = w + size_t(n) * ws;
+    uint8_t* dst = out.codes.data() + size_t(gi * nb * 256 + r * 4);
+    for (int64_t k = 0; k < K; k += 4)  // dword k / 4 = block k / 32, dword (k % 32) / 4
+      std::memcpy(dst + (k / 32) * 256 + (k % 32) / 4 * 32, row + k, size_t(std::min<int64_t>(4, K - k)));
+    std::memcpy(&out.scale[size_t(gi * 8 + r)], row + K, 4);
+  }
+}
+
+// Group gi of regrouped Q8 rows × x rows m0 .. m0 + MB − 1 into out [MB][8], before d_w.
+template <int MB, bool VNNI>
+void q8_half(const Q8Lanes& wl, int64_t gi, const QuantRows& x, int64_t m0, float* out) {
+  __m256 acc[MB];
+  for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_ps();
+  const uint8_t* base = wl.codes.data() + size_t(gi * wl.nb * 256);
+  for (int64_t g = 0; g < x.nb; ++g) {
+    const uint8_t* p = base + size_t(g * 256);
+    __m256i sl[MB];  // int32 dot products (VNNI: of the offset codes, from corr)
+    for (int m = 0; m < MB; ++m)
+      sl[m] = VNNI ? _mm256_set1_epi32(x.corr[size_t((m0 + m) * x.nb + g)]) : _mm256_setzero_si256();
+#pragma GCC unroll 1  // unrolled, GCC spills the 8 · MB products to the stack before adding them
+    for (int d = 0; d < 8; ++d) {
+      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * d));
+      if constexpr (VNNI) {
+        for (int m = 0; m < MB; ++m) sl[m] = dpbusd(sl[m], c, xword(x, m0 + m, g, d));
+      } else {  // the signed codes q = c − 128: |q| · (x with q's sign), 2 · 128 · 127 at most a pair
+        const __m256i q = _mm256_xor_si256(c, _mm256_set1_epi8(int8_t(0x80)));
+        const __m256i aq = _mm256_abs_epi8(q);
+        for (int m = 0; m < MB; ++m)
+          sl[m] = _mm256_add_epi32(sl[m], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, _mm256_sign_epi8(xword(x, m0 + m, g, d), q)),
+                                                            _mm256_set1_epi16(1)));
+      }
+    }
+    for (int m = 0; m < MB; ++m) {
+      const size_t i = size_t((m0 + m) * x.nb + g);
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sl[m]), _mm256_set1_ps(x.d[i]), acc[m]);
+    }
+  }
+  for (int m = 0; m < MB; ++m) _mm256_storeu_ps(out + m * 8, acc[m]);
+}
+
+// Rows n .. n + valid − 1 of y from out [mb][8] (times scale[r] when given).
+void store(const float* out, int mb, int64_t m0, int64_t n, int valid, const float* scale, float* y,
+           int64_t ldy, bool accumulate) {
+  for (int m = 0; m < mb; ++m)
+    for (int r = 0; r < valid; ++r) {
+      float& dst = y[(m0 + m) * ldy + n + r];
+      const float v = scale ? out[m * 8 + r] * scale[r] : out[m * 8 + r];
+      dst = accumulate ? dst + v : v;
+    }
+}
+
+// x rows in tiles of up to MB (4; 2 for Q8's two planes without VNNI) against one 8-row unit.
+template <int MB, typename Kernel>
+void over_rows(int64_t M, Kernel&& kernel) {
+  int64_t m0 = 0;
+  for (; m0 + MB <= M; m0 += MB) kernel(std::integral_constant<int, MB>(), m0);
+  for (; m0 < M; ++m0) kernel(std::integral_constant<int, 1>(), m0);
+}
+
+}  // namespace
+
+void quantize_rows(const float* x, int64_t ldx, int64_t M, int64_t K, int offset, QuantRows& out) {
+  out.M = M;
+  out.K = K;
+  out.kp = (K + 31) / 32 * 32;
+  out.nb = out.kp / 32;
+  out.q.resize(size_t(M * out.kp));
+  out.d.resize(size_t(M * out.nb));
+  out.corr.resize(size_t(M * out.nb));
+  parallel_for(M, [&](int64_t m) {
+    int32_t* c = out.corr.data() + m * out.nb;
+    quantize_blocks(x + m * ldx, K, out.kp, out.q.data() + m * out.kp, out.d.data() + m * out.nb, c);
+    for (int64_t g = 0; g < out.nb; ++g) c[g] *= -offset;
+  });
+}
+
+void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
+              int64_t ldy, bool accumulate, bool vnni) {
+  alignas(32) float out[4 * 8];
+  for (int64_t n = n0; n < n1; n += 16) {
+    const int v = int(std::min<int64_t>(16, n1 - n));
+    const uint8_t* wg = w + size_t(n) * ws;
+    for (int h = 0; h * 8 < v; ++h)
+      over_rows<4>(x.M, [&](auto mb, int64_t m0) {
+        constexpr int MB = decltype(mb)::value;
+        if (vnni) q4t_half<MB, true>(wg, v, h, x, m0, out);
+        else q4t_half<MB, false>(wg, v, h, x, m0, out);
+        store(out, MB, m0, n + 8 * h, std::min(8, v - 8 * h), nullptr, y, ldy, accumulate);
+      });
+  }
+}
+
+void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
+             int64_t ldy, bool accumulate, bool vnni) {
+  thread_local Q8Lanes wl;
+  regroup_q8(w, ws, n0, n1, x.K, x.nb, wl);
+  alignas(32) float out[4 * 8];
+  for (int64_t gi = 0; gi < wl.groups; ++gi) {
+    const int64_t n = n0 + 8 * gi;
+    const int valid = int(std::min<int64_t>(8, n1 - n));
+    const float* scale = wl.scale.data() + gi * 8;
+    if (vnni) {
+      over_rows<4>(x.M, [&](auto mb, int64_t m0) {
+        q8_half<decltype(mb)::value, true>(wl, gi, x, m0, out);
+        store(out, decltype(mb)::value, m0, n, valid, scale, y, ldy, accumulate);
+      });
+    } else {
+      over_rows<4>(x.M, [&](auto mb, int64_t m0) {
+        q8_half<decltype(mb)::value, false>(wl, gi, x, m0, out);
+        store(out, decltype(mb)::value, m0, n, valid, scale, y, ldy, accumulate);
+      });
+    }
+  }
+}
+
+}  // namespace hypic::kernels::avx2
