@@ -6,9 +6,12 @@
 Developer tool (needs matplotlib: pip install matplotlib); CI does not run it. Each plot is
 drawn from the JSON the benchmark printed, never from numbers typed in here:
 
-  peer_llamacpp_<model>_<date>.json  (bench/peer_llamacpp.py)
+  peer_llamacpp_<model>_<date>.json  (bench/peer_llamacpp.py, one prompt length, two engines)
       → peer_llamacpp.png: prefill and decode tokens/s of hypic and llama.cpp per type and
         model (medians, min–max as error bars); per model and CPU the latest date only
+  peer3_<model>_<isa>-<cpu>_<date>.json  (bench/peer_llamacpp.py --ik …, several prompt lengths)
+      → peer3_<isa>-<cpu>.png: hypic, llama.cpp and ik_llama.cpp per type, model and prompt
+        length, and decode; one figure per ISA and CPU, the latest date per model
   decode_batch_<model>_<date>.jsonl  (hypic bench decode, one JSON line per type)
       → decode_batch_<model>.png: decode tokens/s against the batch size, one line per type
   ttft_<model>_<date>.json  (hypic bench ttft)
@@ -72,6 +75,45 @@ def peer_plot(files, out):
             if row == 0 and col == 0:
                 ax.legend()
     fig.suptitle("hypic against llama.cpp, same weights, 2 threads (ratio = hypic / llama.cpp)")
+    save(fig, out)
+
+
+ENGINES3 = (("hypic", "hypic", "#1f77b4"), ("llama_cpp", "llama.cpp", "#ff7f0e"),
+            ("ik_llama_cpp", "ik_llama.cpp", "#2ca02c"))
+
+
+def peer3_plot(files, out, label):
+    latest = {}  # model → (date, JSON)
+    for f in sorted(files):
+        model, date = os.path.basename(f)[len("peer3_"):-len(".json")].split("_")[0], f.rsplit("_", 1)[-1]
+        if model not in latest or date > latest[model][0]:
+            latest[model] = (date, json.load(open(f)))
+    cols = [("prefill_tps", str(pp)) for pp in next(iter(latest.values()))[1]["pp"]] + [("decode_tps", None)]
+    fig, axes = plt.subplots(len(latest), len(cols), figsize=(4.2 * len(cols), 3.3 * len(latest)), squeeze=False)
+    for row, model in enumerate(sorted(latest)):
+        date, r = latest[model]
+        types = list(r["types"])
+        for col, (key, pp) in enumerate(cols):
+            ax = axes[row][col]
+            cell = lambda t: r["types"][t][key][pp] if pp else r["types"][t][key]  # noqa: E731
+            for k, (engine, name, color) in enumerate(ENGINES3):
+                med = [cell(t)[engine]["median"] for t in types]
+                err = [[m - cell(t)[engine]["min"] for m, t in zip(med, types)],
+                       [cell(t)[engine]["max"] - m for m, t in zip(med, types)]]
+                ax.bar([i + (k - 1) * 0.27 for i in range(len(types))], med, 0.27, yerr=err, color=color, label=name)
+            for i, t in enumerate(types):
+                top = max(cell(t)[e]["max"] for e, _, _ in ENGINES3)
+                ax.annotate("%.2f× / %.2f×" % (cell(t)["ratio_llama_cpp"]["median"], cell(t)["ratio_ik_llama_cpp"]["median"]),
+                            (i, top), ha="center", va="bottom", fontsize=7)
+            ax.set_xticks(range(len(types)))
+            ax.set_xticklabels([f"{t} / {r['types'][t]['peer_type']}" for t in types])
+            ax.set_title(f"{model} ({date[:-5]}): " + (f"prefill pp{pp}" if pp else f"decode tg{r['tg']}"), fontsize=9)
+            ax.set_ylabel("tokens/s")
+            ax.margins(y=0.15)
+            if row == 0 and col == 0:
+                ax.legend(fontsize=7, loc="lower left")
+    fig.suptitle(f"{label}: hypic against llama.cpp and ik_llama.cpp, same weights, 2 threads "
+                 "(labels: hypic / llama.cpp, hypic / ik_llama.cpp)", fontsize=10)
     save(fig, out)
 
 
@@ -159,6 +201,14 @@ def main():
     if peers:
         made.append(os.path.join(a.out, "peer_llamacpp.png"))
         peer_plot(peers, made[-1])
+    by_isa = {}  # "<isa>-<cpu>" → files
+    for f in glob.glob(os.path.join(a.results, "peer3_*.json")):
+        by_isa.setdefault(os.path.basename(f).split("_")[2], []).append(f)
+    for isa, files in sorted(by_isa.items()):
+        made.append(os.path.join(a.out, f"peer3_{isa}.png"))
+        cpu = "Xeon without AMX" if "xeon" in isa else isa
+        peer3_plot(files, made[-1], ("AVX2 tier (every engine capped to AVX2)" if isa.startswith("avx2")
+                                     else "native AVX-512 tier") + f", {cpu}")
     for f in sorted(glob.glob(os.path.join(a.results, "decode_batch_*.jsonl"))):
         model = os.path.basename(f)[len("decode_batch_"):].rsplit("_", 1)[0]
         made.append(os.path.join(a.out, f"decode_batch_{model}.png"))

@@ -205,19 +205,7 @@ void linear_chunks(const float* x, int64_t ldx, int64_t M, const Tensor& W, floa
   const DType t = W.dtype();
   const Method how = method(t);
   const int64_t chunk = chunk_rows(N, K);
-  if (how == Method::kInt8) {
-    thread_local avx2::QuantRows xq;
-    avx2::QuantRows& X = xq;  // thread_local: the workers must use this thread's rows
-    avx2::quantize_rows(x, ldx, M, K, t == DType::kQ8 ? 128 : 8, X);
-    const bool vnni = cpu::has(cpu::kAvxVnni);
-    const size_t ws = dtype_row_bytes(t, K);
-    const auto* wb = static_cast<const uint8_t*>(W.raw());
-    return parallel_tasks((N + chunk - 1) / chunk, [&](int64_t c) {
-      const int64_t n0 = c * chunk, n1 = std::min(N, n0 + chunk);
-      if (t == DType::kQ8) avx2::q8_gemm(wb, ws, n0, n1, X, y, ldy, accumulate, vnni);
-      else avx2::q4t_gemm(wb, ws, n0, n1, X, y, ldy, accumulate, vnni);
-    });
-  }
+  if (how == Method::kInt8) return avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk);
   const bool bf = how == Method::kBf16 || how == Method::kBf16Panels;
   const bool convert = how == Method::kBf16Panels || how == Method::kF32Panels;
   const size_t esz = bf ? 2 : 4;

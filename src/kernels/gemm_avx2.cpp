@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/cpu.h"
 #include "core/parallel.h"
 #include "kernels/avx2_util.h"
 #include "kernels/gemv_avx2.h"
@@ -75,58 +76,85 @@ void q4t_half(const uint8_t* w, int v, int h, const QuantRows& x, int64_t m0, fl
   for (int m = 0; m < MB; ++m) _mm256_storeu_ps(out + m * 8, acc[m]);
 }
 
-// Q8 rows regrouped for q8_half: 8 rows per group (the last one zero-padded), per block of 32
-// and per dword d of it the dword of the 8 rows (32 bytes), codes past K zero; then the 8 rows'
-// scales d_w.
+// Q8 rows regrouped, 8 rows per group (the last one zero-padded), codes past K zero:
+//   codes  (AVX-VNNI, q8_half):  per block of 32 and dword d of it, the dword of the 8 rows
+//          (offset-binary bytes, 32 bytes), [groups][nb][8][8 rows][4];
+//   codes16 (AVX2, q8_half16): per block and pair p of it, the 8 rows' signed codes q = c − 128
+//          of elements 2p, 2p + 1 as int16 (vpmaddwd's operands), [groups][nb][16][8 rows][2];
+// then the 8 rows' scales d_w.
 struct Q8Lanes {
   int64_t groups = 0, nb = 0;
-  std::vector<uint8_t> codes;  // [groups][nb][8 dwords][8 rows][4]
-  std::vector<float> scale;    // [groups · 8]
+  std::vector<uint8_t> codes;
+  std::vector<int16_t> codes16;
+  std::vector<float> scale;  // [groups · 8]
 };
 
-void regroup_q8(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, int64_t nb, Q8Lanes& out) {
+void regroup_q8(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, int64_t nb,
+                bool vnni, Q8Lanes& out) {
   out.groups = (n1 - n0 + 7) / 8;
   out.nb = nb;
-  out.codes.assign(size_t(out.groups * nb * 256), 0);
+  if (vnni) out.codes.assign(size_t(out.groups * nb * 256), 0);
+  else out.codes16.assign(size_t(out.groups * nb * 256), 0);
   out.scale.assign(size_t(out.groups * 8), 0.0f);
   for (int64_t n = n0; n < n1; ++n) {
     const int64_t gi = (n - n0) / 8, r = (n - n0) % 8;
     const uint8_t* row = w + size_t(n) * ws;
-    uint8_t* dst = out.codes.data() + size_t(gi * nb * 256 + r * 4);
-    for (int64_t k = 0; k < K; k += 4)  // dword k / 4 = block k / 32, dword (k % 32) / 4
-      std::memcpy(dst + (k / 32) * 256 + (k % 32) / 4 * 32, row + k, size_t(std::min<int64_t>(4, K - k)));
+    if (vnni) {
+      uint8_t* dst = out.codes.data() + size_t(gi * nb * 256 + r * 4);
+      for (int64_t k = 0; k < K; k += 4)  // dword k / 4 = block k / 32, dword (k % 32) / 4
+        std::memcpy(dst + (k / 32) * 256 + (k % 32) / 4 * 32, row + k, size_t(std::min<int64_t>(4, K - k)));
+    } else {
+      int16_t* dst = out.codes16.data() + size_t(gi * nb * 256 + r * 2);
+      for (int64_t k = 0; k < K; ++k)  // block k / 32, pair (k % 32) / 2, element k % 2
+        dst[(k / 32) * 256 + (k % 32) / 2 * 16 + k % 2] = int16_t(int(row[k]) - 128);
+    }
     std::memcpy(&out.scale[size_t(gi * 8 + r)], row + K, 4);
   }
 }
 
-// Group gi of regrouped Q8 rows × x rows m0 .. m0 + MB − 1 into out [MB][8], before d_w.
-template <int MB, bool VNNI>
+// Group gi of regrouped Q8 rows (codes) × x rows m0 .. m0 + MB − 1 into out [MB][8], before
+// d_w: per block, from corr, vpdpbusd of each dword of codes (AVX-VNNI).
+template <int MB>
 void q8_half(const Q8Lanes& wl, int64_t gi, const QuantRows& x, int64_t m0, float* out) {
   __m256 acc[MB];
   for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_ps();
   const uint8_t* base = wl.codes.data() + size_t(gi * wl.nb * 256);
   for (int64_t g = 0; g < x.nb; ++g) {
     const uint8_t* p = base + size_t(g * 256);
-    __m256i sl[MB];  // int32 dot products (VNNI: of the offset codes, from corr)
-    for (int m = 0; m < MB; ++m)
-      sl[m] = VNNI ? _mm256_set1_epi32(x.corr[size_t((m0 + m) * x.nb + g)]) : _mm256_setzero_si256();
-#pragma GCC unroll 1  // unrolled, GCC spills the 8 · MB products to the stack before adding them
+    __m256i s[MB];
+    for (int m = 0; m < MB; ++m) s[m] = _mm256_set1_epi32(x.corr[size_t((m0 + m) * x.nb + g)]);
     for (int d = 0; d < 8; ++d) {
       const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * d));
-      if constexpr (VNNI) {
-        for (int m = 0; m < MB; ++m) sl[m] = dpbusd(sl[m], c, xword(x, m0 + m, g, d));
-      } else {  // the signed codes q = c − 128: |q| · (x with q's sign), 2 · 128 · 127 at most a pair
-        const __m256i q = _mm256_xor_si256(c, _mm256_set1_epi8(int8_t(0x80)));
-        const __m256i aq = _mm256_abs_epi8(q);
-        for (int m = 0; m < MB; ++m)
-          sl[m] = _mm256_add_epi32(sl[m], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, _mm256_sign_epi8(xword(x, m0 + m, g, d), q)),
-                                                            _mm256_set1_epi16(1)));
+      for (int m = 0; m < MB; ++m) s[m] = dpbusd(s[m], c, xword(x, m0 + m, g, d));
+    }
+    for (int m = 0; m < MB; ++m)
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[m]), _mm256_set1_ps(x.d[size_t((m0 + m) * x.nb + g)]), acc[m]);
+  }
+  for (int m = 0; m < MB; ++m) _mm256_storeu_ps(out + m * 8, acc[m]);
+}
+
+// The same without VNNI, on codes16 and x's int16 codes: vpmaddwd of each pair (no products to
+// saturate: vpmaddubsw's pairs of signed codes would need vpsignb and a vpmaddwd each).
+template <int MB>
+void q8_half16(const Q8Lanes& wl, int64_t gi, const QuantRows& x, int64_t m0, float* out) {
+  __m256 acc[MB];
+  for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_ps();
+  const int16_t* base = wl.codes16.data() + size_t(gi * wl.nb * 256);
+  for (int64_t g = 0; g < x.nb; ++g) {
+    const int16_t* p = base + size_t(g * 256);
+    __m256i s[MB];
+    for (int m = 0; m < MB; ++m) s[m] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int pr = 0; pr < 16; ++pr) {
+      const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * pr));
+      for (int m = 0; m < MB; ++m) {
+        int32_t xp;
+        std::memcpy(&xp, x.q16.data() + (m0 + m) * x.kp + g * 32 + 2 * pr, 4);
+        s[m] = _mm256_add_epi32(s[m], _mm256_madd_epi16(c, _mm256_set1_epi32(xp)));
       }
     }
-    for (int m = 0; m < MB; ++m) {
-      const size_t i = size_t((m0 + m) * x.nb + g);
-      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sl[m]), _mm256_set1_ps(x.d[i]), acc[m]);
-    }
+    for (int m = 0; m < MB; ++m)
+      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[m]), _mm256_set1_ps(x.d[size_t((m0 + m) * x.nb + g)]), acc[m]);
   }
   for (int m = 0; m < MB; ++m) _mm256_storeu_ps(out + m * 8, acc[m]);
 }
@@ -143,16 +171,19 @@ void store(const float* out, int mb, int64_t m0, int64_t n, int valid, const flo
 }
 
 // x rows in tiles of up to MB (4; 2 for Q8's two planes without VNNI) against one 8-row unit.
+// kernel(MB, m0) over x's rows [m0, m1), MB at a time, then one at a time.
 template <int MB, typename Kernel>
-void over_rows(int64_t M, Kernel&& kernel) {
-  int64_t m0 = 0;
-  for (; m0 + MB <= M; m0 += MB) kernel(std::integral_constant<int, MB>(), m0);
-  for (; m0 < M; ++m0) kernel(std::integral_constant<int, 1>(), m0);
+void over_rows(int64_t m0, int64_t m1, Kernel&& kernel) {
+  for (; m0 + MB <= m1; m0 += MB) kernel(std::integral_constant<int, MB>(), m0);
+  for (; m0 < m1; ++m0) kernel(std::integral_constant<int, 1>(), m0);
 }
+
+
 
 }  // namespace
 
-void quantize_rows(const float* x, int64_t ldx, int64_t M, int64_t K, int offset, QuantRows& out) {
+void quantize_rows(const float* x, int64_t ldx, int64_t M, int64_t K, int offset, bool int16,
+                   QuantRows& out) {
   out.M = M;
   out.K = K;
   out.kp = (K + 31) / 32 * 32;
@@ -160,10 +191,13 @@ void quantize_rows(const float* x, int64_t ldx, int64_t M, int64_t K, int offset
   out.q.resize(size_t(M * out.kp));
   out.d.resize(size_t(M * out.nb));
   out.corr.resize(size_t(M * out.nb));
+  out.q16.resize(int16 ? size_t(M * out.kp) : 0);
   parallel_for(M, [&](int64_t m) {
     int32_t* c = out.corr.data() + m * out.nb;
-    quantize_blocks(x + m * ldx, K, out.kp, out.q.data() + m * out.kp, out.d.data() + m * out.nb, c);
+    int8_t* q = out.q.data() + m * out.kp;
+    quantize_blocks(x + m * ldx, K, out.kp, q, out.d.data() + m * out.nb, c);
     for (int64_t g = 0; g < out.nb; ++g) c[g] *= -offset;
+    if (int16) std::copy(q, q + out.kp, out.q16.begin() + m * out.kp);
   });
 }
 
@@ -174,7 +208,7 @@ void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRo
     const int v = int(std::min<int64_t>(16, n1 - n));
     const uint8_t* wg = w + size_t(n) * ws;
     for (int h = 0; h * 8 < v; ++h)
-      over_rows<4>(x.M, [&](auto mb, int64_t m0) {
+      over_rows<4>(0, x.M, [&](auto mb, int64_t m0) {
         constexpr int MB = decltype(mb)::value;
         if (vnni) q4t_half<MB, true>(wg, v, h, x, m0, out);
         else q4t_half<MB, false>(wg, v, h, x, m0, out);
@@ -186,24 +220,35 @@ void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRo
 void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
              int64_t ldy, bool accumulate, bool vnni) {
   thread_local Q8Lanes wl;
-  regroup_q8(w, ws, n0, n1, x.K, x.nb, wl);
+  regroup_q8(w, ws, n0, n1, x.K, x.nb, vnni, wl);
   alignas(32) float out[4 * 8];
   for (int64_t gi = 0; gi < wl.groups; ++gi) {
     const int64_t n = n0 + 8 * gi;
     const int valid = int(std::min<int64_t>(8, n1 - n));
-    const float* scale = wl.scale.data() + gi * 8;
-    if (vnni) {
-      over_rows<4>(x.M, [&](auto mb, int64_t m0) {
-        q8_half<decltype(mb)::value, true>(wl, gi, x, m0, out);
-        store(out, decltype(mb)::value, m0, n, valid, scale, y, ldy, accumulate);
-      });
-    } else {
-      over_rows<4>(x.M, [&](auto mb, int64_t m0) {
-        q8_half<decltype(mb)::value, false>(wl, gi, x, m0, out);
-        store(out, decltype(mb)::value, m0, n, valid, scale, y, ldy, accumulate);
-      });
-    }
+    over_rows<4>(0, x.M, [&](auto mb, int64_t m0) {
+      constexpr int MB = decltype(mb)::value;
+      if (vnni) q8_half<MB>(wl, gi, x, m0, out);
+      else q8_half16<MB>(wl, gi, x, m0, out);
+      store(out, MB, m0, n, valid, wl.scale.data() + gi * 8, y, ldy, accumulate);
+    });
   }
+}
+
+void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
+                 bool accumulate, int64_t chunk) {
+  const DType t = W.dtype();
+  const int64_t N = W.dim(0), K = W.dim(1);
+  const bool vnni = cpu::has(cpu::kAvxVnni);
+  thread_local QuantRows xq;
+  QuantRows& X = xq;  // thread_local: the workers must use this thread's rows
+  quantize_rows(x, ldx, M, K, t == DType::kQ8 ? 128 : 8, t == DType::kQ8 && !vnni, X);
+  const size_t ws = dtype_row_bytes(t, K);
+  const auto* wb = static_cast<const uint8_t*>(W.raw());
+  parallel_tasks((N + chunk - 1) / chunk, [&](int64_t c) {
+    const int64_t n0 = c * chunk, n1 = std::min(N, n0 + chunk);
+    if (t == DType::kQ8) q8_gemm(wb, ws, n0, n1, X, y, ldy, accumulate, vnni);
+    else q4t_gemm(wb, ws, n0, n1, X, y, ldy, accumulate, vnni);
+  });
 }
 
 }  // namespace hypic::kernels::avx2

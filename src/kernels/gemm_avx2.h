@@ -7,26 +7,32 @@
 //   Q4T: acc += float(dot) · (d_w,b · d_x,b)   — the GEMV lanes kernels' arithmetic, so a
 //        row's result is bit-identical to its decode GEMV (every tier without AMX);
 //   Q8:  acc += float(dot) · d_x,b, times the row scale d_w at the end.
-// Weights are read rows in lanes, 8 rows a register: Q4T as stored (core/quant.h), Q8 regrouped
-// a chunk at a time (its byte c = 16·h + l split into two 4-bit planes: Σ c·x = 16·Σ h·x + Σ l·x,
-// each vpmaddubsw product ≤ 15 · 127, so 8 of them sum in int16 without overflow).
+// Weights are read rows in lanes, 8 rows a register: Q4T as stored (core/quant.h), its 4-bit
+// codes' vpmaddubsw products (≤ 2 · 15 · 127 a pair) summed in int16 over a block; Q8 regrouped
+// a chunk at a time: bytes for vpdpbusd, or (without VNNI) signed int16 pairs for vpmaddwd
+// against x's codes as int16.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "core/tensor.h"
+
 namespace hypic::kernels::avx2 {
 
-// x's rows quantized per block of 32: codes [M][kp] (zero past K), and per block d [M][nb] and
-// corr [M][nb] = −offset · Σ codes (offset: the weights' code offset, 128 for Q8, 8 for Q4T).
+// x's rows quantized per block of 32: codes [M][kp] (zero past K; also as int16 in q16 when
+// asked), and per block d [M][nb] and corr [M][nb] = −offset · Σ codes (offset: the weights'
+// code offset, 128 for Q8, 8 for Q4T).
 struct QuantRows {
   int64_t M = 0, K = 0, kp = 0, nb = 0;
   std::vector<int8_t> q;
+  std::vector<int16_t> q16;
   std::vector<float> d;
   std::vector<int32_t> corr;
 };
-void quantize_rows(const float* x, int64_t ldx, int64_t M, int64_t K, int offset, QuantRows& out);
+void quantize_rows(const float* x, int64_t ldx, int64_t M, int64_t K, int offset, bool int16,
+                   QuantRows& out);
 
 // y[m · ldy + n] (+)= row n of W · x_m for n in [n0, n1) and every row of x.
 // Q4T: W's rows `ws` bytes apart from w (row 0), n0 and n1 splitting no group of 16.
@@ -35,5 +41,10 @@ void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRo
 // Q8: likewise (any n0, n1).
 void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
              int64_t ldy, bool accumulate, bool vnni);
+
+// y (+)= x · Wᵀ for a Q8 or Q4T W [N, K] and M rows of x: x quantized once, W's rows in chunks
+// of `chunk` (a multiple of 16; no row's result depends on it) as tasks on the threads.
+void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
+                 bool accumulate, int64_t chunk);
 
 }  // namespace hypic::kernels::avx2

@@ -301,7 +301,7 @@ const char* gemv_impl(DType t, int64_t M) {
   switch (vec_kernel(t)) {
     case Vec::kAvx512:
       return t == DType::kF32 ? "avx512f" : t == DType::kBF16 ? "avx512_bf16" : "avx512_vnni";
-    case Vec::kAvxVnni: return "avx_vnni";
+    case Vec::kAvxVnni: return t == DType::kQ8 ? "avx2" : "avx_vnni";  // Q8: no vpdpbusd
     case Vec::kAvx2: return "avx2";
     default: return "generic";
   }
@@ -419,6 +419,17 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       else amx::rows(wbase, ws, n0, n1, XA, y, ldy, accumulate, amx_prefetch(t, ws));
     });
   }
+  if (t == DType::kQ8 && (vk == Vec::kAvx2 || vk == Vec::kAvxVnni)) {
+    // Q8 on AVX2: rows in lanes, per-block arithmetic, the rows read in place (the integer
+    // GEMM of more rows gives the same bits, gemm_avx2.h).
+    prep_q8(x, ldx, M, K, xq);
+    const avx2::Q8X q8x{xq.q.data(), xq.dx.data(), xq.kp};
+    const int64_t per_task = rows_per_task(N);
+    return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
+      const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
+      avx2::q8_rows(wbase, ws, n0, n1, K, q8x, M, pf, y, ldy, accumulate);
+    });
+  }
   if (t == DType::kF32) prep_f32(x, ldx, M, K, xf);
   else if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
   else prep_q8(x, ldx, M, K, xq);
@@ -439,11 +450,9 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   auto k8 = HYPIC_GEMV_DISPATCH(q8_block, XQ);
   const avx2::F32X f32x{XF.v.data(), XF.kp};
   const avx2::Bf16X bf16x{XB.v.data(), XB.kp};
-  const avx2::Q8X q8x{XQ.q.data(), XQ.corr.data(), XQ.dl.data(), XQ.kp};
+
   auto f32_2 = HYPIC_GEMV_AVX2(f32_block, f32x);
   auto bf_2 = HYPIC_GEMV_AVX2(bf16_block, bf16x);
-  auto k8_2 = HYPIC_GEMV_AVX2(q8_block, q8x, , false);
-  auto k8_vnni = HYPIC_GEMV_AVX2(q8_block, q8x, , true);
   auto q4t = [&](int64_t n, int64_t m) {  // row n's group: rows g0 .. g0 + v − 1
     const int64_t g0 = n / 16 * 16;
     return q4t_generic(wbase + size_t(g0) * ws, int(std::min<int64_t>(16, N - g0)), int(n - g0), K, XQ, m);
@@ -455,10 +464,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
                                                                                : k8(w, rb, m0, mb, out);
       case Vec::kAvxVnni:
       case Vec::kAvx2:
-        return t == DType::kF32    ? f32_2(w, rb, m0, mb, out)
-               : t == DType::kBF16 ? bf_2(w, rb, m0, mb, out)
-               : vk == Vec::kAvxVnni ? k8_vnni(w, rb, m0, mb, out)
-                                     : k8_2(w, rb, m0, mb, out);
+        return t == DType::kF32 ? f32_2(w, rb, m0, mb, out) : bf_2(w, rb, m0, mb, out);
       default:
         for (int r = 0; r < rb; ++r)
           for (int m = 0; m < mb; ++m)

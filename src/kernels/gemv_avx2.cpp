@@ -110,46 +110,60 @@ void bf16_block(const uint8_t* w, size_t ws, size_t pf, int64_t K,
 }
 
 // ---------------------------------------------------------------------------------------
-// Q8: chunk c is 64 codes: dword lane j (0–15) of it gives one int32 dot product of 4 codes,
-// scaled by its block's d_x (dl) into fp32 lane j.
+// Q8: 8 rows in lanes, per block of 32 one int32 dot product a row (gemm_avx2.h's arithmetic).
 
-// The int32 dot products of 8 dword lanes: offset-binary weight codes w (u8) · x (s8) − 128·Σx
-// (corr). Without VNNI the codes become signed (w − 128), which needs no correction.
-template <bool VNNI>
-inline __m256i q8_dot(__m256i w, __m256i xq, __m256i corr) {
-  if constexpr (VNNI) return dpbusd(corr, w, xq);
-  const __m256i ws = _mm256_xor_si256(w, _mm256_set1_epi8(int8_t(0x80)));
-  const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(ws), _mm256_sign_epi8(xq, ws));
-  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+namespace {
+
+// The 8 rows' int32 sums of 8 vectors of lane partials (p[r]: row r's 8 dword partials).
+inline __m256i row_sums(const __m256i (&p)[8]) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
-template <int RB, int MB, bool VNNI>
-void q8_block(const uint8_t* w, size_t ws, size_t pf, int64_t K,
-                                   const Q8X& x, int64_t m0, float* out) {
-  __m256 acc[RB][MB][2];
-  for (int r = 0; r < RB; ++r)
-    for (int m = 0; m < MB; ++m) acc[r][m][0] = acc[r][m][1] = _mm256_setzero_ps();
-  const int64_t nc = x.kp / 64, nl = x.kp / 4;
-  for (int64_t c = 0; c < nc; ++c) {
-    const int64_t k0 = c * 64;
-    prefetch_rows(w + pf, ws, size_t(k0), RB);
-    for (int h = 0; h < 2; ++h) {
-      __m256i wr[RB];
-      for (int r = 0; r < RB; ++r) wr[r] = load32(w + size_t(r) * ws + size_t(k0 + 32 * h), K - k0 - 32 * h);
-      for (int m = 0; m < MB; ++m) {
-        const int64_t xm = m0 + m, lane = xm * nl + c * 16 + 8 * h;
-        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + xm * x.kp + k0 + 32 * h));
-        const __m256i cr = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.corr + lane));
-        const __m256 dl = _mm256_loadu_ps(x.dl + lane);
-        for (int r = 0; r < RB; ++r) {
-          const __m256i dot = q8_dot<VNNI>(wr[r], xq, cr);
-          acc[r][m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), dl, acc[r][m][h]);
-        }
+// Rows n .. n + 7 of a Q8 W (row-major; rows ≥ valid read row n) × x row m: per block of 32 the
+// 8 rows' exact int32 dot products of the signed codes (c − 128, |q| · x carrying q's sign:
+// vpmaddubsw pairs ≤ 2 · 128 · 127), then acc += float(dot) · d_x in block order, in lanes.
+void q8_rows8(const uint8_t* w, size_t ws, int valid, int64_t K, const Q8X& x, int64_t m, size_t pf,
+              float* out /*[8]*/) {
+  __m256 acc = _mm256_setzero_ps();
+  const uint8_t* row[8];
+  for (int r = 0; r < 8; ++r) row[r] = w + size_t(r < valid ? r : 0) * ws;
+  const int64_t nb = (K + 31) / 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t k0 = b * 32;
+    if (b % 2 == 0)
+      for (int r = 0; r < 8; ++r) _mm_prefetch(reinterpret_cast<const char*>(row[r] + pf + size_t(k0)), _MM_HINT_T0);
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + m * x.kp + k0));
+    __m256i p[8];
+    for (int r = 0; r < 8; ++r) {
+      const __m256i q = _mm256_xor_si256(load32(row[r] + k0, K - k0), _mm256_set1_epi8(int8_t(0x80)));
+      p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(xq, q)),
+                               _mm256_set1_epi16(1));
+    }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_sums(p)), _mm256_set1_ps(x.dx[m * (x.kp / 32) + b]), acc);
+  }
+  _mm256_storeu_ps(out, acc);
+}
+
+}  // namespace
+
+void q8_rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, const Q8X& x,
+             int64_t M, size_t pf, float* y, int64_t ldy, bool accumulate) {
+  alignas(32) float out[8];
+  for (int64_t n = n0; n < n1; n += 8) {
+    const int valid = int(std::min<int64_t>(8, n1 - n));
+    const uint8_t* wn = w + size_t(n) * ws;
+    for (int64_t m = 0; m < M; ++m) {
+      q8_rows8(wn, ws, valid, K, x, m, pf, out);
+      for (int r = 0; r < valid; ++r) {
+        float d;
+        std::memcpy(&d, wn + size_t(r) * ws + size_t(K), 4);
+        float& dst = y[m * ldy + n + r];
+        dst = accumulate ? dst + out[r] * d : out[r] * d;
       }
     }
   }
-  for (int r = 0; r < RB; ++r)
-    for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum16(acc[r][m][0], acc[r][m][1]);
 }
 
 #define HYPIC_AVX2_BLOCKS(fn, X, ...)                                                              \
@@ -160,8 +174,6 @@ void q8_block(const uint8_t* w, size_t ws, size_t pf, int64_t K,
   template void fn<1, 4 __VA_ARGS__>(const uint8_t*, size_t, size_t, int64_t, const X&, int64_t, float*);
 HYPIC_AVX2_BLOCKS(f32_block, F32X)
 HYPIC_AVX2_BLOCKS(bf16_block, Bf16X)
-HYPIC_AVX2_BLOCKS(q8_block, Q8X, , false)
-HYPIC_AVX2_BLOCKS(q8_block, Q8X, , true)
 #undef HYPIC_AVX2_BLOCKS
 
 // ---------------------------------------------------------------------------------------

@@ -1,18 +1,20 @@
 // The decode GEMVs of kernels/gemv.h on 256-bit registers (AVX2 + FMA + F16C; AVX-VNNI's
 // vpdpbusd where the CPU has it), internal to the kernels layer. Each reproduces the
-// arithmetic of its AVX-512 twin bit for bit, so a row's result does not depend on which
-// of the two tiers ran it (tested):
-//   F32, BF16, Q8: the AVX-512 kernels keep 16 fp32 lanes per output, lane j summing the
+// arithmetic of a twin bit for bit, so a row's result does not depend on which tier ran it
+// (tested):
+//   F32, BF16: the AVX-512 kernels keep 16 fp32 lanes per output, lane j summing the
 //     products of positions j, j + 16, … (bf16: the pairs 2j, 2j + 1, the odd element
-//     first, as vdpbf16ps does; Q8: the int32 dot product of dword lane j, scaled by its
-//     block's d_x) and add the lanes as a fixed tree. Here each output has two 8-lane
-//     accumulators, lanes 0–7 and 8–15, added in the same tree. (bf16: vdpbf16ps flushes
-//     denormal inputs and results to zero, these kernels do not.)
+//     first, as vdpbf16ps does) and add the lanes as a fixed tree. Here each output has two
+//     8-lane accumulators, lanes 0–7 and 8–15, added in the same tree. (bf16: vdpbf16ps
+//     flushes denormal inputs and results to zero, these kernels do not.)
+//   Q8: rows in lanes, per block of 32 one exact int32 dot product (vpmaddubsw of |q| and x
+//     carrying q's sign, ≤ 2 · 128 · 127 a pair, then vpmaddwd; the lanes' partials summed by a
+//     vphaddd tree), acc += float(dot) · d_x in block order, times d_w: the AMX tiles' and
+//     amx::rows_lanes' arithmetic, and the integer prefill's (gemm_avx2.h, where the rows are
+//     regrouped; here they are read in place).
 //   Q4T: rows in lanes as amx::rows_lanes, 8 rows a register: per block one exact int32
 //     dot product (vpmaddubsw products of the 4-bit codes, at most 30,480 in int16 over a
 //     block, then vpmaddwd; or vpdpbusd), acc += float(dot) · (d_w · d_x).
-// Int8 without VNNI: vpmaddubsw of |w| and x carrying w's sign (products ≤ 2 · 127 · 127 per
-// pair, no saturation), then vpmaddwd.
 #pragma once
 
 #include <cstddef>
@@ -23,10 +25,9 @@
 namespace hypic::kernels::avx2 {
 
 // RB rows of W from w (`ws` bytes apart, `pf` bytes ahead prefetched) against MB activation
-// rows; out[r · MB + m] = the row's dot product (Q8: before the row scale d_w).
+// rows; out[r · MB + m] = the row's dot product.
 // x: F32 [M][kp] (kp a multiple of 16), BF16 [M][kp] bf16 bits (kp a multiple of 32), zero
-// past K. Q8: codes [M][kp] (kp a multiple of 64), corr / dl [M][kp / 4] per dword lane as in
-// gemv.cpp's XQuant. Supported (RB, MB): (4, 1) and (1, 1..4).
+// past K. Supported (RB, MB): (4, 1) and (1, 1..4).
 struct F32X {
   const float* v;
   int64_t kp;
@@ -35,10 +36,10 @@ struct Bf16X {
   const uint16_t* v;
   int64_t kp;
 };
+// Q8's x: codes [M][kp] (kp a multiple of 32, zero past K), block scales dx [M][kp / 32].
 struct Q8X {
   const int8_t* q;
-  const int32_t* corr;
-  const float* dl;
+  const float* dx;
   int64_t kp;
 };
 
@@ -48,9 +49,10 @@ void f32_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const F32X& x,
 template <int RB, int MB>
 void bf16_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const Bf16X& x, int64_t m0,
                 float* out);
-template <int RB, int MB, bool VNNI>
-void q8_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const Q8X& x, int64_t m0,
-              float* out);
+// Q8 rows [n0, n1) of W (row-major, `ws` bytes apart from w = row 0; `pf` bytes ahead
+// prefetched) × the M rows of x into y, times each row's scale d_w.
+void q8_rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, const Q8X& x,
+             int64_t M, size_t pf, float* y, int64_t ldy, bool accumulate);
 
 // Q4T rows [n0, n1) (whole groups) × every row of x (amx::prepare's layout), into y as
 // amx::rows_lanes.

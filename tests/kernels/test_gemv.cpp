@@ -269,9 +269,10 @@ TEST(Gemv, MatchesReferenceOnEveryPath) {
     for (const Case& c : kCases) check_against_reference(c, p);
 }
 
-// The AVX2 kernels reproduce the AVX-512 ones bit for bit (gemv_avx2.h): F32, BF16 and Q8
-// against the AVX-512F / AVX512-BF16 / AVX512-VNNI kernels, Q4T against the lanes kernel, every
-// row count, with and without AVX-VNNI; where this CPU has AVX-512.
+// The AVX2 kernels reproduce their twins bit for bit (gemv_avx2.h): F32 and BF16 the
+// AVX-512F / AVX512-BF16 kernels, Q4T the lanes kernel, every row count, with and without
+// AVX-VNNI; Q8 the per-block arithmetic of amx::rows_lanes (the AMX tiles'), 1–4 rows (more
+// rows: RowsAreIndependentOfTheBatch). Where this CPU has AVX512-BF16.
 TEST(Gemv, Avx2KernelsMatchTheAvx512KernelsBitForBit) {
   if (int(cpu::startup_cap()) < int(cpu::Tier::kAvx512Bf16)) GTEST_SKIP() << "no AVX512-BF16 here";
   std::vector<cpu::Tier> low{cpu::Tier::kAvx2};
@@ -281,8 +282,13 @@ TEST(Gemv, Avx2KernelsMatchTheAvx512KernelsBitForBit) {
       const Tensor W = matrix(N, K, uint32_t(20 + K)).to(t);
       auto x = randn(size_t(16 * K), uint32_t(21 + N));
       for (int64_t M : {1, 2, 3, 4, 5, 16}) {
+        if (t == DType::kQ8 && M > amx::kLanesMaxRows) continue;
         std::vector<float> want(size_t(M * N)), got(want.size());
-        {
+        if (t == DType::kQ8) {
+          amx::X X;
+          amx::prepare(x.data(), K, M, K, t, X);
+          amx::rows_lanes(static_cast<const uint8_t*>(W.raw()), dtype_row_bytes(t, K), 0, N, X, want.data(), N, false);
+        } else {
           cpu::ScopedCap cap(cpu::Tier::kAvx512Bf16);  // the vector kernels, no tiles
           gemv(x.data(), K, M, W, want.data(), N, false);
         }
@@ -437,26 +443,29 @@ TEST(Gemv, PanelPrefillPathMatchesDequantizedReference) {
     }
 }
 
-// Q4T on the integer prefill path computes each row as the decode GEMV lanes kernels do, bit
-// for bit (gemm_avx2.h): a row's logits do not depend on whether it was prefilled or decoded.
+// On the integer prefill path every row is computed as its decode GEMV computes it, bit for
+// bit (gemm_avx2.h): Q4T as the lanes kernels, Q8 with the AVX2 GEMV's per-block arithmetic
+// (those tiers only). A row's logits do not depend on whether it was prefilled or decoded.
 // With and without AVX-VNNI, on a tail group of 5 rows.
-TEST(Gemv, Q4TPrefillRowsEqualTheirDecodeRows) {
+TEST(Gemv, IntegerPrefillRowsEqualTheirDecodeRows) {
   UsePrefill use(PrefillGemm::kInt8);
   std::vector<cpu::Tier> tiers{cpu::Tier::kAvx2};
   if (cpu::detected() & cpu::kAvxVnni) tiers.push_back(cpu::Tier::kAvxVnni);
-  for (cpu::Tier tier : tiers) {
-    cpu::ScopedCap cap(tier);
-    const int64_t M = 37, N = 69, K = 320;
-    const Tensor W = matrix(N, K, 17).to(DType::kQ4T);
-    auto x = randn(size_t(M * K), 18);
-    std::vector<float> all(size_t(M * N)), one(static_cast<size_t>(N));
-    linear(x.data(), M, W, all.data());
-    for (int64_t m = 0; m < M; ++m) {
-      gemv(x.data() + m * K, K, 1, W, one.data(), N, false);
-      for (int64_t n = 0; n < N; ++n)
-        ASSERT_EQ(all[size_t(m * N + n)], one[size_t(n)]) << prefill_impl(DType::kQ4T) << " row " << m << " col " << n;
+  for (cpu::Tier tier : tiers)
+    for (DType t : {DType::kQ8, DType::kQ4T}) {
+      cpu::ScopedCap cap(tier);
+      const int64_t M = 37, N = 69, K = 320;
+      const Tensor W = matrix(N, K, 17).to(t);
+      auto x = randn(size_t(M * K), 18);
+      std::vector<float> all(size_t(M * N)), one(static_cast<size_t>(N));
+      linear(x.data(), M, W, all.data());
+      for (int64_t m = 0; m < M; ++m) {
+        gemv(x.data() + m * K, K, 1, W, one.data(), N, false);
+        for (int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(all[size_t(m * N + n)], one[size_t(n)])
+              << dtype_name(t) << " " << prefill_impl(t) << " row " << m << " col " << n;
+      }
     }
-  }
 }
 
 // The prefill panels' converters: the vector paths (where this CPU has them) are
