@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace hypic::kernels::avx2 {
 
@@ -21,6 +22,14 @@ inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
 inline __m256i first_lanes(int64_t n) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::clamp<int64_t>(n, 0, 8))), idx);
+}
+
+// 32 bytes from p, zero past `left` bytes (never reading past them: a row's end).
+inline __m256i load32(const uint8_t* p, int64_t left) {
+  if (left >= 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  alignas(32) uint8_t buf[32] = {};
+  if (left > 0) std::memcpy(buf, p, size_t(left));
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(buf));
 }
 
 }  // namespace hypic::kernels::avx2

@@ -76,39 +76,70 @@ void q4t_half(const uint8_t* w, int v, int h, const QuantRows& x, int64_t m0, fl
   for (int m = 0; m < MB; ++m) _mm256_storeu_ps(out + m * 8, acc[m]);
 }
 
-// Q8 rows regrouped, 8 rows per group (the last one zero-padded), codes past K zero:
-//   codes  (AVX-VNNI, q8_half):  per block of 32 and dword d of it, the dword of the 8 rows
-//          (offset-binary bytes, 32 bytes), [groups][nb][8][8 rows][4];
-//   codes16 (AVX2, q8_half16): per block and pair p of it, the 8 rows' signed codes q = c − 128
-//          of elements 2p, 2p + 1 as int16 (vpmaddwd's operands), [groups][nb][16][8 rows][2];
+// Q8 rows regrouped, 8 rows per group (the last one zero-padded), codes past K zero; per block
+// of 32 and dword d of it (codes 4d .. 4d + 3):
+//   codes  (AVX-VNNI, q8_half): the dword of the 8 rows, offset-binary bytes (32 bytes);
+//   codes16 (AVX2, q8_half16):  the signed codes q = c − 128 as int16, for each pair of
+//          codes (4d, 4d + 1) and (4d + 2, 4d + 3) the pair of the 8 rows (vpmaddwd's operands);
 // then the 8 rows' scales d_w.
 struct Q8Lanes {
   int64_t groups = 0, nb = 0;
-  std::vector<uint8_t> codes;
-  std::vector<int16_t> codes16;
-  std::vector<float> scale;  // [groups · 8]
+  std::vector<uint8_t> codes;    // [groups][nb][8][32]
+  std::vector<int16_t> codes16;  // [groups][nb][16 pairs][8 rows][2]
+  std::vector<float> scale;      // [groups · 8]
 };
+
+// r[i] = 8 dwords of row i → r[d] = dword d of rows 0..7.
+inline void transpose8x8(__m256i (&r)[8]) {
+  __m256i t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  __m256i u[8];
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // u[j] (j < 4): dwords 4L + j' of rows 0–3 in lane L; u[4 + j]: rows 4–7.
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+    r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+  }
+}
 
 void regroup_q8(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, int64_t nb,
                 bool vnni, Q8Lanes& out) {
   out.groups = (n1 - n0 + 7) / 8;
   out.nb = nb;
-  if (vnni) out.codes.assign(size_t(out.groups * nb * 256), 0);
-  else out.codes16.assign(size_t(out.groups * nb * 256), 0);
+  (vnni ? out.codes.resize(size_t(out.groups * nb * 256)) : out.codes16.resize(size_t(out.groups * nb * 256)));
   out.scale.assign(size_t(out.groups * 8), 0.0f);
-  for (int64_t n = n0; n < n1; ++n) {
-    const int64_t gi = (n - n0) / 8, r = (n - n0) % 8;
-    const uint8_t* row = w + size_t(n) * ws;
-    if (vnni) {
-      uint8_t* dst = out.codes.data() + size_t(gi * nb * 256 + r * 4);
-      for (int64_t k = 0; k < K; k += 4)  // dword k / 4 = block k / 32, dword (k % 32) / 4
-        std::memcpy(dst + (k / 32) * 256 + (k % 32) / 4 * 32, row + k, size_t(std::min<int64_t>(4, K - k)));
-    } else {
-      int16_t* dst = out.codes16.data() + size_t(gi * nb * 256 + r * 2);
-      for (int64_t k = 0; k < K; ++k)  // block k / 32, pair (k % 32) / 2, element k % 2
-        dst[(k / 32) * 256 + (k % 32) / 2 * 16 + k % 2] = int16_t(int(row[k]) - 128);
+  const __m256i bias = _mm256_set1_epi8(int8_t(0x80));
+  for (int64_t gi = 0; gi < out.groups; ++gi) {
+    const int64_t n = n0 + 8 * gi, valid = std::min<int64_t>(8, n1 - n);
+    for (int64_t r = 0; r < valid; ++r) std::memcpy(&out.scale[size_t(gi * 8 + r)], w + size_t(n + r) * ws + K, 4);
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i v[8];
+      for (int r = 0; r < 8; ++r)
+        v[r] = r < valid ? load32(w + size_t(n + r) * ws + size_t(32 * b), K - 32 * b) : _mm256_setzero_si256();
+      transpose8x8(v);  // v[d]: dword d of the 8 rows
+      const size_t at = size_t((gi * nb + b) * 256);
+      for (int d = 0; d < 8; ++d) {
+        if (vnni) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.codes.data() + at + 32 * d), v[d]);
+        } else {  // rows 0–3 / 4–7 as int16 → as dwords [r0p0 r0p1 r1p0 …] → pairs 2d, 2d + 1
+          const __m256i q = _mm256_xor_si256(v[d], bias);
+          const __m256i split = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+          const __m256i a = _mm256_permutevar8x32_epi32(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)), split);
+          const __m256i b = _mm256_permutevar8x32_epi32(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)), split);
+          int16_t* o = out.codes16.data() + at + 32 * d;
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_permute2x128_si256(a, b, 0x20));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 16), _mm256_permute2x128_si256(a, b, 0x31));
+        }
+      }
     }
-    std::memcpy(&out.scale[size_t(gi * 8 + r)], row + K, 4);
   }
 }
 

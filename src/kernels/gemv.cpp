@@ -18,6 +18,7 @@
 #include "core/cpu.h"
 #include "core/parallel.h"
 #include "core/quant.h"
+#include "kernels/gemm_avx2.h"
 #include "kernels/gemv_amx.h"
 #include "kernels/gemv_avx2.h"
 
@@ -301,7 +302,7 @@ const char* gemv_impl(DType t, int64_t M) {
   switch (vec_kernel(t)) {
     case Vec::kAvx512:
       return t == DType::kF32 ? "avx512f" : t == DType::kBF16 ? "avx512_bf16" : "avx512_vnni";
-    case Vec::kAvxVnni: return t == DType::kQ8 ? "avx2" : "avx_vnni";  // Q8: no vpdpbusd
+    case Vec::kAvxVnni: return t == DType::kQ8 && M <= 4 ? "avx2" : "avx_vnni";  // Q8 ≤ 4 rows: no vpdpbusd
     case Vec::kAvx2: return "avx2";
     default: return "generic";
   }
@@ -420,8 +421,9 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
     });
   }
   if (t == DType::kQ8 && (vk == Vec::kAvx2 || vk == Vec::kAvxVnni)) {
-    // Q8 on AVX2: rows in lanes, per-block arithmetic, the rows read in place (the integer
-    // GEMM of more rows gives the same bits, gemm_avx2.h).
+    // Q8 on AVX2: rows in lanes, per-block arithmetic: 1–4 rows of x read W in place, more on
+    // the integer GEMM (W regrouped a chunk at a time), whose rows have the same bits.
+    if (M > 4) return avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, 256);
     prep_q8(x, ldx, M, K, xq);
     const avx2::Q8X q8x{xq.q.data(), xq.dx.data(), xq.kp};
     const int64_t per_task = rows_per_task(N);

@@ -19,14 +19,6 @@ inline float hsum16(__m256 lo, __m256 hi) {
   return t[0];
 }
 
-// 32 bytes from p, zero past `left` bytes (never reading past them: a row's end).
-inline __m256i load32(const uint8_t* p, int64_t left) {
-  if (left >= 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  alignas(32) uint8_t buf[32] = {};
-  if (left > 0) std::memcpy(buf, p, size_t(left));
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(buf));
-}
-
 inline void prefetch_rows(const uint8_t* w, size_t ws, size_t off, int rb) {
   for (int r = 0; r < rb; ++r)
     _mm_prefetch(reinterpret_cast<const char*>(w + size_t(r) * ws + off), _MM_HINT_T0);

@@ -10,8 +10,8 @@
 //   Q8: rows in lanes, per block of 32 one exact int32 dot product (vpmaddubsw of |q| and x
 //     carrying q's sign, ≤ 2 · 128 · 127 a pair, then vpmaddwd; the lanes' partials summed by a
 //     vphaddd tree), acc += float(dot) · d_x in block order, times d_w: the AMX tiles' and
-//     amx::rows_lanes' arithmetic, and the integer prefill's (gemm_avx2.h, where the rows are
-//     regrouped; here they are read in place).
+//     amx::rows_lanes' arithmetic, and the integer GEMM's (gemm_avx2.h), which gemv runs for
+//     5–16 rows (the rows regrouped there; here, for 1–4, read in place).
 //   Q4T: rows in lanes as amx::rows_lanes, 8 rows a register: per block one exact int32
 //     dot product (vpmaddubsw products of the 4-bit codes, at most 30,480 in int16 over a
 //     block, then vpmaddwd; or vpdpbusd), acc += float(dot) · (d_w · d_x).
