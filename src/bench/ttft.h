@@ -33,9 +33,10 @@ struct TtftBenchOptions {
   uint32_t seed = 1;                 // the trace
 };
 
-// The parameters, and per mode p50_ttft_ms, p99_ttft_ms, segment_hit_rate,
-// mean_recomputed_tokens, mean_prompt_tokens (and what the caches hold); with prefix and
-// hypic both run, ratio_p50_prefix_over_hypic. Progress goes to the log.
+// The parameters, and per mode p50_ttft_ms, p99_ttft_ms (measured requests), cold_ttft_ms
+// (the first request, warm-up or not: empty caches), segment_hit_rate,
+// mean_recomputed_tokens, mean_prompt_tokens (and what the caches hold); with prefix / full
+// and hypic both run, ratio_p50_prefix_over_hypic / ratio_p50_full_over_hypic. Progress goes to the log.
 Result<nlohmann::json> bench_ttft(const TtftBenchOptions& o);
 
 }  // namespace hypic::bench

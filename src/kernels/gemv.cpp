@@ -426,10 +426,13 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
     if (M > 4) return avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, 256);
     prep_q8(x, ldx, M, K, xq);
     const avx2::Q8X q8x{xq.q.data(), xq.dx.data(), xq.kp};
+    // The kernel reads 8 rows at a time: prefetch whole groups of 8 ahead (4 rows ahead
+    // would fetch half a group: MoE shape, AVX2, int8 decode 24 → 31 tok/s).
+    const size_t pf8 = ws * size_t(std::max<int64_t>(8, (ahead + 7) / 8 * 8));
     const int64_t per_task = rows_per_task(N);
     return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
       const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
-      avx2::q8_rows(wbase, ws, n0, n1, K, q8x, M, pf, y, ldy, accumulate);
+      avx2::q8_rows(wbase, ws, n0, n1, K, q8x, M, pf8, y, ldy, accumulate);
     });
   }
   if (t == DType::kF32) prep_f32(x, ldx, M, K, xf);

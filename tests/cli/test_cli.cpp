@@ -419,6 +419,26 @@ TEST_F(CliTest, BenchPrefillPrintsJson) {
   }
 }
 
+TEST_F(CliTest, BenchTtftReportsColdAndWarmRequests) {
+  // Three requests over a pool of two documents, both in every request: the first finds the
+  // caches empty (cold), the later ones hit both segments in hypic mode.
+  const Proc r = hypic({"bench", "ttft", "--model", model(), "--dtype", "f32", "--docs", "2",
+                        "--doc-tokens", "24", "--per-request", "2", "--requests", "2", "--warmup", "1",
+                        "--modes", "full,hypic"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* mode : {"full", "hypic"}) {
+    const auto& m = j["modes"][mode];
+    for (const char* k : {"p50_ttft_ms", "p99_ttft_ms", "cold_ttft_ms"}) EXPECT_GT(m[k].get<double>(), 0.0) << k;
+  }
+  EXPECT_EQ(j["modes"]["full"]["segment_hit_rate"], 0.0);
+  EXPECT_EQ(j["modes"]["hypic"]["segment_hit_rate"], 1.0);  // the measured requests: all warm
+  EXPECT_LT(j["modes"]["hypic"]["mean_recomputed_tokens"].get<double>(),
+            j["modes"]["full"]["mean_recomputed_tokens"].get<double>());
+  EXPECT_GT(j["ratio_p50_full_over_hypic"].get<double>(), 0.0);
+  EXPECT_TRUE(j.contains("system"));
+}
+
 TEST_F(CliTest, BenchDecodePrintsJson) {
   const Proc r = hypic({"bench", "decode", "--model", model(), "--dtype", "f32", "--batch", "1,3",
                         "--steps", "2", "--prompt", "4"});
