@@ -15,7 +15,8 @@ drawn from the JSON the benchmark printed, never from numbers typed in here:
   decode_batch_<model>_<date>.jsonl  (hypic bench decode, one JSON line per type)
       → decode_batch_<model>.png: decode tokens/s against the batch size, one line per type
   ttft_<model>_<date>.json  (hypic bench ttft)
-      → ttft_<model>.png: p50 and p99 time to first token per mode on the RAG trace
+      → ttft_<model>.png: p50, p99 (and the cold first request's) time to first token per
+        mode on the RAG trace
   scatter_<model>_<date>.json  (hypic bench scatter)
       → scatter_<model>.png: cold TTFT against workers, measured and simulated per policy
 """
@@ -141,10 +142,14 @@ def ttft_plot(path, out, model):
     order = ["full", "prefix", "hypic", "naive"]
     modes = sorted(r["modes"], key=lambda m: order.index(m) if m in order else len(order))
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    for k, (key, color) in enumerate((("p50_ttft_ms", "#1f77b4"), ("p99_ttft_ms", "#aec7e8"))):
+    keys = [("p50_ttft_ms", "#1f77b4"), ("p99_ttft_ms", "#aec7e8")]
+    if all("cold_ttft_ms" in r["modes"][m] for m in modes):  # the first request (since 12-06)
+        keys.append(("cold_ttft_ms", "#7f7f7f"))
+    width = 0.76 / len(keys)
+    for k, (key, color) in enumerate(keys):
         vals = [r["modes"][m][key] / 1000 for m in modes]
-        xs = [i + (k - 0.5) * 0.38 for i in range(len(modes))]
-        ax.bar(xs, vals, 0.38, color=color, label=key.split("_")[0])
+        xs = [i + (k - (len(keys) - 1) / 2) * width for i in range(len(modes))]
+        ax.bar(xs, vals, width, color=color, label=key.split("_")[0])
         for x, v in zip(xs, vals):
             ax.annotate(f"{v:.2f} s", (x, v), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(modes)))
@@ -152,9 +157,9 @@ def ttft_plot(path, out, model):
                         if m in ("hypic", "naive") else m for m in modes])
     ax.set_yscale("log")
     ax.set_ylabel("time to first token (s, log scale)")
-    ratio = r.get("ratio_p50_prefix_over_hypic")
-    ax.set_title(f"RAG trace, {model}"
-                 + (f": prefix / hypic p50 = {ratio:.1f}×" if ratio else ""))
+    base = "prefix" if "ratio_p50_prefix_over_hypic" in r else "full"
+    ratio = r.get(f"ratio_p50_{base}_over_hypic")
+    ax.set_title(f"RAG trace, {model}" + (f": {base} / hypic p50 = {ratio:.1f}×" if ratio else ""))
     ax.legend()
     save(fig, out)
 

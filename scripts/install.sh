@@ -8,7 +8,7 @@ APT_PKGS=(cmake g++ libcpp-httplib-dev libboost-dev make pkg-config libdnnl-dev 
           python3 python3-venv libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
           libsqlite3-dev openssl libssl-dev libhiredis-dev redis-server
           clang libclang-rt-14-dev   # clang + libFuzzer: tests/fuzz/
-          qemu-user)                 # an honest AVX2-only CPU for the ISA smoke test (tests/scripts/qemu_smoke.sh)
+          qemu-user)                 # an honest AVX2-only CPU for the ISA smoke test (tests/scripts/qemu_smoke.py)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -32,4 +32,18 @@ inline __m256i load32(const uint8_t* p, int64_t left) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(buf));
 }
 
+// The f16 scales of rows 8h .. 8h + 7 of a Q4T group of v rows (core/quant.h: the group's 16
+// scales of a block start at s) as fp32; zero past row v.
+inline __m256 q4t_scales8(const uint8_t* s, int v, int h) {
+  __m128i hs;
+  if (v == 16) {
+    hs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16 * h));
+  } else {
+    alignas(16) uint16_t buf[8] = {};
+    std::memcpy(buf, s + 16 * h, size_t(2 * std::max(0, std::min(8, v - 8 * h))));
+    hs = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+  }
+  return _mm256_cvtph_ps(hs);
+}
+
 }  // namespace hypic::kernels::avx2

@@ -58,15 +58,7 @@ void q4t_half(const uint8_t* w, int v, int h, const QuantRows& x, int64_t m0, fl
         s[m] = add_products<VNNI>(add_products<VNNI>(s[m], lo, xword(x, m0 + m, g, d)), hi,
                                   xword(x, m0 + m, g, d + 4));
     }
-    __m128i hs;  // the 8 rows' f16 scales
-    if (v == 16) {
-      hs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * v + 16 * h));
-    } else {
-      alignas(16) uint16_t buf[8] = {};
-      std::memcpy(buf, p + 16 * v + 16 * h, size_t(2 * std::min(8, v - 8 * h)));
-      hs = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
-    }
-    const __m256 dw = _mm256_cvtph_ps(hs);
+    const __m256 dw = q4t_scales8(p + 16 * v, v, h);  // the 8 rows' scales
     for (int m = 0; m < MB; ++m) {
       const size_t i = size_t((m0 + m) * x.nb + g);
       const __m256i dot = VNNI ? s[m] : _mm256_add_epi32(widen<false>(s[m]), _mm256_set1_epi32(x.corr[i]));

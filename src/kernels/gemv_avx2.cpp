@@ -30,8 +30,8 @@ inline void prefetch_rows(const uint8_t* w, size_t ws, size_t off, int rb) {
 // F32: chunk c is 16 floats: lanes 0–7 = w[16c .. 16c + 7], 8–15 the next 8.
 
 template <int RB, int MB>
-void f32_block(const uint8_t* w, size_t ws, size_t pf, int64_t K,
-                                 const F32X& x, int64_t m0, float* out) {
+void f32_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const F32X& x, int64_t m0,
+               float* out) {
   __m256 acc[RB][MB][2];
   for (int r = 0; r < RB; ++r)
     for (int m = 0; m < MB; ++m) acc[r][m][0] = acc[r][m][1] = _mm256_setzero_ps();
@@ -73,8 +73,8 @@ inline void bf16_split(__m256i v, __m256& odd, __m256& even) {
 }
 
 template <int RB, int MB>
-void bf16_block(const uint8_t* w, size_t ws, size_t pf, int64_t K,
-                                  const Bf16X& x, int64_t m0, float* out) {
+void bf16_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const Bf16X& x, int64_t m0,
+                float* out) {
   __m256 acc[RB][MB][2];
   for (int r = 0; r < RB; ++r)
     for (int m = 0; m < MB; ++m) acc[r][m][0] = acc[r][m][1] = _mm256_setzero_ps();
@@ -185,8 +185,7 @@ inline int32_t xword(const amx::X& x, int64_t g, int q, int64_t m) {
 }
 
 template <int MB, bool VNNI>
-void q4t_group(const uint8_t* w, int v, const amx::X& x, int64_t m0,
-                                    float* out /*[MB][16]*/) {
+void q4t_group(const uint8_t* w, int v, const amx::X& x, int64_t m0, float* out /*[MB][16]*/) {
   __m256 acc[MB][2];
   for (int m = 0; m < MB; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
   const int64_t ng = x.K / 32;
@@ -218,15 +217,7 @@ void q4t_group(const uint8_t* w, int v, const amx::X& x, int64_t m0,
           }
         }
       }
-      __m128i hs;  // the 8 rows' f16 scales
-      if (v == 16) {
-        hs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * v + 16 * h));
-      } else {
-        alignas(16) uint16_t buf[8] = {};
-        std::memcpy(buf, p + 16 * v + 16 * h, size_t(2 * std::min(8, v - 8 * h)));
-        hs = _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
-      }
-      const __m256 dw = _mm256_cvtph_ps(hs);
+      const __m256 dw = q4t_scales8(p + 16 * v, v, h);  // the 8 rows' scales
       for (int m = 0; m < MB; ++m) {
         const size_t gi = size_t(g * 16 + m0 + m);
         const __m256i dot = VNNI ? s[m]
@@ -269,8 +260,7 @@ void q4t_rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const amx::X&
 // Activation blocks: |x| max, d = amax / 127, cvtps (round to nearest even under the default
 // rounding mode, as nearbyint) of x · (1 / d), clamped: amx::quantize_blocks' operations.
 
-void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d,
-                                       int32_t* sums) {
+void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d, int32_t* sums) {
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i lim = _mm256_set1_epi32(127), nlim = _mm256_set1_epi32(-127);
   for (int64_t b = 0; b * 32 < kp; ++b) {

@@ -50,7 +50,8 @@ template <int RB, int MB>
 void bf16_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const Bf16X& x, int64_t m0,
                 float* out);
 // Q8 rows [n0, n1) of W (row-major, `ws` bytes apart from w = row 0; `pf` bytes ahead
-// prefetched) × the M rows of x into y, times each row's scale d_w.
+// prefetched: whole groups of 8 rows, as the kernel reads 8 rows at a time) × the M rows of x
+// into y, times each row's scale d_w.
 void q8_rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, const Q8X& x,
              int64_t M, size_t pf, float* y, int64_t ldy, bool accumulate);
 
