@@ -162,7 +162,7 @@ bool bf16_gemm() {
 
 // Packed weights on 256-bit integer dot products (kernels/gemm_avx2.h) where there is no bf16
 // matmul: x quantized per block as the GEMVs do it. h1024-8l prefill, 512 tokens, on a Xeon
-// capped to AVX2, int8 / q4: fp32 panels 403 / 433, integer 487 / 748 tok/s; with AVX-VNNI
+// capped to AVX2, int8 / q4: fp32 panels 403 / 433, integer 574 / 748 tok/s; with AVX-VNNI
 // (tier avx512_bf16) fp32 panels on zmm 636 / 649, integer 917 / 805. Q8 without AVX-VNNI needs
 // vpsignb and vpmaddwd per product pair: on an AVX-512 CPU the fp32 panels on zmm beat it.
 bool int8_gemm(DType t) {
