@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "api/http_front_impl.h"
 #include "api/http_util.h"
@@ -310,6 +313,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
     answer_early(front_error(400, "malformed HTTP request: " + ec.message(), "bad_request"));
   }
 
+  // Why a request's head frames it ambiguously (RFC 9112), or "" when it does not: a
+  // Transfer-Encoding other than exactly "chunked" (the body's length would be unknown, and a
+  // body read as empty would run as the next request: smuggling behind a proxy that frames it
+  // otherwise), or two Host headers, or none in HTTP/1.1 (§3.2).
+  template <class Head>
+  static std::string framing_error(const Head& h) {
+    std::vector<std::string_view> te;
+    int hosts = 0;
+    for (const auto& fld : h) {
+      if (fld.name() == bhttp::field::transfer_encoding) te.emplace_back(fld.value().data(), fld.value().size());
+      if (fld.name() == bhttp::field::host) ++hosts;
+    }
+    auto trimmed = [](std::string_view v) {
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+      return v;
+    };
+    if (!te.empty() && !(te.size() == 1 && iequal(trimmed(te[0]), "chunked"))) {
+      std::string all;
+      for (std::string_view v : te) all += (all.empty() ? "" : ", ") + std::string(v);
+      return "unsupported Transfer-Encoding '" + all +
+             "': a request body is framed by Content-Length or by 'Transfer-Encoding: chunked' alone";
+    }
+    if (hosts > 1) return "a request must not have more than one Host header";
+    if (hosts == 0 && h.version() == 11) return "an HTTP/1.1 request needs a Host header";
+    return "";
+  }
+
   // The request's fate on its headers alone. False when answered (or closed) here.
   bool decide() {
     const auto& h = head_->get();
@@ -332,6 +363,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req_.peer_gone = gone_;
     version_ = h.version();
     keep_alive_ = head_->keep_alive();
+    if (std::string why = framing_error(h); !why.empty()) {
+      close_after_ = true;
+      return answer_early(front_error(400, why, "bad_request")), false;
+    }
     const auto len = head_->content_length();
     const bool has_body = head_->chunked() || (len && *len > 0);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <span>
 
 #include "api/request_tools.h"
@@ -509,6 +510,11 @@ std::optional<ApiError> parse_segment_request(std::string_view body, const Reque
   if (j.is_discarded())
     return bad_request("the request body is not valid JSON (or not valid UTF-8)", "", "invalid_json");
   if (!j.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");
+  // An unknown field is refused, not ignored: a misspelt cache_salt would register the
+  // segment unsalted, visible to every tenant.
+  for (const auto& item : j.items())
+    if (!std::set<std::string_view>{"model", "text", "ttl", "cache_salt", "seam"}.count(item.key()))
+      return unsupported(item.key(), " (POST /v1/segments takes model, text, ttl, cache_salt and seam); remove it");
   if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return wrong_type("model", "a string", *it);
     out->model = it->get<std::string>();

@@ -212,7 +212,7 @@ TEST(Request, SegmentRegistrationParses) {
   EXPECT_FALSE(s.ttl_seconds);
   EXPECT_TRUE(s.cache_salt.empty());
   EXPECT_TRUE(s.model.empty());
-  e = parse_segment_request(R"({"text":"d","ttl":60.0,"cache_salt":"t","seam":4,"model":"m","extra":1})", limits(), &s);
+  e = parse_segment_request(R"({"text":"d","ttl":60.0,"cache_salt":"t","seam":4,"model":"m"})", limits(), &s);
   ASSERT_FALSE(e) << e->message;
   EXPECT_EQ(*s.ttl_seconds, 60);
   EXPECT_EQ(s.cache_salt, "t");
@@ -251,6 +251,8 @@ TEST(Request, HostileSegmentRegistrations) {
       {R"({"text":"a","seam":100000})", {400, "seam"}},
       {R"({"text":"a","seam":"8"})", {400, "seam"}},
       {R"({"text":"a","model":3})", {400, "model"}},
+      {R"({"text":"a","cache_salts":"tenantA"})", {400, "cache_salts"}},  // a typo: never unsalted
+      {R"({"text":"a","ttl_s":60})", {400, "ttl_s"}},
   };
   for (const auto& [body, want] : cases) {
     SegmentRequest s;

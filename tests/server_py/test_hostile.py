@@ -103,6 +103,13 @@ class Auth(HostileCase):
                     self.assertEqual((r.status, r.json()), (200, {"status": "ok"}), r)
         self.assertServes()
 
+    def test_unknown_segment_field_registers_nothing(self):
+        # A misspelt cache_salt must not register the segment unsalted, visible to every tenant.
+        r = self.fetch("POST", "/v1/segments", body={"text": "Rivers, lakes and rain.", "cache_salts": "tenantA"})
+        err = self.assertError(r, 400, "unsupported_parameter", param="cache_salts")
+        self.assertIn("cache_salt", err["message"])
+        self.assertServes(segments=[])
+
     def test_delete_without_key_leaves_the_segment(self):
         r = self.fetch("POST", "/v1/segments", body={"text": "A registered segment about rivers, lakes and rain."})
         self.assertEqual(r.status, 200, repr(r) + self.log_tail())
@@ -464,6 +471,29 @@ class Framing(HostileCase):
                     self.assertTrue(r2 is None or r2.status == 200, r2)
         self.assertServes()
 
+    def test_transfer_encoding_other_than_chunked_alone(self):
+        # RFC 9112 §6.3: no known body length. Read as empty, the body would run as the next
+        # request (here a hidden GET): 400, closed, and nothing answered after it.
+        for te in (["identity"], ["gzip"], [""], ["chunked, identity"], ["chunked, chunked"], ["gzip, chunked"],
+                   ["chunked", "chunked"]):
+            with self.subTest(te=te), self.conn() as c:
+                c.send(smuggling_bytes(te))
+                self.assertAnswersThenCloses(c, 400, "bad_request")
+        self.assertServes()
+
+    def test_host_missing_or_repeated(self):
+        auth = b"Authorization: Bearer " + KEY.encode() + b"\r\n"
+        for head in (b"GET /v1/models HTTP/1.1\r\n" + auth + b"\r\n",
+                     b"GET /v1/models HTTP/1.1\r\nHost: a\r\nHost: b\r\n" + auth + b"\r\n",
+                     b"GET /v1/models HTTP/1.0\r\nHost: a\r\nHost: b\r\n" + auth + b"\r\n"):
+            with self.subTest(head=head[:48]):
+                self._one(head, 400, "bad_request")
+        with self.conn() as c:  # HTTP/1.0 may leave Host out
+            c.send(b"GET /v1/models HTTP/1.0\r\n" + auth + b"\r\n")
+            r = c.read_response(10)
+            self.assertEqual(r.status if r else None, 200, r)
+        self.assertServes()
+
     def test_bare_lf_line_endings(self):
         with self.conn() as c:
             c.send(b"GET /health HTTP/1.1\nHost: 127.0.0.1\n\n")
@@ -673,6 +703,12 @@ class CancelledStream(HostileCase):
 
 # ---- 8. the router ----
 
+def smuggling_bytes(te):
+    """A POST whose only framing is the Transfer-Encoding values te, then a hidden GET."""
+    return request_bytes("POST", "/v1/chat/completions", key=KEY, content_type="application/json",
+                         headers=["Transfer-Encoding: " + v for v in te]) + request_bytes("GET", "/v1/nope", key=KEY)
+
+
 class RouterAuth(unittest.TestCase):
     """`hypic router --api-key` decides the key on the headers too (it uses the same front):
     no member is needed for that, so the router runs alone (members may join on --grpc-port)."""
@@ -691,6 +727,21 @@ class RouterAuth(unittest.TestCase):
         self.assertEqual((r.status, r.json()["object"]), (200, "cluster"), r)
         r = fetch(port, "GET", "/health", key=None)  # no key needed; no instance yet: 503
         self.assertEqual((r.status, r.json()["error"]["code"]), (503, "no_instance"), r)
+
+    def test_framing_rules_hold_in_the_router(self):
+        # The router's front is the server's: a body it cannot frame is 400 and closed, before
+        # the key is looked at, and the request hidden in it is never answered.
+        port = start_router(self, "--grpc-port", "0").port
+        for te in (["identity"], ["chunked, identity"]):
+            with self.subTest(te=te), Conn(port) as c:
+                c.send(smuggling_bytes(te))
+                r = c.read_response(10)
+                self.assertEqual((r.status, r.json()["error"]["code"]), (400, "bad_request"), r)
+                self.assertTrue(c.wait_closed(10), r)
+        with Conn(port) as c:
+            c.send(b"GET /v1/cluster HTTP/1.1\r\nAuthorization: Bearer " + KEY.encode() + b"\r\n\r\n")
+            r = c.read_response(10)
+            self.assertEqual((r.status, r.json()["error"]["code"]), (400, "bad_request"), r)
 
 
 # ---- 9. a kernel that fails mid-request ----
