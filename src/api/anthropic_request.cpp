@@ -125,7 +125,8 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
       return unsupported("'" + k + "' is not supported; remove it", k, "unsupported_parameter");
     }
   }
-  if (!j.contains("max_tokens")) return bad("'max_tokens' is required", "max_tokens");
+  // A null max_tokens is as missing (Anthropic's API requires a number).
+  if (auto m = j.find("max_tokens"); m == j.end() || m->is_null()) return bad("'max_tokens' is required", "max_tokens");
   json msgs = json::array();
   if (auto s = j.find("system"); s != j.end() && !s->is_null()) {
     auto b = blocks_of(*s, "system");

@@ -147,12 +147,14 @@ class Messages(unittest.TestCase):
         with self.assertRaises(anthropic.NotFoundError) as nf:
             self.client.messages.create(model="no-such-model", max_tokens=4, messages=[{"role": "user", "content": "hi"}])
         self.assertEqual(nf.exception.body["type"], "error")
-        st, body = http_json("POST", self.server.base + "/v1/messages",
-                             {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}, headers={"x-api-key": KEY})
-        self.assertEqual(st, 400)
-        self.assertEqual(body["type"], "error")
-        self.assertEqual(body["error"]["type"], "invalid_request_error")
-        self.assertIn("max_tokens", body["error"]["message"])
+        for extra in ({}, {"max_tokens": None}):  # missing, or null: the same error
+            st, body = http_json("POST", self.server.base + "/v1/messages",
+                                 {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], **extra},
+                                 headers={"x-api-key": KEY})
+            self.assertEqual(st, 400, extra)
+            self.assertEqual(body["type"], "error")
+            self.assertEqual(body["error"]["type"], "invalid_request_error")
+            self.assertIn("max_tokens", body["error"]["message"])
         bad = anthropic.Anthropic(base_url=self.server.base, api_key="wrong", max_retries=0)
         with self.assertRaises(anthropic.AuthenticationError):
             bad.messages.create(model=MODEL, max_tokens=2, messages=[{"role": "user", "content": "hi"}])
