@@ -386,6 +386,8 @@ SegmentStore::Pin SegmentStore::insert(const std::string& key, SegmentEntry&& e,
 bool SegmentStore::erase(const std::string& key) { return impl_->erase(key); }
 void SegmentStore::clear() { impl_->clear(); }
 
+size_t SegmentStore::shed_disk(size_t bytes) { return impl_->disk_on ? impl_->shed(bytes) : 0; }
+
 SegmentStore::Stats SegmentStore::stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->st;

@@ -87,6 +87,7 @@ class SegmentStore {
     uint64_t spills = 0;           // files written (evicted, not admitted, persisted, flushed)
     uint64_t corrupt_dropped = 0;  // files that failed verification and were deleted
     uint64_t rejected = 0;         // entries not admitted to memory
+    uint64_t disk_shed = 0;        // files deleted because the disk was full (shed_disk)
   };
   using Pin = std::shared_ptr<const SegmentEntry>;
 
@@ -122,6 +123,13 @@ class SegmentStore {
   };
   FlushReport flush(std::chrono::steady_clock::time_point deadline,
                     const std::function<void(size_t written, size_t total)>& progress = {});
+
+  // The file system under disk_dir is full (a write of the store's or of someone else's
+  // failed with ENOSPC): deletes least recently used complete files until `bytes` are freed
+  // or none is left; returns the bytes freed (0 without a disk tier). The store does this
+  // itself when one of its own writes hits a full disk; callers sharing the file system
+  // (the registry's database) call it when theirs do. A log line says what was deleted.
+  size_t shed_disk(size_t bytes);
 
   Stats stats() const;
   const Options& options() const;

@@ -9,6 +9,7 @@ void SegmentStore::Impl::write_file(const std::string& stem, const SegmentEntry&
                                     size_t* size) {
   const std::string path = path_of_stem(stem);
   *s = save_entry(path, e);
+  if (s->code() == StatusCode::kResourceExhausted && shed(file_size_bound(e)) > 0) *s = save_entry(path, e);
   if (s->is_ok()) {
     std::error_code ec;
     *size = size_t(fs::file_size(path, ec));
@@ -32,6 +33,25 @@ void SegmentStore::Impl::drop_file_locked(std::unordered_map<std::string, DiskEn
   unlink_locked(it->first);
   disk.erase(it);
   st.disk_entries = disk.size() - writing_count;
+}
+
+size_t SegmentStore::Impl::shed(size_t want) {
+  std::lock_guard<std::mutex> lk(mu);
+  size_t freed = 0, files = 0;
+  for (; freed < want && !disk_lru.empty(); ++files) {
+    auto it = disk.find(disk_lru.begin()->second);
+    freed += it->second.bytes;
+    drop_file_locked(it);
+  }
+  st.disk_shed += files;
+  if (files)
+    HYPIC_LOG_WARN("segment store: the disk of %s is full: deleted the %zu least recently used entry files "
+                   "(%.1f MiB) to make room", opt.disk_dir.c_str(), files, double(freed) / (1 << 20));
+  else
+    HYPIC_LOG_WARN("segment store: the disk of %s is full and the disk tier has no file left to delete",
+                   opt.disk_dir.c_str());
+  check_locked();
+  return freed;
 }
 
 bool SegmentStore::Impl::make_disk_room_locked(size_t extra) {

@@ -132,7 +132,11 @@ struct SegmentStore::Impl : std::enable_shared_from_this<SegmentStore::Impl> {
 
   // ---- disk tier -----------------------------------------------------------------------
 
+  // Writes the file (lock not held); on a full disk, sheds files (shed()) and tries once more.
   void write_file(const std::string& stem, const SegmentEntry& e, Status* s, size_t* size);
+  // The disk is full: deletes least recently used complete files until `want` bytes are freed
+  // or none is left (takes the lock); bytes freed.
+  size_t shed(size_t want);
   void unlink_locked(const std::string& stem);
 
   // Drops a complete file from the index and deletes it.

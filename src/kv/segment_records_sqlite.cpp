@@ -180,6 +180,7 @@ class SqliteRecords final : public SegmentRecords {
   Status fail_code(const std::string& what, const char* msg) const {
     const int ec = sqlite3_errcode(db_);
     const std::string m = "segment registry '" + path_ + "': " + what + ": " + msg;
+    if (ec == SQLITE_FULL) return Status(StatusCode::kResourceExhausted, m + " (the disk is full)");
     if (ec == SQLITE_CORRUPT || ec == SQLITE_NOTADB)
       return corrupt(m + " (the file is damaged: move it away to start with no registrations)");
     return io_error(m);

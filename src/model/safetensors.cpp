@@ -42,6 +42,13 @@ std::string known_dtypes() {
 
 std::string errno_str(int e) { return std::strerror(e); }
 
+// A failed write: kResourceExhausted when the disk is full (callers may free space and retry),
+// else kIoError.
+Status write_error(const std::string& what, int e) {
+  const std::string m = what + ": " + errno_str(e);
+  return e == ENOSPC || e == EDQUOT ? Status(StatusCode::kResourceExhausted, m) : io_error(m);
+}
+
 // numel × element size, or nullopt on overflow.
 std::optional<uint64_t> checked_nbytes(const Shape& shape, size_t elem) {
   uint64_t n = elem;
@@ -341,7 +348,7 @@ Status write_all(int fd, const void* data, size_t n, const std::string& path) {
     const ssize_t w = ::write(fd, p, std::min<size_t>(n, size_t(1) << 30));
     if (w < 0) {
       if (errno == EINTR) continue;
-      return io_error("writing '" + path + "' failed: " + errno_str(errno));
+      return write_error("writing '" + path + "' failed", errno);
     }
     p += w;
     n -= size_t(w);
@@ -404,8 +411,7 @@ Status write_safetensors_raw(const std::string& path,
   std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0)
-    return io_error("cannot create a temporary file in '" + dir.string() + "' to write '" +
-                    path + "': " + errno_str(errno));
+    return write_error("cannot create a temporary file in '" + dir.string() + "' to write '" + path + "'", errno);
   auto fail = [&](Status s) {
     ::close(fd);
     ::unlink(tmpl.c_str());
@@ -420,11 +426,11 @@ Status write_safetensors_raw(const std::string& path,
     s = write_all(fd, t.bytes.data(), t.bytes.size(), tmpl);
   }
   if (!s.is_ok()) return fail(s);
-  if (::fsync(fd) != 0) return fail(io_error("fsync '" + tmpl + "': " + errno_str(errno)));
+  if (::fsync(fd) != 0) return fail(write_error("fsync '" + tmpl + "'", errno));
   if (::close(fd) != 0) {
     const int e = errno;
     ::unlink(tmpl.c_str());
-    return io_error("closing '" + tmpl + "': " + errno_str(e));
+    return write_error("closing '" + tmpl + "'", e);
   }
   if (::rename(tmpl.c_str(), path.c_str()) != 0) {
     const int e = errno;

@@ -240,15 +240,13 @@ void HttpServer::Impl::handle_segment(const HttpRequest& req, Reply reply, bool 
   }
   Status why;
   const auto erased = registry->erase(sid, salt, now, &why);
-  const int status = erased == SegmentRegistry::Erased::kOk ? 200 : erased == SegmentRegistry::Erased::kUnknown ? 404 : 503;
-  json log{{"event", "segment.delete"}, {"id", sid}, {"status", status}};
+  std::optional<ApiError> err;
+  if (erased == SegmentRegistry::Erased::kUnknown) err = segment_not_found(sid);
+  if (erased == SegmentRegistry::Erased::kUnavailable) err = record_write_error(why, "deleted");
+  json log{{"event", "segment.delete"}, {"id", sid}, {"status", err ? err->http_status : 200}};
   if (!why.is_ok()) log["error"] = why.to_string();
   log_line(log);
-  if (status == 404) return reply(error_reply(segment_not_found(sid)));
-  if (status == 503)
-    return reply(error_reply(make_error(503, "the registration could not be deleted durably (the registry's storage "
-                                             "failed; see the server log); it is unchanged, try again",
-                                        "server_error", "registry_unavailable")));
+  if (err) return reply(error_reply(*err));
   reply(json_reply(json{{"id", sid}, {"object", "segment.deleted"}, {"deleted", true}}));
 }
 
@@ -321,6 +319,29 @@ void HttpServer::Impl::setup_routes() {
   });
 }
 
+namespace {
+
+// Bytes of entry files deleted per try when the registry's database finds the disk full: a
+// record is tokens × 4 bytes plus a few WAL pages.
+constexpr size_t kRegistryRoomBytes = size_t(1) << 20;
+
+// The registry database in `dir`. A 0-byte file beside entry files is a registry that lost its
+// contents (a crash while it was created, a truncation), not a new one: refused, naming it.
+Result<std::unique_ptr<SegmentRecords>> open_registry_file(const std::string& dir, const SegmentStore& store) {
+  const std::string path = (std::filesystem::path(dir) / kRegistryFile).string();
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  const size_t entries = store.stats().disk_entries;
+  if (!ec && size == 0 && entries > 0)
+    return corrupt("the segment registry '" + path + "' is empty (0 bytes) but " + dir + " holds " +
+                      std::to_string(entries) + " entry files: its registrations were lost (a crash or a "
+                      "truncation). Restore the file from a backup, or delete it to start with no registrations "
+                   "(the entry files stay as cache)");
+  return open_sqlite_records(path);
+}
+
+}  // namespace
+
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 HttpServer::~HttpServer() { stop(); }
@@ -342,8 +363,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
       HYPIC_LOG_WARN("--segment-store: %s; serving without it until it answers (registrations get 503 meanwhile)",
                      ping.status().to_string().c_str());
   }
-  auto store = SegmentStore::open(so);
-  if (!store) return store.status().with_context("opening the segment cache");
+  auto opened = SegmentStore::open(so);
+  if (!opened) return opened.status().with_context("opening the segment cache");
+  std::shared_ptr<SegmentStore> store = std::move(opened).value();
   auto impl = std::make_unique<Impl>(model, tok, std::move(opt));
   SegmentRegistry::Options ro;
   ro.max_bytes = impl->opt.registered_mem_bytes > 0 ? impl->opt.registered_mem_bytes
@@ -353,12 +375,16 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   if (redis) {  // registrations outlive the process and are every instance's
     ro.records = open_redis_records(redis);
   } else if (!impl->opt.cache_dir.empty()) {  // registrations outlive the process
-    auto rec = open_sqlite_records((std::filesystem::path(impl->opt.cache_dir) / kRegistryFile).string());
+    auto rec = open_registry_file(impl->opt.cache_dir, *store);
     if (!rec) return rec.status();
     ro.records = std::move(rec).value();
+    ro.make_room = [store = std::weak_ptr<SegmentStore>(store)] {
+      auto s = store.lock();
+      return s ? s->shed_disk(kRegistryRoomBytes) : 0;
+    };
   }
   impl->registry = std::make_unique<SegmentRegistry>(ro);
-  impl->store = std::shared_ptr<SegmentStore>(std::move(store).value());
+  impl->store = store;
   impl->opt.scatter.creds = impl->opt.creds;
   const bool parallel = !impl->opt.scatter.workers.empty() || impl->opt.scatter.local_lanes > 1;
   if (parallel || impl->opt.grpc_port >= 0)  // a router may send workers with each request

@@ -95,7 +95,7 @@ json segment_json(const RegisteredSegment& s) {
 }
 
 std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentRegistry::Admit a,
-                                       size_t bytes) {
+                                       size_t bytes, const Status& why) {
   const auto& o = registry.options();
   switch (a) {
     case SegmentRegistry::Admit::kOk: return std::nullopt;
@@ -108,12 +108,20 @@ std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentR
                                  std::to_string(o.max_bytes) + " bytes allowed for registered segments; DELETE /v1/segments/{id} "
                                  "ones you no longer need, or register with a 'ttl'",
                         "invalid_request_error", "segment_capacity_exceeded");
-    case SegmentRegistry::Admit::kUnavailable:
-      return make_error(503, "the segment could not be registered durably (the registry's storage failed; see the "
-                             "server log); nothing was registered, try again",
-                        "server_error", "registry_unavailable");
+    case SegmentRegistry::Admit::kUnavailable: return record_write_error(why, "registered");
   }
   return std::nullopt;
+}
+
+ApiError record_write_error(const Status& why, const std::string& what) {
+  if (why.code() == StatusCode::kResourceExhausted)
+    return make_error(507, "the segment registry's storage is full (" + why.message() + ") and no cache files are left "
+                           "to delete; nothing was " + what + ". Free space on the disk of --cache-dir: the server "
+                           "resumes by itself",
+                      "server_error", "insufficient_storage");
+  return make_error(503, "the segment registry's storage failed (see the server log); nothing was " + what +
+                         ", try again",
+                    "server_error", "registry_unavailable");
 }
 
 ApiError registry_unavailable(const std::string& id, const Status& why) {
@@ -300,7 +308,7 @@ Outcome Jobs::run_registration(const Scheduler::Job& job) const {
                      seg->id.c_str(), st.to_string().c_str());
   }
   Status why;
-  if (auto e = capacity_error(registry_, registry_.add(seg, now, &why), seg->bytes)) {
+  if (auto e = capacity_error(registry_, registry_.add(seg, now, &why), seg->bytes, why)) {
     if (!why.is_ok()) HYPIC_LOG_ERROR("registration %s: %s", seg->id.c_str(), why.to_string().c_str());
     out.error = *e;
     return out;

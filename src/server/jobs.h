@@ -108,7 +108,12 @@ nlohmann::json segment_json(const RegisteredSegment& s);
 // registration's pinned bytes.
 // 503 registry_unavailable: the shared registry (--segment-store) does not answer for `id`.
 ApiError registry_unavailable(const std::string& id, const Status& why);
+// kUnavailable: `why` the record write failed (see record_write_error).
 std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentRegistry::Admit a,
-                                       size_t bytes);
+                                       size_t bytes, const Status& why = Status::ok());
+// A registration's record could not be written or erased (`what`: "registered" / "deleted"):
+// 507 insufficient_storage when its storage is full and no room could be made (it resumes
+// by itself when space returns), else 503 registry_unavailable. Nothing changed either way.
+ApiError record_write_error(const Status& why, const std::string& what);
 
 }  // namespace hypic::server

@@ -146,6 +146,8 @@ std::string ServerMetrics::render(const Live& live) const {
   e.gauge("hypic_cache_disk_bytes", "Bytes of segment entry files in the disk tier.",
           double(live.cache.disk_bytes));
   e.counter("hypic_cache_evictions_total", "Segment entries evicted from memory.", live.cache.evictions);
+  e.counter("hypic_cache_disk_full_deletions_total",
+            "Entry files deleted from the disk tier because the disk of --cache-dir was full.", live.cache.disk_shed);
   if (const auto& r = live.remote) {
     e.gauge("hypic_segment_store_up", "Whether the shared tier (--segment-store) answers (0: in a backoff period).",
             r->up ? 1 : 0);

@@ -88,7 +88,7 @@ SegmentRegistry::Admit SegmentRegistry::add(Ptr s, Clock::time_point now, Status
   }
   if (!opt_.records || restored) return Admit::kOk;
   // Nobody knows the new id until add() returns, so it being visible meanwhile is harmless.
-  Status st = opt_.records->put(record_of(*s));
+  Status st = write_record([&] { return opt_.records->put(record_of(*s)); });
   if (st) return Admit::kOk;
   if (error) *error = st;
   std::lock_guard<std::mutex> lk(mu_);
@@ -98,6 +98,12 @@ SegmentRegistry::Admit SegmentRegistry::add(Ptr s, Clock::time_point now, Status
     by_id_.erase(it);
   }
   return Admit::kUnavailable;
+}
+
+Status SegmentRegistry::write_record(const std::function<Status()>& write) {
+  Status st = write();
+  while (st.code() == StatusCode::kResourceExhausted && opt_.make_room && opt_.make_room() > 0) st = write();
+  return st;
 }
 
 SegmentRecord SegmentRegistry::record_of(const RegisteredSegment& s) const {
@@ -192,7 +198,7 @@ SegmentRegistry::Erased SegmentRegistry::erase(const std::string& id, const std:
     return Erased::kUnknown;
   }
   if (opt_.records) {
-    if (Status st = opt_.records->erase(id); !st) {
+    if (Status st = write_record([&] { return opt_.records->erase(id); }); !st) {
       if (error) *error = st;
       return Erased::kUnavailable;
     }

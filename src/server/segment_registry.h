@@ -40,6 +40,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -74,6 +75,10 @@ class SegmentRegistry {
     int max_segments = 1024;
     std::shared_ptr<SegmentRecords> records;  // null: registrations end with the process
     std::string model;  // the records' model field (the model's fingerprint)
+    // Called when writing a record failed for lack of space (kResourceExhausted); frees some
+    // (the disk tier's files: SegmentStore::shed_disk) and returns the bytes freed. The write is
+    // retried while it frees something. Null: no retry.
+    std::function<size_t()> make_room;
   };
   // kUnavailable: the durable record could not be written (nothing registered).
   enum class Admit { kOk, kTooMany, kTooManyBytes, kUnavailable };
@@ -124,6 +129,9 @@ class SegmentRegistry {
   // another instance); how many. Called when the caps refuse a registration.
   size_t drop_erased_elsewhere();
   void drop_local(const Ptr& s);
+  // A record write (put / erase), retried after make_room() while the storage is full and
+  // room can be made.
+  Status write_record(const std::function<Status()>& write);
   // The shared records' registration `id` of `salt` and this model (nullptr: none);
   // nullopt and *error when they do not answer.
   std::optional<Ptr> find_shared(const std::string& id, const std::string& salt, Clock::time_point now,

@@ -387,6 +387,31 @@ TEST_F(StoreTest, DiskBudgetRespectedLeastRecentlyUsedFilesGo) {
   s->check_invariants();
 }
 
+TEST_F(StoreTest, ShedDiskDeletesLeastRecentlyUsedFilesUntilEnoughIsFree) {
+  // Memory holds one entry; inserting 1..5 spills 1..4 to disk, oldest first.
+  auto s = open(20000, true);
+  for (int t = 1; t <= 5; ++t) put(*s, t, 20000, 1.0);
+  ASSERT_EQ(s->stats().disk_entries, 4u);
+  const size_t before = s->stats().disk_bytes;
+  // A little more than one file: the two oldest go.
+  const size_t freed = s->shed_disk(20000 + 1000);
+  EXPECT_GE(freed, 20000u + 1000u);
+  EXPECT_EQ(s->stats().disk_bytes, before - freed);
+  EXPECT_EQ(s->stats().disk_shed, 2u);
+  for (int t : {1, 2}) EXPECT_FALSE(s->on_disk(sized_key(t))) << t;
+  for (int t : {3, 4}) EXPECT_TRUE(s->on_disk(sized_key(t))) << t;
+  EXPECT_EQ(files_in(dir_ + "/cache"), 2u);
+  // More than there is: everything goes, and then nothing is left to free.
+  EXPECT_GT(s->shed_disk(size_t(1) << 30), 0u);
+  EXPECT_EQ(s->stats().disk_entries, 0u);
+  EXPECT_EQ(s->shed_disk(1), 0u);
+  EXPECT_EQ(s->stats().disk_shed, 4u);
+  s->check_invariants();
+  // The memory tier is untouched; without a disk tier there is nothing to shed.
+  EXPECT_NE(s->lookup(sized_key(5)), nullptr);
+  EXPECT_EQ(open(20000)->shed_disk(1), 0u);
+}
+
 TEST_F(StoreTest, ReopenIndexesExistingFiles) {
   const std::string cache = dir_ + "/cache";
   {

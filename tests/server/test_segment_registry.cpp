@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "server/jobs.h"
 #include "server/segment_registry.h"
 
 namespace hypic::server {
@@ -123,14 +124,16 @@ TEST(SegmentRegistry, ExpiryIsLazyAndSweepReportsIt) {
 class MemRecords final : public SegmentRecords {
  public:
   bool broken = false, is_shared = false;
+  int full = 0;  // writes fail for lack of space while > 0 (make_room lowers it)
+  int writes_refused = 0;
   std::map<std::string, SegmentRecord> rows;
   Status put(const SegmentRecord& r) override {
-    if (broken) return io_error("disk full");
+    if (Status s = check_write(); !s) return s;
     rows[r.id] = r;
     return Status::ok();
   }
   Status erase(const std::string& id) override {
-    if (broken) return io_error("disk full");
+    if (Status s = check_write(); !s) return s;
     rows.erase(id);
     return Status::ok();
   }
@@ -148,6 +151,16 @@ class MemRecords final : public SegmentRecords {
   }
   bool shared() const override { return is_shared; }
   std::string describe() const override { return "memory"; }
+
+ private:
+  Status check_write() {
+    if (broken) return io_error("disk broken");
+    if (full > 0) {
+      ++writes_refused;
+      return Status(StatusCode::kResourceExhausted, "disk full");
+    }
+    return Status::ok();
+  }
 };
 
 TEST(SegmentRegistry, SharedRecordsMakeEveryInstancesIdsResolvable) {
@@ -246,6 +259,56 @@ TEST(SegmentRegistry, RegistrationsAreRecordedAndAFailedRecordChangesNothing) {
   // Expiry deletes the record.
   EXPECT_EQ(reg.sweep(t0 + seconds(6)), std::vector<std::string>{a->id});
   EXPECT_TRUE(rec->rows.empty());
+}
+
+TEST(SegmentRegistry, AFullDiskIsRetriedWhileRoomCanBeMadeAndThenChangesNothing) {
+  auto rec = std::make_shared<MemRecords>();
+  int files = 2;  // what make_room can still delete
+  int room_calls = 0;
+  SegmentRegistry::Options o = opts(1000, 10, rec);
+  o.make_room = [&]() -> size_t {
+    ++room_calls;
+    if (files == 0) return 0;
+    --files;
+    --rec->full;
+    return 4096;
+  };
+  SegmentRegistry reg(o);
+  const auto t0 = Clock::now();
+  // Two deletions make room for the write.
+  rec->full = 2;
+  auto a = make("A", 10, t0);
+  Status why;
+  ASSERT_EQ(reg.add(a, t0, &why), SegmentRegistry::Admit::kOk) << why.to_string();
+  EXPECT_EQ(rec->writes_refused, 2);
+  EXPECT_EQ(room_calls, 2);
+  EXPECT_EQ(rec->rows.count(a->id), 1u);
+
+  // Nothing left to delete: refused, nothing registered, and the error says the storage is full.
+  rec->full = 1;
+  auto b = make("A", 10, t0);
+  EXPECT_EQ(reg.add(b, t0, &why), SegmentRegistry::Admit::kUnavailable);
+  EXPECT_EQ(why.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(reg.find(b->id, "A", t0), nullptr);
+  EXPECT_EQ(rec->rows.count(b->id), 0u);
+  EXPECT_EQ(reg.totals(t0).count, 1u);
+  const ApiError e = *capacity_error(reg, SegmentRegistry::Admit::kUnavailable, 10, why);
+  EXPECT_EQ(e.http_status, 507);
+  EXPECT_EQ(e.code, "insufficient_storage");
+  EXPECT_NE(e.message.find("--cache-dir"), std::string::npos) << e.message;
+  Status erase_why;
+  EXPECT_EQ(reg.erase(a->id, "A", t0, &erase_why), Erased::kUnavailable);
+  EXPECT_EQ(record_write_error(erase_why, "deleted").http_status, 507);
+  EXPECT_EQ(reg.find(a->id, "A", t0), a);  // still registered, still recorded
+  EXPECT_EQ(rec->rows.count(a->id), 1u);
+  // Another failure is a 503, as before.
+  EXPECT_EQ(record_write_error(io_error("EIO"), "deleted").http_status, 503);
+
+  // Space returns (someone freed it): writes work again without a restart.
+  rec->full = 0;
+  EXPECT_EQ(reg.add(b, t0), SegmentRegistry::Admit::kOk);
+  EXPECT_EQ(reg.erase(a->id, "A", t0), Erased::kOk);
+  EXPECT_EQ(rec->rows.count(a->id), 0u);
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
 """Segments that outlive the process (`hypic serve --cache-dir`): registrations restored after a
 SIGTERM and after a kill -9, the first request after a restart a hit, expired ids gone, deleted
 ids staying deleted, entry files lost or damaged before a restart rebuilt, and a damaged
-registry refused with a message naming it. Separate processes over loopback."""
+registry refused with a message naming it, a registry emptied to 0 bytes beside its entry files
+refused, and a full disk that sheds cache files and recovers by itself. Separate processes over
+loopback."""
+import errno
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -12,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_openai_client as base  # noqa: E402 - parses --hypic-bin / --source-dir, SKIPs without openai
-from test_openai_client import MODEL, HypicServer, http_json, hypic_usage  # noqa: E402
+from test_openai_client import MODEL, HypicServer, http_json, hypic_usage, metrics_value  # noqa: E402
 
 SUFFIX = ".seg.safetensors"
 
@@ -27,8 +31,8 @@ class Durable(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="hypic-durable-")
         self.addCleanup(shutil.rmtree, self.dir, True)
 
-    def start(self):
-        s = HypicServer("--cache-dir", self.dir)
+    def start(self, cache_dir=None):
+        s = HypicServer("--cache-dir", cache_dir or self.dir)
         self.addCleanup(s.cleanup)
         s.start()
         return s
@@ -59,8 +63,21 @@ class Durable(unittest.TestCase):
         self.assertIsNotNone(m, s.log())
         return tuple(int(x) for x in m.groups())
 
-    def entry_files(self):
-        return sorted(f for f in os.listdir(self.dir) if f.endswith(SUFFIX))
+    def entry_files(self, cache_dir=None):
+        return sorted(f for f in os.listdir(cache_dir or self.dir) if f.endswith(SUFFIX))
+
+    def small_disk(self, mib):
+        """A tmpfs of `mib` MiB mounted for this test (skips where mounting is not allowed)."""
+        mnt = os.path.join(self.dir, "disk")
+        os.mkdir(mnt)
+        if os.geteuid() != 0:
+            self.skipTest("a size-capped file system is mounted with mount(8), which needs root here")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm" % mib, "hypic-test", mnt],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest("cannot mount a tmpfs here (%s): the full-disk case is not run" % r.stderr.strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt], check=False)
+        return mnt
 
     def test_sigterm_restart_keeps_every_unexpired_id_and_starts_warm(self):
         s = self.start()
@@ -137,6 +154,72 @@ class Durable(unittest.TestCase):
         self.assertIn("registry.sqlite", str(e.exception))
         with open(os.path.join(self.dir, "registry.sqlite"), "rb") as f:
             self.assertEqual(f.read(), junk)
+
+    def test_a_registry_emptied_beside_its_entry_files_is_refused(self):
+        s = self.start()
+        sid = self.register(s, doc(1), "k")
+        self.assertEqual(s.stop(), 0, s.log())
+        files = self.entry_files()
+        self.assertGreaterEqual(len(files), 1)
+        reg = os.path.join(self.dir, "registry.sqlite")
+        os.truncate(reg, 0)  # a crash while it was created, a truncation
+        s2 = HypicServer("--cache-dir", self.dir)
+        self.addCleanup(s2.cleanup)
+        with self.assertRaises(RuntimeError) as e:
+            s2.start()
+        self.assertIn("registry.sqlite", str(e.exception))
+        self.assertIn("0 bytes", str(e.exception))
+        self.assertEqual(os.path.getsize(reg), 0)  # nothing changed
+        self.assertEqual(self.entry_files(), files)
+        # Deleted on purpose: a fresh registry, the entry files kept as cache.
+        os.unlink(reg)
+        s3 = self.start()
+        self.assertEqual(self.get(s3, sid, "k"), 404)
+        self.assertEqual(self.register_status(s3, doc(2)), 200)
+
+    def register_status(self, s, text):
+        st, _ = http_json("POST", s.base + "/v1/segments", {"text": text, "cache_salt": "k"})
+        return st
+
+    def test_a_full_disk_sheds_cache_files_and_recovers_by_itself(self):
+        mnt = self.small_disk(16)
+        s = self.start(mnt)
+        ids = [self.register(s, doc(i), "k") for i in range(6)]
+        self.assertEqual(len(self.entry_files(mnt)), 6)
+        filler = os.path.join(mnt, "someone-elses-file")
+        with open(filler, "wb") as f:  # fill the disk to the last byte
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError as e:
+                self.assertEqual(e.errno, errno.ENOSPC)
+        # Registering on a full disk deletes the oldest cache files to make room.
+        ids += [self.register(s, doc(10 + i), "k") for i in range(3)]
+        self.assertGreater(metrics_value(s.base, "hypic_cache_disk_full_deletions_total"), 0)
+        self.assertIn("is full: deleted the", s.log())
+        self.assertLess(len(self.entry_files(mnt)), 9)
+        gone = ids.pop(0)
+        st, _ = http_json("DELETE", s.base + "/v1/segments/%s?cache_salt=k" % gone)
+        self.assertEqual(st, 200)
+        for sid in ids:
+            self.assertEqual(self.get(s, sid, "k"), 200, sid)
+        text, h = self.ask(s, ids[-1], "k")
+        self.assertEqual((h["segments_hit"], h["segments_missed"]), (1, 0), h)
+        # Space returns: entry files are written again, with no restart.
+        os.unlink(filler)
+        before = len(self.entry_files(mnt))
+        ids.append(self.register(s, doc(20), "k"))
+        self.assertEqual(len(self.entry_files(mnt)), before + 1)
+        # Every acknowledged registration (and deletion) survives a kill -9.
+        s.proc.kill()
+        s.proc.wait(timeout=10)
+        s.proc = None
+        s2 = self.start(mnt)
+        self.assertEqual(self.restored(s2)[0], len(ids))
+        self.assertEqual(self.get(s2, gone, "k"), 404)
+        for sid in ids:
+            self.assertEqual(self.get(s2, sid, "k"), 200, sid)
 
 
 if __name__ == "__main__":
