@@ -12,7 +12,8 @@
 // the router read and write the same records, so an id registered through one instance is
 // resolved by all. A record is one value "hypic:r:<id>" (magic, fields, XXH64 of them) whose
 // Redis expiry is the segment's expires_at, so Redis drops it when the TTL passes; a value
-// that fails its checks is deleted and treated as absent. shared() is true: the records
+// that fails its checks is deleted and treated as absent. "hypic:epoch" (a random value set
+// once, SET NX, by whichever process comes first) tells a Redis that lost its data (forgot()). shared() is true: the records
 // change under the server (it asks get() for ids it does not know and for ids it does, to
 // see a DELETE made through another instance).
 //
@@ -54,6 +55,11 @@ class SegmentRecords {
   virtual Result<std::optional<SegmentRecord>> get(const std::string& id, int64_t now) = 0;
   // Whether other processes add and erase these records (see above).
   virtual bool shared() const { return false; }
+  // Shared records: whether the store forgot every record since the last call (a Redis
+  // restarted without persistence, or flushed), so that absent records are not deletions and
+  // the registrations each instance holds must be written again. The first call (or put())
+  // claims a marker; later calls report it gone or replaced. Local records: always false.
+  virtual Result<bool> forgot() { return false; }
   // Where the records live, for logs and errors.
   virtual std::string describe() const = 0;
 };

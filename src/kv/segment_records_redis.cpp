@@ -1,6 +1,8 @@
 // SegmentRecords in Redis (the shared registry; layout: kv/segment_records.h).
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <random>
 
 #include "core/bytes.h"
 #include "core/hash.h"
@@ -13,6 +15,7 @@ namespace {
 
 constexpr char kMagic[8] = {'H', 'Y', 'P', 'R', 'E', 'G', '0', '1'};
 constexpr char kPrefix[] = "hypic:r:";
+constexpr char kEpochKey[] = "hypic:epoch";
 constexpr size_t kMaxField = 1 << 16;        // id, salt, model
 constexpr uint64_t kMaxTokens = 1ull << 26;  // far above any context
 constexpr int64_t kMaxSeam = 1 << 20;
@@ -60,6 +63,11 @@ class RedisRecords final : public SegmentRecords {
   explicit RedisRecords(std::shared_ptr<kv::Redis> r) : redis_(std::move(r)) {}
 
   Status put(const SegmentRecord& r) override {
+    {  // the marker exists before any record does, so that losing both is seen
+      std::lock_guard<std::mutex> lk(mu_);
+      if (epoch_.empty())
+        if (Result<bool> f = claim_epoch_locked(); !f) return f.status();
+    }
     const std::string key = kPrefix + r.id, value = encode(r);
     std::vector<std::string_view> cmd = {"SET", key, value};
     const std::string at = r.expires_at ? std::to_string(*r.expires_at) : std::string();
@@ -125,7 +133,34 @@ class RedisRecords final : public SegmentRecords {
   bool shared() const override { return true; }
   std::string describe() const override { return redis_->describe(); }
 
+  Result<bool> forgot() override {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto rep = redis_->command({"GET", kEpochKey});
+    if (!rep) return rep.status().with_context("segment registry " + describe());
+    if (rep->type == kv::Reply::Type::kString && !epoch_.empty() && rep->str == epoch_) return false;
+    return claim_epoch_locked();
+  }
+
  private:
+  // Sets the marker unless another process did, and adopts the value there; true when this
+  // process had adopted another before (the store forgot it).
+  Result<bool> claim_epoch_locked() {
+    std::random_device rd;
+    std::string fresh;
+    for (int i = 0; i < 4; ++i) fresh += std::to_string(rd()) + ".";
+    std::vector<std::vector<std::string_view>> cmds = {{"SET", kEpochKey, fresh, "NX"}, {"GET", kEpochKey}};
+    auto reps = redis_->pipeline(cmds);
+    if (!reps) return reps.status().with_context("segment registry " + describe());
+    const kv::Reply& got = (*reps)[1];
+    if (got.type != kv::Reply::Type::kString)
+      return Status(StatusCode::kUnavailable, "segment registry " + describe() + ": cannot read " + kEpochKey +
+                                                  (got.type == kv::Reply::Type::kError ? ": " + got.str : ""));
+    const bool had = !epoch_.empty();
+    epoch_ = got.str;
+    return had;
+  }
+
+
   // Decodes `value` of `key`; a damaged one (or one filed under another id) is deleted.
   bool checked(const std::string& key, const std::string& value, SegmentRecord* r) {
     if (decode(value, r) && kPrefix + r->id == key) return true;
@@ -135,6 +170,8 @@ class RedisRecords final : public SegmentRecords {
   }
 
   const std::shared_ptr<kv::Redis> redis_;
+  std::mutex mu_;
+  std::string epoch_;  // the marker's value last seen (guarded by mu_); empty: not yet
 };
 
 }  // namespace

@@ -7,7 +7,9 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "core/log.h"
 #include "kv/redis.h"
@@ -40,6 +42,8 @@ void log_usage(json& log, const json& usage) {
 
 }  // namespace
 
+constexpr std::chrono::seconds kWatchPeriod{1};
+
 struct HttpServer::Impl {
   using Clock = SegmentRegistry::Clock;
   const Model& model;
@@ -59,9 +63,35 @@ struct HttpServer::Impl {
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
   std::once_flag stop_once;
+  // Shared records: a thread that looks every kWatchPeriod whether they forgot everything
+  // (SegmentRegistry::republish_if_forgotten), so ids held only here come back without a lookup.
+  std::thread watch;
+  std::mutex watch_mu;
+  std::condition_variable watch_cv;
+  bool watch_stop = false;  // guarded by watch_mu
 
   Impl(const Model& m, const Tokenizer& t, ServerOptions o)
       : model(m), tok(t), chat(model_chat_template(m.config())), opt(std::move(o)) {}
+  ~Impl() { stop_watch(); }
+  void start_watch() {
+    watch = std::thread([this] {
+      std::unique_lock<std::mutex> lk(watch_mu);
+      while (!watch_stop) {
+        lk.unlock();
+        registry->republish_if_forgotten(Clock::now());
+        lk.lock();
+        watch_cv.wait_for(lk, kWatchPeriod, [this] { return watch_stop; });
+      }
+    });
+  }
+  void stop_watch() {
+    {
+      std::lock_guard<std::mutex> lk(watch_mu);
+      watch_stop = true;
+    }
+    watch_cv.notify_all();
+    if (watch.joinable()) watch.join();
+  }
 
   // Parses, validates and tokenises a completion body (the HTTP handler's and the Combine
   // service's common path), then submits it to the scheduler.
@@ -269,6 +299,10 @@ void HttpServer::Impl::handle_metrics(Reply reply) {
   const auto t = registry->totals(now);
   live.registered_segments = t.count;
   live.registered_bytes = t.bytes;
+  if (registry->options().records && registry->options().records->shared()) {
+    live.registry_forgot = t.store_forgot;
+    live.registry_republished = t.republished;
+  }
   live.cache = store->stats();
   if (const auto& r = store->options().remote) live.remote = r->stats();
   HttpResponse r;
@@ -441,6 +475,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
     impl->combine = std::move(cs).value();
     impl->opt.grpc_port = impl->combine->port();
   }
+  if (ro.records && ro.records->shared()) impl->start_watch();
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
@@ -469,6 +504,7 @@ void HttpServer::stop() {
     i.http->stop();
     if (i.opt.log_requests)
       i.log_line(json{{"event", "drain"}, {"ms", t.ms()}, {"cut", cut}, {"drain_timeout_s", i.opt.drain_timeout_ms / 1000.0}});
+    i.stop_watch();
     i.flush_cache();
   });
 }

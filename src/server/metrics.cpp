@@ -169,6 +169,13 @@ std::string ServerMetrics::render(const Live& live) const {
           double(live.registered_segments));
   e.gauge("hypic_registered_segment_bytes", "Cache bytes pinned by registered segments.",
           double(live.registered_bytes));
+  if (live.registry_forgot) {
+    e.counter("hypic_segment_registry_forgot_total",
+              "Times the shared registry (--segment-store) was found to have lost every record.", *live.registry_forgot);
+    e.counter("hypic_segment_registry_republished_total",
+              "Registrations this instance wrote to the shared registry again after it lost them.",
+              live.registry_republished.value_or(0));
+  }
   return e.text();
 }
 

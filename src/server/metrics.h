@@ -101,6 +101,7 @@ struct ServerMetrics {
   struct Live {
     int queue_depth = 0, running = 0;
     size_t registered_segments = 0, registered_bytes = 0;
+    std::optional<uint64_t> registry_forgot, registry_republished;  // shared records only
     SegmentStore::Stats cache;
     std::optional<RemoteTier::Stats> remote;  // with --segment-store
   };

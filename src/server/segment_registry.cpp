@@ -51,6 +51,7 @@ size_t SegmentRegistry::drop_erased_elsewhere() {
   }
   size_t n = 0;
   const int64_t unix_now = int64_t(std::time(nullptr));
+  republish_if_forgotten(Clock::now());  // absent records may be a Redis that lost its data
   for (const Ptr& p : mine) {
     auto r = opt_.records->get(p->id, unix_now);
     if (!r) return n;  // no answer: keep everything
@@ -180,7 +181,11 @@ SegmentRegistry::Ptr SegmentRegistry::find(const std::string& id, const std::str
     if (!local && unavailable) *unavailable = why;
     return local;
   }
-  if (local && !*shared) {  // deleted (or expired) elsewhere
+  if (local && !*shared) {  // deleted (or expired) elsewhere, unless the store forgot it
+    if (republish_if_forgotten(now)) return local;  // written again
+    // Another caller may have been re-publishing it meanwhile (serialised): look again.
+    const auto again = find_shared(id, salt, now, &why);
+    if (!again || *again) return local;
     drop_local(local);
     return nullptr;
   }
@@ -244,7 +249,36 @@ SegmentRegistry::Totals SegmentRegistry::totals(Clock::time_point now) {
   std::vector<Ptr> dropped;  // released after the lock (unpinning takes the store's lock)
   std::lock_guard<std::mutex> lk(mu_);
   sweep_locked(now, &dropped);
-  return Totals{by_id_.size(), bytes_};
+  return Totals{by_id_.size(), bytes_, store_forgot_.load(), republished_.load()};
+}
+
+bool SegmentRegistry::republish_if_forgotten(Clock::time_point now) {
+  if (!opt_.records || !opt_.records->shared()) return false;
+  std::lock_guard<std::mutex> rlk(republish_mu_);
+  auto forgot = opt_.records->forgot();
+  if (!forgot || !*forgot) return false;
+  ++store_forgot_;
+  std::vector<Ptr> mine, dropped;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    sweep_locked(now, &dropped);
+    for (const auto& [id, slot] : by_id_) mine.push_back(slot.seg);
+  }
+  size_t written = 0;
+  for (const Ptr& p : mine) {
+    if (Status st = opt_.records->put(record_of(*p)); !st) {
+      HYPIC_LOG_ERROR("segment registry: could not re-publish '%s' to %s (it answers here only): %s", p->id.c_str(),
+                      opt_.records->describe().c_str(), st.to_string().c_str());
+      continue;
+    }
+    ++written;
+  }
+  republished_ += written;
+  HYPIC_LOG_WARN("segment registry: %s forgot every registration (restarted without persistence, or flushed): "
+                 "re-published the %zu of %zu this instance holds; registrations held only by instances that are "
+                 "gone are lost",
+                 opt_.records->describe().c_str(), written, mine.size());
+  return true;
 }
 
 std::vector<std::string> SegmentRegistry::sweep(Clock::time_point now) {

@@ -37,6 +37,7 @@
 // after it was erased.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -85,6 +86,8 @@ class SegmentRegistry {
   enum class Erased { kOk, kUnknown, kUnavailable };
   struct Totals {
     size_t count = 0, bytes = 0;
+    uint64_t store_forgot = 0;   // times the shared records were found to have forgotten everything
+    uint64_t republished = 0;    // registrations written again after that
   };
 
   explicit SegmentRegistry(Options opt) : opt_(opt) {}
@@ -113,6 +116,13 @@ class SegmentRegistry {
   Totals totals(Clock::time_point now);
   // Drops expired registrations (and their records); returns their ids.
   std::vector<std::string> sweep(Clock::time_point now);
+  // Shared records: when they forgot everything since the last look (records->forgot(): a
+  // Redis restarted without persistence), writes the record of every registration this
+  // instance holds again, logging how many and each id it could not write. Callers that find
+  // a record absent call it before taking the absence for a deletion, and the server every
+  // second. Serialised: a caller waits while another re-publishes. False: nothing forgotten,
+  // or the records do not answer.
+  bool republish_if_forgotten(Clock::time_point now);
   // The durable form of a registration, and back (without a Pin: the caller adds one).
   SegmentRecord record_of(const RegisteredSegment& s) const;
   static std::shared_ptr<RegisteredSegment> from_record(const SegmentRecord& r, Clock::time_point now);
@@ -141,6 +151,8 @@ class SegmentRegistry {
     uint64_t seq = 0;  // insertion order, for list()
   };
   const Options opt_;
+  std::mutex republish_mu_;  // held across forgot() and the writes that follow it
+  std::atomic<uint64_t> store_forgot_{0}, republished_{0};
   std::mutex mu_;
   // Guarded by mu_:
   std::map<std::string, Slot> by_id_;

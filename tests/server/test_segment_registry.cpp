@@ -125,6 +125,7 @@ class MemRecords final : public SegmentRecords {
  public:
   bool broken = false, is_shared = false;
   int full = 0;  // writes fail for lack of space while > 0 (make_room lowers it)
+  int epoch = 0, seen_epoch = 0;  // ++epoch: the store forgot everything (a Redis restarted empty)
   int writes_refused = 0;
   std::map<std::string, SegmentRecord> rows;
   Status put(const SegmentRecord& r) override {
@@ -151,6 +152,12 @@ class MemRecords final : public SegmentRecords {
   }
   bool shared() const override { return is_shared; }
   std::string describe() const override { return "memory"; }
+  Result<bool> forgot() override {
+    if (broken) return io_error("down");
+    const bool f = seen_epoch != epoch;
+    seen_epoch = epoch;
+    return f;
+  }
 
  private:
   Status check_write() {
@@ -309,6 +316,34 @@ TEST(SegmentRegistry, AFullDiskIsRetriedWhileRoomCanBeMadeAndThenChangesNothing)
   EXPECT_EQ(reg.add(b, t0), SegmentRegistry::Admit::kOk);
   EXPECT_EQ(reg.erase(a->id, "A", t0), Erased::kOk);
   EXPECT_EQ(rec->rows.count(a->id), 0u);
+}
+
+TEST(SegmentRegistry, RecordsTheSharedStoreForgotAreWrittenAgainNotTakenForDeletions) {
+  auto rec = std::make_shared<MemRecords>();
+  rec->is_shared = true;
+  SegmentRegistry a(opts(1000, 10, rec));
+  const auto t0 = Clock::now();
+  auto s = make("T", 10, t0), t = make("U", 10, t0), gone = make("T", 10, t0, 5);
+  for (const auto& p : {s, t, gone}) ASSERT_EQ(a.add(p, t0), SegmentRegistry::Admit::kOk);
+  EXPECT_FALSE(a.republish_if_forgotten(t0));  // nothing forgotten
+
+  // The store forgets everything: a lookup writes this instance's registrations back (the
+  // expired one excepted) instead of dropping the one it looked up.
+  rec->rows.clear();
+  ++rec->epoch;
+  const auto t1 = t0 + seconds(6);
+  EXPECT_EQ(a.find(s->id, "T", t1), s);
+  EXPECT_EQ(rec->rows.size(), 2u);
+  EXPECT_EQ(rec->rows.count(t->id), 1u);
+  EXPECT_EQ(rec->rows.at(s->id).tokens, s->tokens);
+  EXPECT_EQ(a.totals(t1).store_forgot, 1u);
+  EXPECT_EQ(a.totals(t1).republished, 2u);
+
+  // A record absent without the store forgetting is a deletion elsewhere: dropped here too.
+  rec->rows.erase(t->id);
+  EXPECT_EQ(a.find(t->id, "U", t1), nullptr);
+  EXPECT_EQ(a.totals(t1).count, 1u);
+  EXPECT_EQ(a.totals(t1).republished, 2u);
 }
 
 }  // namespace

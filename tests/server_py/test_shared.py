@@ -237,6 +237,40 @@ class SharedTier(unittest.TestCase):
         st, reg = http_json("POST", self.b.base + "/v1/segments", {"text": doc("k", 8)})
         self.assertEqual(st, 200, reg)
 
+    def test_redis_restarted_empty_gets_every_acknowledged_registration_back(self):
+        ids = []  # (id, tenant, the instance it was registered through)
+        for i in range(6):
+            s = (self.a, self.b)[i % 2]
+            st, reg = http_json("POST", s.base + "/v1/segments", {"text": doc("r", i), "cache_salt": "t%d" % (i % 3)})
+            self.assertEqual(st, 200, reg)
+            ids.append((reg["id"], "t%d" % (i % 3), s))
+        refs = {sid: self.ask_id(self.b.base, sid, t) for sid, t, _ in ids[:2]}
+        self.redis.kill()
+        self.redis.start()  # no persistence: it forgot every record
+        self.assertIsNone(resp(self.redis.port, "GET", "hypic:r:" + ids[0][0]))
+        for s in (self.a, self.b):
+            wait_until(lambda: metric(s, "hypic_segment_registry_forgot_total") >= 1, "the instance to notice")
+        wait_until(lambda: sum(metric(s, "hypic_segment_registry_republished_total") for s in (self.a, self.b))
+                   == len(ids), "the re-publication")
+        for sid, tenant, _ in ids:
+            self.assertIsNotNone(resp(self.redis.port, "GET", "hypic:r:" + sid), sid)
+            for s in (self.a, self.b):  # every instance, not just the one that holds it
+                st, got = http_json("GET", s.base + "/v1/segments/%s?cache_salt=%s" % (sid, tenant))
+                self.assertEqual(st, 200, (sid, got))
+            st, _ = http_json("GET", self.b.base + "/v1/segments/%s?cache_salt=other" % sid)
+            self.assertEqual(st, 404)  # still the tenant's alone
+        for sid, t, _ in ids[:2]:  # the same answers, through the other instance
+            self.assertEqual(self.ask_id(self.a.base, sid, t), refs[sid])
+        log = self.a.log() + self.b.log()
+        self.assertIn("forgot every registration", log)
+        # A DELETE after the re-publication still ends the id everywhere.
+        sid, tenant, _ = ids[0]
+        st, _ = http_json("DELETE", self.b.base + "/v1/segments/%s?cache_salt=%s" % (sid, tenant))
+        self.assertEqual(st, 200)
+        for s in (self.a, self.b):
+            st, _ = http_json("GET", s.base + "/v1/segments/%s?cache_salt=%s" % (sid, tenant))
+            self.assertEqual(st, 404)
+
 
 if __name__ == "__main__":
     unittest.main(argv=base.UNITTEST_ARGV, verbosity=2)
