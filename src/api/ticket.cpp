@@ -37,16 +37,29 @@ bool Ticket::cancelled() const {
   return cancelled_;
 }
 
-bool Ticket::next(Piece* p, Outcome* out) {
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] { return !pieces_.empty() || outcome_.has_value(); });
+Ticket::Next Ticket::take_locked(Piece* p, Outcome* out) {
   if (!pieces_.empty()) {
     *p = std::move(pieces_.front());
     pieces_.pop_front();
-    return true;
+    return Next::kText;
   }
-  *out = *outcome_;
-  return false;
+  if (outcome_) {
+    *out = *outcome_;
+    return Next::kOutcome;
+  }
+  return Next::kPending;
+}
+
+bool Ticket::next(Piece* p, Outcome* out) {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return !pieces_.empty() || outcome_.has_value(); });
+  return take_locked(p, out) == Next::kText;
+}
+
+Ticket::Next Ticket::next_for(Piece* p, Outcome* out, std::chrono::milliseconds max_wait) {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait_for(lk, max_wait, [&] { return !pieces_.empty() || outcome_.has_value(); });
+  return take_locked(p, out);
 }
 
 bool Ticket::next(std::string* text, Outcome* out) {
@@ -68,17 +81,9 @@ Outcome Ticket::wait(std::string* text) {
 
 Ticket::Next Ticket::poll(Piece* p, Outcome* out, std::function<void()> wake) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (!pieces_.empty()) {
-    *p = std::move(pieces_.front());
-    pieces_.pop_front();
-    return Next::kText;
-  }
-  if (outcome_) {
-    *out = *outcome_;
-    return Next::kOutcome;
-  }
-  wake_ = std::move(wake);
-  return Next::kPending;
+  const Next n = take_locked(p, out);
+  if (n == Next::kPending) wake_ = std::move(wake);
+  return n;
 }
 
 void Ticket::cancel() {

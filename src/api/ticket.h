@@ -4,6 +4,7 @@
 // forwarded gRPC stream. Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -48,17 +49,21 @@ class Ticket {
   // HTTP side. Blocks until a piece or the outcome is available. Returns true with a piece
   // in *p, or false with the outcome in *out (once; then the ticket is done).
   bool next(Piece* p, Outcome* out);
+  // next() waiting at most `max_wait`: kPending when nothing came meanwhile.
+  enum class Next { kText, kOutcome, kPending };
+  Next next_for(Piece* p, Outcome* out, std::chrono::milliseconds max_wait);
   // next() for text alone: tool-call pieces are skipped.
   bool next(std::string* text, Outcome* out);
   // Waits for the outcome, concatenating all text pieces into *text.
   Outcome wait(std::string* text);
   // next() without blocking: kPending when nothing is ready, and then `wake` is called once
   // (by the thread that pushes, finishes or cancels, outside the lock) when something is.
-  enum class Next { kText, kOutcome, kPending };
   Next poll(Piece* p, Outcome* out, std::function<void()> wake);
   void cancel();
 
  private:
+  // Moves the next piece or the outcome out (lock held); kPending when there is neither.
+  Next take_locked(Piece* p, Outcome* out);
   // Takes the waiting poll's wake (call it after unlocking).
   std::function<void()> take_wake();
   mutable std::mutex mu_;

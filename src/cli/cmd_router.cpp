@@ -40,6 +40,10 @@ int cmd_router(int argc, char** argv) {
       .opt("routing", "P", "instance choice: affinity | least-loaded | round-robin (the last two for comparison)", "affinity")
       .opt("probe-interval-ms", "MS", "health / load check period", "1000")
       .opt("max-attempts", "N", "instances tried for one request", "3")
+      .opt("first-byte-timeout", "S", "seconds an instance may take to acknowledge a forwarded request (instances "
+                                      "acknowledge on admission); then it is tried elsewhere, or the client gets 504", "15")
+      .opt("idle-timeout", "S", "seconds an instance may go silent mid-request (instances send a keep-alive every "
+                                "second); then as above, or a stream ends with a 504 error event", "30")
       .opt("max-body", "MiB", "largest request body", "8")
       .opt("segment-store", "URL", "the instances' shared registry (their --segment-store redis://...): requests naming "
                                    "registered segments (segment_id) are then accepted and routed to the segment's home");
@@ -69,6 +73,14 @@ int cmd_router(int argc, char** argv) {
   ro.probe_interval_ms = int(*probe);
   ro.probe_timeout_ms = std::min(500, int(*probe));
   ro.max_attempts = int(*attempts);
+  for (const auto& [flag, ms] : {std::pair{"first-byte-timeout", &ro.first_byte_timeout_ms},
+                                 std::pair{"idle-timeout", &ro.idle_timeout_ms}}) {
+    auto v = a.number(flag);
+    if (!v) return report_error("router", v.status());
+    if (!(*v >= 0.1 && *v <= 86400))
+      return report_error("router", invalid_argument(std::string("--") + flag + " must be in [0.1, 86400] seconds"));
+    *ms = int(*v * 1000);
+  }
   ro.limits.max_body_bytes = size_t(*body) << 20;
   int drain_ms = 0;
   if (Status s = read_http_flags(a, &ro.http, &drain_ms); !s) return report_error("router", s);

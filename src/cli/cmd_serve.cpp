@@ -63,7 +63,8 @@ int cmd_serve(int argc, char** argv) {
       .opt("scatter-policy", "P", "lane assignment: lpt | round-robin | contiguous", "lpt")
       .opt("grpc-port", "P", "serve the Combine gRPC service a router forwards to (0: any free port)")
       .opt("join", "HOST:PORT", "join a router (its --grpc-port): heartbeats while running, leaves on exit")
-      .opt("advertise", "HOST:PORT", "the gRPC address the router reaches this instance at (default: --host:--grpc-port)");
+      .opt("advertise", "HOST:PORT", "the gRPC address the router reaches this instance at (default: --host:--grpc-port)")
+      .opt("debug-piece-delay-ms", "N", "testing: sleep after each generated piece of text", "0");
   add_http_flags(a);
   add_cluster_flags(a);
   if (Status s = a.parse(argc, argv); !s) return report_error("serve", s);
@@ -84,6 +85,10 @@ int cmd_serve(int argc, char** argv) {
   auto flush_s = a.integer("flush-timeout");
   if (!flush_s) return report_error("serve", flush_s.status());
   if (*flush_s < 0 || *flush_s > 86400) return report_error("serve", invalid_argument("need 0 <= --flush-timeout <= 86400"));
+  auto piece_delay = a.integer("debug-piece-delay-ms");
+  if (!piece_delay) return report_error("serve", piece_delay.status());
+  if (*piece_delay < 0 || *piece_delay > 60000)
+    return report_error("serve", invalid_argument("need 0 <= --debug-piece-delay-ms <= 60000"));
   for (const Status* s : {&port.status(), &mem.status(), &conc.status(), &queue.status(),
                           &maxtok.status(), &body.status(), &segs.status(), &regmem.status(),
                           &regs.status()})
@@ -118,6 +123,7 @@ int cmd_serve(int argc, char** argv) {
     if (so.auto_segments.sep.empty()) return report_error("serve", invalid_argument("--segment-separator must not be empty"));
   }
   so.flush_timeout_ms = int(*flush_s) * 1000;
+  so.debug_piece_delay_ms = int(*piece_delay);
   so.scheduler.max_batch = int(*conc);
   so.scheduler.workers = int(*prefill_threads);
   so.scheduler.max_queue = int(*queue);

@@ -81,8 +81,11 @@ void Router::Impl::reap_loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stopping) {
     cv_.wait_for(l, std::chrono::milliseconds(50));
-    for (const auto& f : active)
+    const auto now = Forward::Clock::now();
+    for (const auto& f : active) {
       if (f->ticket->cancelled() || (f->client_gone && f->client_gone())) f->try_cancel();
+      else f->cancel_if_late(now);
+    }
   }
 }
 
@@ -93,6 +96,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
   std::optional<server::Outcome> last_busy;  // the last 429 / 503 an instance answered
   std::string last_error = "no instance is available (none has joined or answered a health check)";
   bool busy = false;  // healthy instances exist, but all are full or answered 429 / 503
+  bool late = false;  // the last attempt was cut for sending nothing in time
   for (int attempt = 0; attempt < opt.max_attempts && !outcome; ++attempt) {
     auto choice = cluster.choose(keys, tried, &busy);
     if (!choice) break;
@@ -109,38 +113,39 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     req.set_request_id(id);
     grpc::ClientContext ctx;
     opt.creds->authorize(&ctx);
-    {
-      std::lock_guard<std::mutex> l(f->mu);
-      if (f->cancel) break;
-      f->ctx = &ctx;
-    }
+    if (!f->begin_attempt(&ctx, opt.first_byte_timeout_ms)) break;
     cluster.begin(addr);
     auto reader = combine_stub(addr)->Generate(&ctx, req);
     pb::GenerateEvent ev;
-    bool relayed = false;
+    bool relayed = false;  // the client has received some of this attempt's output (a stream)
     // Per choice: the whole text and the tool calls (the non-streaming body).
     std::vector<std::string> texts(1);
     std::vector<json> calls(1, json::array());
+    bool heard = false;  // some event of this attempt arrived
     while (reader->Read(&ev)) {
+      heard = true;
+      f->event_arrived(opt.idle_timeout_ms);
+      if (ev.has_working()) continue;
       const size_t ch = size_t(std::clamp(ev.choice(), 0, 1023));
       if (ch >= texts.size()) {
         texts.resize(ch + 1);
         calls.resize(ch + 1, json::array());
       }
+      // A non-streaming client gets the whole body at the end: pieces are only collected.
       if (ev.has_tool_call_json()) {
-        relayed = true;
         json c = json::parse(ev.tool_call_json(), nullptr, /*allow_exceptions=*/false);
         if (c.is_object()) {
           calls[ch].push_back(c);
-          if (!f->ticket->push(server::Ticket::Piece{"", nullptr, std::move(c), int(ch)})) f->try_cancel();
+          relayed |= f->stream;
+          if (f->stream && !f->ticket->push(server::Ticket::Piece{"", nullptr, std::move(c), int(ch)})) f->try_cancel();
         }
       } else if (ev.has_text()) {
-        relayed = true;
         texts[ch] += ev.text();
+        relayed |= f->stream;
         json lp;
         if (!ev.piece_logprobs_json().empty()) lp = json::parse(ev.piece_logprobs_json(), nullptr, false);
         if (lp.is_discarded()) lp = nullptr;
-        if (!f->ticket->push_text(ev.text(), std::move(lp), int(ch))) f->try_cancel();
+        if (f->stream && !f->ticket->push_text(ev.text(), std::move(lp), int(ch))) f->try_cancel();
       } else if (ev.has_final()) {
         outcome = final_outcome(ev.final(), texts, calls, addr);
       } else if (ev.has_error()) {
@@ -151,10 +156,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     }
     const grpc::Status st = reader->Finish();
     cluster.end(addr);
-    {
-      std::lock_guard<std::mutex> l(f->mu);
-      f->ctx = nullptr;
-    }
+    late = f->end_attempt();
     // An instance that is full (429) or stopping (503) took nothing: try another.
     if (outcome && outcome->error && !relayed &&
         (outcome->error->http_status == 429 || outcome->error->http_status == 503) &&
@@ -167,6 +169,18 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       continue;
     }
     if (outcome) break;
+    if (late) {  // the instance stopped answering (stopped, hung, cut off)
+      char why[160];
+      std::snprintf(why, sizeof why, " sent nothing for %g s (the router's %s)",
+                    (heard ? opt.idle_timeout_ms : opt.first_byte_timeout_ms) / 1000.0,
+                    heard ? "--idle-timeout" : "--first-byte-timeout");
+      last_error = "instance " + addr + why;
+      log_line(json{{"event", "forward.timeout"}, {"id", id}, {"instance", addr}, {"relayed", relayed}});
+      cluster.forward_failed(addr, Cluster::Clock::now());
+      tried.insert(addr);
+      if (relayed) break;  // the client has part of a stream: it ends with the error
+      continue;
+    }
     if (f->ticket->cancelled() || st.error_code() == grpc::StatusCode::CANCELLED) {
       outcome = server::Outcome{cut_or_cancelled(), {}};
       break;
@@ -193,6 +207,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
   if (!outcome && last_busy) outcome = std::move(last_busy);
   if (!outcome && busy) outcome = server::Outcome{server::make_error(429, "every instance is busy (at its request limit); retry later",
                                                                      "rate_limit_error", "overloaded"), {}};
+  if (!outcome && late) outcome = server::Outcome{make_error(504, last_error, "server_error", "instance_timeout"), {}};
   if (!outcome) {
     const bool none = tried.empty();
     outcome = server::Outcome{make_error(none ? 503 : 502, last_error + (none ? "; start `hypic serve --join` instances or pass --instances" : ""),

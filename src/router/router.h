@@ -52,6 +52,12 @@ struct RouterOptions {
   int probe_timeout_ms = 500;
   int heartbeat_ms = 2000;  // what Join replies tell members
   int max_attempts = 3;     // instances tried for one request before 502
+  // An instance that sends no event for first_byte_timeout_ms after a request was forwarded
+  // (instances send one when they admit it), or for idle_timeout_ms between events (they send
+  // one at least every second while working), is cut: the request is retried on another
+  // instance if its client has received nothing yet, else it ends with a 504 error.
+  int first_byte_timeout_ms = 15000;
+  int idle_timeout_ms = 30000;
   server::HttpFrontOptions http;  // connection limits and deadlines of the HTTP front
   bool log_requests = true;  // one JSON line per request on stderr
   // The cluster's TLS and token: the Router service requires them, calls to members send them.

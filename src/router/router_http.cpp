@@ -48,6 +48,7 @@ void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server
   auto f = std::make_shared<Forward>();
   f->ticket = std::make_shared<server::Ticket>();
   f->client_gone = req.client_gone();
+  f->stream = r.stream;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stopping) return fail(server::shutting_down_error());

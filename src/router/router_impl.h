@@ -52,15 +52,48 @@ inline std::chrono::system_clock::time_point after_ms(int ms) {
 
 // One forwarded request: its gRPC call in flight, for the reaper and stop().
 struct Forward {
+  using Clock = std::chrono::steady_clock;
   std::shared_ptr<server::Ticket> ticket;
   std::function<bool()> client_gone;  // the client's connection has closed
+  bool stream = false;                // the client reads pieces as they come
   std::mutex mu;
   grpc::ClientContext* ctx = nullptr;  // the current attempt's call (guarded by mu)
   bool cancel = false;                 // guarded by mu
+  // The current attempt's next event is due by `due` (first byte, then idle deadline); the
+  // reaper cancels the call when it is late and sets `late` (guarded by mu).
+  Clock::time_point due = Clock::time_point::max();
+  bool late = false;
   void try_cancel() {
     std::lock_guard<std::mutex> l(mu);
     cancel = true;
     if (ctx) ctx->TryCancel();
+  }
+  // Starts an attempt's call (false: cancelled already) and its first-byte deadline.
+  bool begin_attempt(grpc::ClientContext* c, int first_byte_ms) {
+    std::lock_guard<std::mutex> l(mu);
+    if (cancel) return false;
+    ctx = c;
+    late = false;
+    due = Clock::now() + std::chrono::milliseconds(first_byte_ms);
+    return true;
+  }
+  void event_arrived(int idle_ms) {
+    std::lock_guard<std::mutex> l(mu);
+    due = Clock::now() + std::chrono::milliseconds(idle_ms);
+  }
+  // Ends the attempt's call; whether it was cut for being late.
+  bool end_attempt() {
+    std::lock_guard<std::mutex> l(mu);
+    ctx = nullptr;
+    due = Clock::time_point::max();
+    return late;
+  }
+  void cancel_if_late(Clock::time_point now) {
+    std::lock_guard<std::mutex> l(mu);
+    if (ctx && !late && now > due) {
+      late = true;
+      ctx->TryCancel();
+    }
   }
 };
 

@@ -18,6 +18,9 @@ namespace hypic::server {
 using nlohmann::json;
 namespace pb = cluster::pb;
 
+// How long a request may go without an event to the router before a `working` one is sent.
+constexpr std::chrono::milliseconds kWorkingEvery{1000};
+
 struct CombineServer::Service final : pb::Combine::Service {
   Service(CombineHooks h, rpc::CredentialsPtr c) : hooks(std::move(h)), creds(std::move(c)) {}
 
@@ -60,14 +63,21 @@ struct CombineServer::Service final : pb::Combine::Service {
     std::shared_ptr<Ticket> ticket = std::get<std::shared_ptr<Ticket>>(std::move(admitted));
     Ticket::Piece piece;
     Outcome o;
-    bool writing = true;
-    while (ticket->next(&piece, &o)) {
+    pb::GenerateEvent working;
+    working.set_working(true);
+    bool writing = w->Write(working);  // admitted: the router's first-byte deadline is met
+    if (!writing) ticket->cancel();
+    for (Ticket::Next n; (n = ticket->next_for(&piece, &o, kWorkingEvery)) != Ticket::Next::kOutcome;) {
       if (!writing) continue;
       pb::GenerateEvent ev;
-      if (!piece.tool_call.is_null()) ev.set_tool_call_json(dump(piece.tool_call));
-      else ev.set_text(std::move(piece.text));
-      if (!piece.logprobs.is_null()) ev.set_piece_logprobs_json(dump(piece.logprobs));
-      ev.set_choice(piece.choice);
+      if (n == Ticket::Next::kPending) {
+        ev.set_working(true);  // a second without output: still here
+      } else {
+        if (!piece.tool_call.is_null()) ev.set_tool_call_json(dump(piece.tool_call));
+        else ev.set_text(std::move(piece.text));
+        if (!piece.logprobs.is_null()) ev.set_piece_logprobs_json(dump(piece.logprobs));
+        ev.set_choice(piece.choice);
+      }
       if (!w->Write(ev) || ctx->IsCancelled()) {  // the router (or its client) went away
         writing = false;
         ticket->cancel();

@@ -338,7 +338,10 @@ class Faults(unittest.TestCase):
 
     def test_a_full_instance_answers_429_and_the_router_tries_another(self):
         router = start_router(self)
-        a, b = (start_instance(self, router, "--max-concurrency", "1", "--max-queue", "0") for _ in range(2))
+        # Each piece takes 50 ms: the hog below holds its slot for seconds, not for the few ms
+        # its ~300 tokens would take.
+        a, b = (start_instance(self, router, "--max-concurrency", "1", "--max-queue", "0", "--debug-piece-delay-ms", "50")
+                for _ in range(2))
         wait_members(router, {a.address: "instance", b.address: "instance"})
         first = hypic_usage(ask(router.base, DOCS[:2], "f4").usage)["instance"]
         full = a if first == a.address else b
@@ -365,6 +368,86 @@ class Faults(unittest.TestCase):
         finally:
             done.set()
             th.join(60)
+
+    def stopped(self, proc):
+        """SIGSTOPs `proc` (it keeps its sockets and answers nothing) until the test ends."""
+        proc.signal(signal.SIGSTOP)
+        self.addCleanup(proc.signal, signal.SIGCONT)
+
+    def slow_prober_router(self):
+        # Probes would find a stopped instance out within 0.4 s and route around it; with them
+        # rare, the request reaches it and the deadlines are what is tested.
+        return start_router(self, "--probe-interval-ms", "60000", "--first-byte-timeout", "1", "--idle-timeout", "1")
+
+    def test_a_stopped_instance_is_cut_at_the_deadline_and_the_request_retried(self):
+        router = self.slow_prober_router()
+        a, b = start_instance(self, router), start_instance(self, router)
+        wait_members(router, {a.address: "instance", b.address: "instance"})
+        r1 = ask(router.base, DOCS[:2], "f5")
+        home = hypic_usage(r1.usage)["instance"]
+        self.stopped(a if home == a.address else b)
+        t0 = time.monotonic()
+        r2 = ask(router.base, DOCS[:2], "f5")  # affinity sends it home, which says nothing
+        self.assertLess(time.monotonic() - t0, 60)
+        self.assertNotEqual(hypic_usage(r2.usage)["instance"], home)
+        self.assertEqual(r2.choices[0].message.content, r1.choices[0].message.content)
+        self.assertIn('"event":"forward.timeout"', router.log())
+
+    def test_an_instance_killed_mid_request_is_retried_when_its_client_has_nothing_yet(self):
+        router = start_router(self)
+        a, b = (start_instance(self, router, "--debug-piece-delay-ms", "300") for _ in range(2))
+        wait_members(router, {a.address: "instance", b.address: "instance"})
+        r1 = ask(router.base, DOCS[:2], "f7")
+        home = hypic_usage(r1.usage)["instance"]
+        victim = a if home == a.address else b
+        out = {}
+        th = threading.Thread(target=lambda: out.update(r=ask(router.base, DOCS[:2], "f7")))
+        th.start()
+
+        def inflight():
+            _, body = http_get(router.base + "/metrics")
+            return ('hypic_router_member_inflight{role="instance",address="%s"} 1' % home) in body
+        deadline = time.monotonic() + 30
+        while not inflight():  # the request is at its home, its pieces coming every 300 ms
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.02)
+        victim.signal(signal.SIGKILL)
+        th.join(120)
+        self.assertIn("r", out, "the non-streaming request was not retried")
+        self.assertNotEqual(hypic_usage(out["r"].usage)["instance"], home)
+        self.assertEqual(out["r"].choices[0].message.content, r1.choices[0].message.content)
+
+    def test_a_stopped_only_instance_is_a_504_not_a_hang(self):
+        router = self.slow_prober_router()
+        inst = start_instance(self, router)
+        wait_members(router, {inst.address: "instance"})
+        ask(router.base, DOCS[:1], "f6")
+        self.stopped(inst)
+        with self.assertRaises(openai.APIStatusError) as e:
+            ask(router.base, DOCS[:1], "f6")
+        self.assertEqual(e.exception.status_code, 504)
+        self.assertEqual(e.exception.body["code"], "instance_timeout")
+        self.assertIn("--first-byte-timeout", e.exception.body["message"])
+
+    def test_a_stream_cut_after_its_first_byte_ends_with_the_error_event(self):
+        router = self.slow_prober_router()
+        inst = start_instance(self, router)
+        wait_members(router, {inst.address: "instance"})
+        got, err = [], None
+        with client(router.base).chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "A long story."}], max_tokens=2000,
+                temperature=0, stream=True) as st:
+            try:
+                for chunk in st:
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        got.append(chunk)
+                        if len(got) == 1:  # text has reached the client: no retry now
+                            self.stopped(inst)
+            except openai.APIError as e:
+                err = e
+        self.assertIsNotNone(err, "the stream ended without the error event")
+        self.assertIn("--idle-timeout", str(err))
+        self.assertIn('"event":"forward.timeout"', router.log())
 
     def test_sigterm_lets_the_forwarded_stream_finish_and_exits_0(self):
         router = start_router(self)
