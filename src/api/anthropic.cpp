@@ -17,7 +17,7 @@ const char* error_type(int status) {
     case 413: return "request_too_large";
     case 429: return "rate_limit_error";
     case 503: return "overloaded_error";
-    default: return "api_error";
+    default: return status < 500 ? "invalid_request_error" : "api_error";  // Anthropic: "other 4XX" too
   }
 }
 

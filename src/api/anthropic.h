@@ -29,6 +29,9 @@
 
 namespace hypic::server {
 
+// The route of Anthropic's Messages API: the front answers its own errors there in this shape.
+inline constexpr const char* kMessagesPath = "/v1/messages";
+
 // An error response in Anthropic's shape (status kept; its type from the status).
 HttpResponse anthropic_error_reply(const ApiError& e);
 

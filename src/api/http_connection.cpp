@@ -186,7 +186,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         f_->timed_out += 1;
         send_now(front_error(408, state_ == State::kHeader ? "the request's headers did not arrive in time"
                                                            : "the request's body did not arrive in time",
-                             "request_timeout"));
+                             "request_timeout", req_.path));
         return close();
       case State::kWriting:
         f_->timed_out += 1;
@@ -290,7 +290,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         }
         if (ec == bhttp::error::body_limit) {
           close_after_ = true;
-          return answer_early(front_error(413, "request body too large", "request_too_large"));
+          return answer_early(front_error(413, "request body too large", "request_too_large", req_.path));
         }
         if (ec) return protocol_error(ec);
       }
@@ -365,7 +365,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = head_->keep_alive();
     if (std::string why = framing_error(h); !why.empty()) {
       close_after_ = true;
-      return answer_early(front_error(400, why, "bad_request")), false;
+      return answer_early(front_error(400, why, "bad_request", req_.path)), false;
     }
     const auto len = head_->content_length();
     const bool has_body = head_->chunked() || (len && *len > 0);
@@ -374,12 +374,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const bool expect_continue = has_body && version_ == 11 && iequal(req_.header("Expect"), "100-continue");
     if (f_->draining) {
       close_after_ = true;
-      early_ = error_reply(shutting_down_error());
+      early_ = shaped_error(req_.path, shutting_down_error());
     } else if (!f_->authorized(req_)) {
-      early_ = unauthorized_error_reply();
+      early_ = front_error(401, "missing or invalid API key (send 'Authorization: Bearer KEY'; on /v1/messages also "
+                                "'x-api-key: KEY')", "invalid_api_key", req_.path);
     } else if (len && *len > f_->opt.max_body_bytes) {
       close_after_ = true;
-      return answer_early(front_error(413, "request body too large", "request_too_large")), false;
+      return answer_early(front_error(413, "request body too large", "request_too_large", req_.path)), false;
     }
     if (early_) {
       if (!has_body) {
@@ -406,11 +407,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return true;
   }
 
-  static HttpResponse unauthorized_error_reply() {
-    return error_reply(make_error(401, "missing or invalid API key (send 'Authorization: Bearer KEY'; on /v1/messages also 'x-api-key: KEY')",
-                                     "invalid_request_error", "invalid_api_key"));
-  }
-
   void start_body(size_t limit) {
     body_.emplace(std::move(*head_));
     head_.reset();
@@ -424,7 +420,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void dispatch() {
     if (f_->draining) {
       close_after_ = true;
-      return answer_early(error_reply(shutting_down_error()));
+      return answer_early(shaped_error(req_.path, shutting_down_error()));
     }
     const Route* found = nullptr;
     std::string allow;
@@ -438,10 +434,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (allow.find(r.method) == std::string::npos) allow += (allow.empty() ? "" : ", ") + r.method;
     }
     if (!found && allow.empty())
-      return answer_early(front_error(404, "unknown route " + req_.method + " " + req_.path, "unknown_url"));
+      return answer_early(front_error(404, "unknown route " + req_.method + " " + req_.path, "unknown_url", req_.path));
     if (!found) {
       HttpResponse r = front_error(405, "method " + req_.method + " is not allowed on " + req_.path + " (allowed: " + allow + ")",
-                                   "method_not_allowed");
+                                   "method_not_allowed", req_.path);
       r.set("Allow", allow);
       return answer_early(std::move(r));
     }
@@ -450,7 +446,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (ct != "application/json")
         return answer_early(front_error(415, "the request body must be JSON, sent with 'Content-Type: application/json' (got " +
                                                  (ct.empty() ? std::string("no Content-Type") : "'" + ct + "'") + ")",
-                                        "unsupported_media_type"));
+                                        "unsupported_media_type", req_.path));
     }
     req_.matches = std::move(m);
     set_state(State::kWaiting);

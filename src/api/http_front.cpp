@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 
+#include "api/anthropic.h"
 #include "api/http_front_impl.h"
 #include "api/http_util.h"
 
@@ -18,9 +19,13 @@ bool iequal(std::string_view a, std::string_view b) {
   return true;
 }
 
-HttpResponse front_error(int status, std::string message, std::string code) {
-  return error_reply(make_error(status, std::move(message), status >= 500 ? "server_error" : "invalid_request_error",
-                                   std::move(code)));
+HttpResponse shaped_error(const std::string& path, const ApiError& e) {
+  return path == kMessagesPath ? anthropic_error_reply(e) : error_reply(e);
+}
+
+HttpResponse front_error(int status, std::string message, std::string code, const std::string& path) {
+  return shaped_error(path, make_error(status, std::move(message), status >= 500 ? "server_error" : "invalid_request_error",
+                                       std::move(code)));
 }
 
 HandlerPool::HandlerPool(int n) {
@@ -101,7 +106,7 @@ bool HttpFront::Impl::authorized(const HttpRequest& r) const {
   return opt.api_key.empty() || r.path == "/health" ||
          constant_time_equal(r.header("Authorization"), "Bearer " + opt.api_key) ||
          // Anthropic's clients send the key as x-api-key: taken on their route only.
-         (r.path == "/v1/messages" && constant_time_equal(r.header("x-api-key"), opt.api_key));
+         (r.path == kMessagesPath && constant_time_equal(r.header("x-api-key"), opt.api_key));
 }
 
 void HttpFront::Impl::accept() {

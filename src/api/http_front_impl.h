@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "api/http_front.h"
+#include "api/request.h"
 
 namespace hypic::server {
 
@@ -24,8 +25,11 @@ using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 
 bool iequal(std::string_view a, std::string_view b);
-// An error the front answers itself (OpenAI error object; type from the status).
-HttpResponse front_error(int status, std::string message, std::string code);
+// An error the front answers for a request to `path` ("" before the path is known): in
+// Anthropic's shape on /v1/messages, else an OpenAI error object.
+HttpResponse shaped_error(const std::string& path, const ApiError& e);
+// An error the front answers itself (type from the status), shaped for `path`.
+HttpResponse front_error(int status, std::string message, std::string code, const std::string& path = "");
 
 struct Route {
   std::string method;

@@ -162,7 +162,7 @@ void Router::Impl::setup_routes() {
     handle_completion(req, std::move(reply), server::Endpoint::kCompletions);
   }, json_body);
   // Anthropic's Messages API: translated here, forwarded as chat, answered in its shapes.
-  http->route("POST", "/v1/messages", [this](const HttpRequest& req, Reply reply) {
+  http->route("POST", server::kMessagesPath, [this](const HttpRequest& req, Reply reply) {
     auto chat = server::messages_to_chat(req.body, opt.limits);
     if (auto* e = std::get_if<ApiError>(&chat)) {
       count(e->http_status);

@@ -336,7 +336,7 @@ void HttpServer::Impl::setup_routes() {
   http->route("POST", "/v1/completions", [this](const HttpRequest& req, Reply reply) {
     handle_completion(req, std::move(reply), Endpoint::kCompletions);
   }, json_body);
-  http->route("POST", "/v1/messages", [this](const HttpRequest& req, Reply reply) {
+  http->route("POST", kMessagesPath, [this](const HttpRequest& req, Reply reply) {
     handle_messages(req, std::move(reply));
   }, json_body);
   http->route("POST", "/v1/segments", [this](const HttpRequest& req, Reply reply) {

@@ -33,6 +33,18 @@ def fetch(port, method, path, key=KEY, **kw):
     return raw_http.fetch(port, method, path, key=key, **kw)
 
 
+def assert_anthropic_error(test, r, status, etype, ctx=""):
+    ctx = "%r %s" % (r, ctx)
+    test.assertIsNotNone(r, "no response (connection closed)" + ctx)
+    test.assertEqual(r.status, status, ctx)
+    test.assertTrue((r.header("Content-Type") or "").startswith("application/json"), ctx)
+    body = r.json()
+    test.assertEqual((set(body), body["type"], set(body["error"])), ({"type", "error"}, "error", {"type", "message"}), ctx)
+    test.assertEqual(body["error"]["type"], etype, ctx)
+    test.assertTrue(body["error"]["message"], ctx)
+    return body["error"]
+
+
 def chat_body(messages=SHORT_PROMPT, max_tokens=2, **extra):
     b = {"model": MODEL, "messages": messages, "max_tokens": max_tokens, "temperature": 0}
     b.update(extra)
@@ -120,6 +132,10 @@ class HostileCase(unittest.TestCase):
         if param is not Ellipsis:
             self.assertEqual(err["param"], param, ctx)
         return err
+
+    def assertAnthropicError(self, r, status, etype, msg=None):
+        """r is an Anthropic error response: the status, {"type": "error", "error": {type, message}}."""
+        assert_anthropic_error(self, r, status, etype, msg + self.log_tail() if msg else self.log_tail())
 
     def assertAnswersThenCloses(self, c, status, code=None, timeout=10.0):
         """The next response on c is the error, and the connection is closed after it."""

@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raw_http import Closed, Conn, request_bytes, sse_events  # noqa: E402
 from server_proc import wait_for  # noqa: E402
 from hostile_base import (ERROR_KEYS, KEY, LONG_PROMPT, MODEL, OPTS, UNITTEST_ARGV,  # noqa: E402
-                          HostileCase, HypicServer, chat_body, fetch, metrics_value, start_router)
+                          HostileCase, HypicServer, assert_anthropic_error, chat_body, fetch, metrics_value,
+                          start_router)
 
 if not OPTS["hypic_bin"] or not os.access(OPTS["hypic_bin"], os.X_OK):
     print("ERROR: the hypic binary is missing: pass --hypic-bin PATH (got %r)" % OPTS["hypic_bin"])
@@ -92,6 +93,22 @@ class Auth(HostileCase):
                 c.send(request_bytes("GET", "/v1/models", headers=[hdr]))
                 self.assertError(c.read_response(), 401, "invalid_api_key")
         self.assertEqual(n, len(ROUTES) * len(METHODS) * len(BODIES) * 4)
+        self.assertServes()
+
+    def test_every_error_on_messages_is_in_anthropics_shape(self):
+        body = {"model": MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}]}
+        for key, hdr in ((None, []), ("wrong", []), (None, ["x-api-key: wrong"])):
+            with self.subTest(key=key, hdr=hdr):
+                r = self.fetch("POST", "/v1/messages", key=key, headers=hdr, body=body)
+                self.assertAnthropicError(r, 401, "authentication_error")
+        self.assertAnthropicError(self.fetch("GET", "/v1/messages"), 405, "invalid_request_error")
+        self.assertAnthropicError(self.fetch("POST", "/v1/messages", body=b"{}", content_type="text/plain"), 415,
+                                  "invalid_request_error")
+        r = self.fetch("POST", "/v1/messages", body=b"x" * (2 << 20))
+        self.assertAnthropicError(r, 413, "request_too_large")
+        # The key in x-api-key (Anthropic's header) is accepted there, and a bad body is 400 in the same shape.
+        r = self.fetch("POST", "/v1/messages", key=None, headers=["x-api-key: " + KEY], body={"model": MODEL})
+        self.assertAnthropicError(r, 400, "invalid_request_error")
         self.assertServes()
 
     def test_health_needs_no_key(self):
@@ -727,6 +744,11 @@ class RouterAuth(unittest.TestCase):
         self.assertEqual((r.status, r.json()["object"]), (200, "cluster"), r)
         r = fetch(port, "GET", "/health", key=None)  # no key needed; no instance yet: 503
         self.assertEqual((r.status, r.json()["error"]["code"]), (503, "no_instance"), r)
+
+    def test_messages_401_is_in_anthropics_shape_in_the_router(self):
+        port = start_router(self, "--grpc-port", "0").port
+        r = fetch(port, "POST", "/v1/messages", key=None, body={"model": MODEL, "max_tokens": 2, "messages": []})
+        assert_anthropic_error(self, r, 401, "authentication_error")
 
     def test_framing_rules_hold_in_the_router(self):
         # The router's front is the server's: a body it cannot frame is 400 and closed, before
