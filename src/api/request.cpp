@@ -113,7 +113,7 @@ bool is_segment_marker(const json& part) {
 std::optional<ApiError> parse_segment_ref(const json& p, const std::string& pp,
                                           const RequestLimits& lim, Message* m) {
   auto id = p.find("segment_id");
-  if (id == p.end())
+  if (id == p.end() || id->is_null())
     return bad_request("'" + pp + ".segment_id' is required", pp + ".segment_id", "missing_required_parameter");
   if (!id->is_string()) return wrong_type(pp + ".segment_id", "a string", *id);
   std::string s = id->get<std::string>();
@@ -139,7 +139,7 @@ std::optional<ApiError> parse_content(const json& c, const std::string& param,
     const std::string pp = param + "[" + std::to_string(j) + "]";
     if (!p.is_object()) return wrong_type(pp, "an object", p);
     auto t = p.find("type");
-    if (t == p.end()) return bad_request("'" + pp + ".type' is required", pp + ".type", "missing_required_parameter");
+    if (t == p.end() || t->is_null()) return bad_request("'" + pp + ".type' is required", pp + ".type", "missing_required_parameter");
     if (!t->is_string()) return wrong_type(pp + ".type", "a string", *t);
     if (t->get<std::string>() == "segment") {
       if (auto e = parse_segment_ref(p, pp, lim, m)) return e;
@@ -149,7 +149,7 @@ std::optional<ApiError> parse_content(const json& c, const std::string& param,
       return bad_request("content part type '" + t->get<std::string>() +
                              "' is not supported; only 'text' and 'segment' parts are", pp + ".type", "invalid_value");
     auto x = p.find("text");
-    if (x == p.end()) return bad_request("'" + pp + ".text' is required", pp + ".text", "missing_required_parameter");
+    if (x == p.end() || x->is_null()) return bad_request("'" + pp + ".text' is required", pp + ".text", "missing_required_parameter");
     if (!x->is_string()) return wrong_type(pp + ".text", "a string", *x);
     if (auto h = p.find("hypic_segment"); h != p.end() && !h->is_boolean())
       return wrong_type(pp + ".hypic_segment", "a boolean", *h);
@@ -238,7 +238,7 @@ std::optional<ApiError> parse_messages(const json& v, const RequestLimits& lim, 
     const std::string pm = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return wrong_type(pm, "an object", m);
     auto role = m.find("role");
-    if (role == m.end()) return bad_request("'" + pm + ".role' is required", pm + ".role", "missing_required_parameter");
+    if (role == m.end() || role->is_null()) return bad_request("'" + pm + ".role' is required", pm + ".role", "missing_required_parameter");
     if (!role->is_string()) return wrong_type(pm + ".role", "a string", *role);
     Message msg;
     const std::string rs = role->get<std::string>();
@@ -372,16 +372,16 @@ std::optional<ApiError> parse_object(const json& j, std::string_view body, Endpo
                                      ApiRequest* r) {
   if (!j.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");
   auto model = j.find("model");
-  if (model == j.end()) return bad_request("'model' is required", "model", "missing_required_parameter");
+  if (model == j.end() || model->is_null()) return bad_request("'model' is required", "model", "missing_required_parameter");
   if (!model->is_string()) return wrong_type("model", "a string", *model);
   r->model = model->get<std::string>();
   if (ep == Endpoint::kChat) {
     auto m = j.find("messages");
-    if (m == j.end()) return bad_request("'messages' is required", "messages", "missing_required_parameter");
+    if (m == j.end() || m->is_null()) return bad_request("'messages' is required", "messages", "missing_required_parameter");
     if (auto e = parse_messages(*m, lim, r)) return e;
   } else {
     auto p = j.find("prompt");
-    if (p == j.end()) return bad_request("'prompt' is required", "prompt", "missing_required_parameter");
+    if (p == j.end() || p->is_null()) return bad_request("'prompt' is required", "prompt", "missing_required_parameter");
     if (auto e = parse_prompt(*p, r)) return e;
     if (r->prompt.empty() && r->prompt_tokens.empty())
       return bad_request("'prompt' must not be empty", "prompt", "invalid_value");

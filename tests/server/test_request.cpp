@@ -185,6 +185,48 @@ TEST(Request, HostileInputsGiveTypedErrors) {
   }
 }
 
+// One rule for every required field: null is the same error as absent (same code, param, message).
+TEST(Request, NullIsMissingForEveryRequiredField) {
+  struct Case {
+    Endpoint ep;
+    std::string with_null, without, param;
+  };
+  const std::vector<Case> cases = {
+      {Endpoint::kChat, R"({"model":null,"messages":[{"role":"user","content":"x"}]})",
+       R"({"messages":[{"role":"user","content":"x"}]})", "model"},
+      {Endpoint::kChat, R"({"model":"m","messages":null})", R"({"model":"m"})", "messages"},
+      {Endpoint::kChat, R"({"model":"m","messages":[{"role":null,"content":"x"}]})",
+       R"({"model":"m","messages":[{"content":"x"}]})", "messages[0].role"},
+      {Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":null}]})",
+       R"({"model":"m","messages":[{"role":"user"}]})", "messages[0].content"},
+      {Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":null,"text":"a"}]}]})",
+       R"({"model":"m","messages":[{"role":"user","content":[{"text":"a"}]}]})", "messages[0].content[0].type"},
+      {Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":null}]}]})",
+       R"({"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages[0].content[0].text"},
+      {Endpoint::kChat, R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment","segment_id":null}]}]})",
+       R"({"model":"m","messages":[{"role":"user","content":[{"type":"segment"}]}]})", "messages[0].content[0].segment_id"},
+      {Endpoint::kChat, R"({"model":"m","messages":[{"role":"tool","content":"r","tool_call_id":null}]})",
+       R"({"model":"m","messages":[{"role":"tool","content":"r"}]})", "messages[0].tool_call_id"},
+      {Endpoint::kCompletions, R"({"model":"m","prompt":null})", R"({"model":"m"})", "prompt"},
+  };
+  for (const Case& c : cases) {
+    ApiRequest a, b;
+    const auto ea = parse_request(c.with_null, c.ep, limits(), &a);
+    const auto eb = parse_request(c.without, c.ep, limits(), &b);
+    ASSERT_TRUE(ea && eb) << c.param;
+    EXPECT_EQ(ea->code, "missing_required_parameter") << c.param << ": " << ea->message;
+    EXPECT_EQ(ea->param, c.param);
+    EXPECT_EQ(ea->code, eb->code) << c.param;
+    EXPECT_EQ(ea->param, eb->param) << c.param;
+    EXPECT_EQ(ea->message, eb->message) << c.param;
+  }
+  SegmentRequest sa, sb;
+  const auto ea = parse_segment_request(R"({"text":null})", limits(), &sa);
+  const auto eb = parse_segment_request(R"({})", limits(), &sb);
+  ASSERT_TRUE(ea && eb);
+  EXPECT_EQ(std::tie(ea->code, ea->param, ea->message), std::tie(eb->code, eb->param, eb->message));
+}
+
 TEST(Request, SegmentReferenceParses) {
   ApiRequest r;
   auto e = parse_request(R"({"model":"m","messages":[{"role":"user","content":[
