@@ -196,7 +196,16 @@ class SchemaCompiler {
                             "'; the types are object, array, string, number, integer, boolean and null");
   }
 
+  // Members and items follow a '{' or '[': a reference inside one is no longer direct.
+  struct Consumed {
+    explicit Consumed(std::vector<std::string>* d) : d_(d), saved_(std::move(*d)) { d->clear(); }
+    ~Consumed() { *d_ = std::move(saved_); }
+    std::vector<std::string>* d_;
+    std::vector<std::string> saved_;
+  };
+
   Result<Expr> object(const Json& s, const std::string& path, int depth) {
+    const Consumed consumed(&direct_);
     const Json* props = nullptr;
     if (auto p = s.find("properties"); p != s.end()) {
       if (!p->is_object()) return invalid_argument("'properties' at " + shown(path) + " must be an object");
@@ -250,6 +259,7 @@ class SchemaCompiler {
   }
 
   Result<Expr> array(const Json& s, const std::string& path, int depth) {
+    const Consumed consumed(&direct_);
     Expr item = r_.any_value();
     if (auto it = s.find("items"); it != s.end()) {
       Result<Expr> e = compile(*it, join(path, "items"), depth + 1);
@@ -286,35 +296,118 @@ class SchemaCompiler {
     return r_.braces('[', body, ']');
   }
 
+  // The definition `r` names ("#/$defs/NAME" or "#/definitions/NAME" of this schema), or null.
+  const Json* resolve(const std::string& r) const {
+    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
+      const std::string p = prefix;
+      if (r.rfind(p, 0) != 0) continue;
+      const std::string name = r.substr(p.size());
+      auto d = root_.find(p.substr(2, p.size() - 3));
+      if (name.empty() || d == root_.end() || !d->is_object() || !d->contains(name)) return nullptr;
+      return &(*d)[name];
+    }
+    return nullptr;
+  }
+
   Result<Expr> reference(const Json& ref, const std::string& path, int depth) {
     if (!ref.is_string()) return invalid_argument("'$ref' at " + shown(path) + " must be a string");
     const std::string r = ref.get<std::string>();
-    if (auto it = refs_.find(r); it != refs_.end()) return it->second;
-    std::string name;
-    const Json* defs = nullptr;
-    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
-      const std::string p = prefix;
-      if (r.rfind(p, 0) == 0) {
-        name = r.substr(p.size());
-        auto d = root_.find(p.substr(2, p.size() - 3));
-        if (d != root_.end() && d->is_object()) defs = &*d;
-      }
+    // Reached again before any byte of a value was written: the rule would only ever expand
+    // into itself (a → a, a → anyOf[b, …] → a), which no value matches.
+    if (std::find(direct_.begin(), direct_.end(), r) != direct_.end()) {
+      std::string chain;
+      for (auto it = std::find(direct_.begin(), direct_.end(), r); it != direct_.end(); ++it) chain += *it + " → ";
+      return invalid_argument("'$ref' at " + shown(path) + " makes a cycle (" + chain + r +
+                              ") that writes nothing in between: no JSON value matches it; recurse through an object "
+                              "property or an array item instead");
     }
-    if (name.empty() || !defs || !defs->contains(name))
+    if (auto it = refs_.find(r); it != refs_.end()) return it->second;
+    const Json* def = resolve(r);
+    if (!def)
       return invalid_argument("'$ref' at " + shown(path) + " is '" + r +
-                              "'; only references to '#/$defs/NAME' or '#/definitions/NAME' of this schema are supported");
+                              "', which does not resolve: only references to '#/$defs/NAME' or '#/definitions/NAME' of this "
+                              "schema are supported");
     const Expr rule = b_.declare();
     refs_.emplace(r, rule);  // before compiling it: a recursive reference finds the rule
-    Result<Expr> e = compile((*defs)[name], r.substr(2), depth + 1);
+    direct_.push_back(r);
+    Result<Expr> e = compile(*def, r.substr(2), depth + 1);
+    direct_.pop_back();
     if (!e) return e;
     b_.define(rule, {{*e}});
     return rule;
+  }
+
+ public:
+  // compile() of a whole schema, refused when a definition it uses matches no finite value (a
+  // required property or a minItems array that recurses without end: decoding would never
+  // finish it).
+  Result<Expr> compile_root(const Json& s) {
+    Result<Expr> e = compile(s, "", 0);
+    if (!e) return e;
+    HYPIC_RETURN_IF_ERROR(check_finite());
+    return e;
+  }
+  Status check_finite() const {
+    std::map<std::string, bool> ok;
+    for (const auto& [r, rule] : refs_) ok[r] = false;
+    for (bool changed = true; changed;) {  // least fixpoint: what a finite value can reach
+      changed = false;
+      for (auto& [r, v] : ok)
+        if (!v && finite(*resolve(r), ok, 0)) v = changed = true;
+    }
+    for (const auto& [r, v] : ok)
+      if (!v)
+        return invalid_argument("no finite JSON value matches '" + r + "': it requires itself without end (through a "
+                                "required property or an array with minItems); make the recursion optional");
+    return Status::ok();
+  }
+
+ private:
+  // Whether some finite value matches `s`, taking the definitions as `ok` says.
+  bool finite(const Json& s, const std::map<std::string, bool>& ok, int depth) const {
+    if (depth > kMaxSchemaDepth || !s.is_object()) return !s.is_boolean() || s.get<bool>();
+    if (auto n = s.find("nullable"); n != s.end() && n->is_boolean() && n->get<bool>()) return true;
+    if (auto r = s.find("$ref"); r != s.end()) {
+      auto it = r->is_string() ? ok.find(r->get<std::string>()) : ok.end();
+      return it == ok.end() || it->second;
+    }
+    if (s.contains("const") || s.contains("enum")) return true;
+    if (auto any = s.find("anyOf"); any != s.end() && any->is_array()) {
+      for (const Json& x : *any)
+        if (finite(x, ok, depth + 1)) return true;
+      return false;
+    }
+    std::vector<std::string> types;
+    const auto t = s.find("type");
+    if (t != s.end() && t->is_string()) {
+      types.push_back(*t);
+    } else if (t != s.end() && t->is_array()) {
+      for (const Json& x : *t)
+        if (x.is_string()) types.push_back(x);
+    } else if (s.contains("properties")) {
+      types.push_back("object");
+    } else if (s.contains("items")) {
+      types.push_back("array");
+    } else {
+      return true;
+    }
+    for (const std::string& ty : types) {
+      bool all = true;
+      if (ty == "object" && s.contains("required") && s.contains("properties"))
+        for (const Json& n : s["required"])
+          if (n.is_string() && s["properties"].contains(n.get<std::string>()))
+            all = all && finite(s["properties"][n.get<std::string>()], ok, depth + 1);
+      if (ty == "array" && s.contains("items") && s.value("minItems", 0) > 0) all = finite(s["items"], ok, depth + 1);
+      if (all) return true;
+    }
+    return false;
   }
 
   JsonRules r_;
   Builder& b_;
   const Json& root_;
   std::map<std::string, Expr> refs_;
+  std::vector<std::string> direct_;  // references entered since the last byte a value writes
   size_t nodes_ = 0;
 };
 
@@ -338,7 +431,7 @@ Status too_large(const Builder& b) {
 Result<std::shared_ptr<const Grammar>> json_schema_grammar(const Json& schema) {
   Builder b;
   SchemaCompiler c(&b, schema);
-  Result<Expr> e = c.compile(schema, "", 0);
+  Result<Expr> e = c.compile_root(schema);
   if (!e) return e.status();
   HYPIC_RETURN_IF_ERROR(too_large(b));
   return b.build(*e);
@@ -347,7 +440,7 @@ Result<std::shared_ptr<const Grammar>> json_schema_grammar(const Json& schema) {
 Status check_json_schema(const Json& schema) {  // json_schema_grammar without building the result
   Builder b;
   SchemaCompiler c(&b, schema);
-  Result<Expr> e = c.compile(schema, "", 0);
+  Result<Expr> e = c.compile_root(schema);
   return e ? too_large(b) : e.status();
 }
 
@@ -408,6 +501,7 @@ Result<Expr> xml_call(Builder& b, JsonRules& r, const ToolSpec& t) {
       const Expr elem = b.seq({b.literal("<parameter=" + key + ">\n"), *v, b.literal("\n</parameter>\n")});
       parts.push_back(required.count(key) ? elem : b.opt(elem));
     }
+    HYPIC_RETURN_IF_ERROR(c.check_finite());
   }
   parts.push_back(b.literal("</function>"));
   return b.seq(parts);
@@ -431,7 +525,7 @@ Result<std::shared_ptr<const Grammar>> tool_call_grammar(const ToolCallFormat& f
     Expr args = r.any_object();
     if (!t.parameters.is_null()) {
       SchemaCompiler c(&b, t.parameters);
-      Result<Expr> e = c.compile(t.parameters, "", 0);
+      Result<Expr> e = c.compile_root(t.parameters);
       if (!e) return Status(e.status().code(), "tool '" + t.name + "': " + e.status().message());
       args = *e;
     }

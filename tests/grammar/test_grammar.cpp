@@ -192,6 +192,19 @@ TEST(JsonSchema, AcceptsAndRejects) {
   EXPECT_FALSE((*arr)->matches("[1, 2, 3, 4, 5]"));
 }
 
+TEST(JsonSchema, RecursionThatWritesSomethingIsAllowed) {
+  // A tree: the recursion goes through an optional member and an array item.
+  auto g = json_schema_grammar(Json::parse(R"({"$ref": "#/$defs/t", "$defs": {"t": {"type": "object",
+      "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/t"}}},
+      "required": ["v"]}}})"));
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_TRUE((*g)->matches(R"({"v": 1, "kids": [{"v": 2}, {"v": 3, "kids": []}]})"));
+  EXPECT_FALSE((*g)->matches(R"({"kids": []})"));
+  // The same reference twice side by side is no cycle.
+  EXPECT_TRUE(check_json_schema(Json::parse(R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/s"},
+      "b": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string"}}})")).is_ok());
+}
+
 TEST(JsonSchema, OutsideTheSubsetIsAnErrorNamingIt) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"type": "string", "pattern": "^a"})", "'pattern' at the schema's root"},
@@ -201,6 +214,15 @@ TEST(JsonSchema, OutsideTheSubsetIsAnErrorNamingIt) {
       {R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})", "\"b\", which is not one of its properties"},
       {R"({"$ref": "http://x/y"})", "only references to"},
       {R"({"$ref": "#/$defs/missing"})", "only references to"},
+      // Cycles that write nothing between the references, and recursions no finite value ends.
+      {R"({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}})", "cycle (#/$defs/a → #/$defs/a)"},
+      {R"({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/a"}]}}})",
+       "cycle (#/$defs/a → #/$defs/b → #/$defs/a)"},
+      {R"({"type": "object", "properties": {"x": {"$ref": "#/definitions/n"}},
+          "definitions": {"n": {"type": "object", "properties": {"n": {"$ref": "#/definitions/n"}}, "required": ["n"]}}})",
+       "no finite JSON value matches '#/definitions/n'"},
+      {R"({"$ref": "#/$defs/l", "$defs": {"l": {"type": "array", "items": {"$ref": "#/$defs/l"}, "minItems": 1}}})",
+       "no finite JSON value matches '#/$defs/l'"},
       {R"({"type": "array", "maxItems": 100})", "'maxItems'"},
       {R"({"type": "array", "minItems": 3, "maxItems": 2})", "less than 'minItems'"},
       {R"({"enum": []})", "'enum'"},

@@ -649,6 +649,25 @@ class Bodies(HostileCase):
                     self.assertEqual(r.status, 200, r)
         self.assertServes()
 
+    def test_schemas_no_finite_value_matches_are_refused(self):
+        loops = {
+            "self": {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}},
+            "pair": {"$ref": "#/$defs/a", "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}]}, "b": {"$ref": "#/$defs/a"}}},
+            "required": {"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}},
+                                                              "required": ["n"]}}},
+            "unresolvable": {"$ref": "#/$defs/nowhere"},
+        }
+        for name, schema in loops.items():
+            with self.subTest(name):
+                tools = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+                r = self.fetch("POST", "/v1/chat/completions", body=chat_body(tools=tools, tool_choice="required"))
+                err = self.assertError(r, 400, "invalid_schema", param="tools[0].function.parameters")
+                self.assertIn("#/$defs/", err["message"])
+                rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+                r = self.fetch("POST", "/v1/chat/completions", body=chat_body(response_format=rf))
+                self.assertError(r, 400, "invalid_schema", param="response_format.json_schema.schema")
+        self.assertServes()
+
     UNSUPPORTED = [
         ("presence_penalty", 0.5),
         ("frequency_penalty", -1.0),
