@@ -3,6 +3,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -201,11 +202,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read_more() {
     if (reading_ || state_ == State::kClosed) return;
     reading_ = true;
-    sock_.async_read_some(buf_.prepare(kReadChunk), [self = shared_from_this()](const error_code& ec, size_t n) {
+    // Into a buffer of its own, appended to buf_ when it completes: a read stays in flight while
+    // a response is written, and parsing meanwhile (a pipelined request) consumes buf_, which
+    // may move its storage under a region handed to the socket.
+    sock_.async_read_some(asio::buffer(rbuf_), [self = shared_from_this()](const error_code& ec, size_t n) {
       self->reading_ = false;
       if (self->state_ == State::kClosed) return;
       if (ec) return self->on_read_end();
-      self->buf_.commit(n);
+      self->buf_.commit(asio::buffer_copy(self->buf_.prepare(n), asio::buffer(self->rbuf_.data(), n)));
       self->on_data();
     });
   }
@@ -584,6 +588,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t timer_gen_ = 0;
   uint64_t seq_ = 0;
   beast::flat_buffer buf_;
+  std::array<char, kReadChunk> rbuf_;  // the read in flight writes here only
   std::optional<bhttp::request_parser<bhttp::empty_body>> head_;
   std::optional<bhttp::request_parser<bhttp::string_body>> body_;
   std::optional<HttpResponse> early_;  // answered once the body is drained
