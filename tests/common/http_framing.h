@@ -121,6 +121,16 @@ class Front {
   std::atomic<int> smuggled_{0};
 };
 
+// One response, read again after a signal interrupts the blocking read (libFuzzer's timers):
+// the parser keeps what it had.
+inline void read_response(tcp::socket& sock, boost::beast::flat_buffer& buf,
+                          bhttp::response_parser<bhttp::string_body>& p, boost::system::error_code& ec) {
+  do {
+    ec = {};
+    bhttp::read(sock, buf, p, ec);
+  } while (ec == asio::error::interrupted);
+}
+
 // Sends the pipeline in pieces of 1..200 bytes and checks the answers: "" when they are right,
 // else what was wrong. Counts nothing itself: the hidden requests are the Front's smuggled().
 inline std::string check_pipeline(int port, const std::vector<Wire>& wires, const Next& rng) {
@@ -135,7 +145,10 @@ inline std::string check_pipeline(int port, const std::vector<Wire>& wires, cons
   ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   for (size_t i = 0; i < all.size();) {  // every split of the parser's input
     const size_t k = std::min(all.size() - i, size_t(1 + rng() % 200));
-    asio::write(sock, asio::buffer(all.data() + i, k), ec);
+    for (size_t done = 0; done < k && !ec;) {
+      done += sock.write_some(asio::buffer(all.data() + i + done, k - done), ec);
+      if (ec == asio::error::interrupted) ec = {};
+    }
     if (ec) break;  // closed after a 400: the rest is not read
     i += k;
   }
@@ -144,18 +157,20 @@ inline std::string check_pipeline(int port, const std::vector<Wire>& wires, cons
   for (const Wire& w : wires) ctx += " " + std::to_string(w.status) + "/" + std::to_string(w.bytes.size());
   ctx += ")";
   for (size_t i = 0; i < wires.size(); ++i) {
-    bhttp::response<bhttp::string_body> res;
-    bhttp::read(sock, buf, res, ec);
+    bhttp::response_parser<bhttp::string_body> parser;
+    read_response(sock, buf, parser, ec);
     if (ec) return ctx + " request " + std::to_string(i) + " unanswered: " + ec.message();
+    const auto& res = parser.get();
     if (int(res.result_int()) != wires[i].status)
       return ctx + " request " + std::to_string(i) + " answered " + std::to_string(res.result_int()) + ": " + res.body();
     if (wires[i].status == 200 && wires[i].body_size && res.body() != std::to_string(wires[i].body_size))
       return ctx + " request " + std::to_string(i) + ": the body arrived as " + res.body() + " bytes";
     if (wires[i].status != 400) continue;
-    bhttp::response<bhttp::string_body> more;  // badly framed: nothing more, the connection closes
-    bhttp::read(sock, buf, more, ec);
+    bhttp::response_parser<bhttp::string_body> more;  // badly framed: nothing more, the connection closes
+    read_response(sock, buf, more, ec);
     if (ec != bhttp::error::end_of_stream && ec != asio::error::eof && ec != asio::error::connection_reset)
-      return ctx + " answered after a badly framed request: " + ec.message() + " " + std::to_string(more.result_int());
+      return ctx + " answered after a badly framed request: " + ec.message() + " " +
+             std::to_string(more.get().result_int());
     return "";
   }
   return "";
