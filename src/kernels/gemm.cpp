@@ -309,7 +309,9 @@ const char* prefill_impl(DType t) {
     case Method::kBf16: return "onednn_bf16";
     case Method::kBf16Panels: return "bf16_panels";
     case Method::kF32Panels: return "f32_panels";
-    case Method::kInt8: return cpu::has(cpu::kAvxVnni) ? "int8_avx_vnni" : "int8_avx2";
+    case Method::kInt8:
+      if (t == DType::kQ4T && avx2::q4t_on_avx512()) return "int8_avx512_vnni";
+      return cpu::has(cpu::kAvxVnni) ? "int8_avx_vnni" : "int8_avx2";
   }
   return "none";
 }

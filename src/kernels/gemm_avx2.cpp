@@ -8,6 +8,7 @@
 #include "core/cpu.h"
 #include "core/parallel.h"
 #include "kernels/avx2_util.h"
+#include "kernels/gemm_avx512.h"
 #include "kernels/gemv_avx2.h"
 
 namespace hypic::kernels::avx2 {
@@ -257,11 +258,14 @@ void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRow
   }
 }
 
+bool q4t_on_avx512() { return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vnni); }
+
 void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
                  bool accumulate, int64_t chunk) {
   const DType t = W.dtype();
   const int64_t N = W.dim(0), K = W.dim(1);
   const bool vnni = cpu::has(cpu::kAvxVnni);
+  const bool zmm = t == DType::kQ4T && q4t_on_avx512();
   thread_local QuantRows xq;
   QuantRows& X = xq;  // thread_local: the workers must use this thread's rows
   quantize_rows(x, ldx, M, K, t == DType::kQ8 ? 128 : 8, t == DType::kQ8 && !vnni, X);
@@ -270,6 +274,7 @@ void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float*
   parallel_tasks((N + chunk - 1) / chunk, [&](int64_t c) {
     const int64_t n0 = c * chunk, n1 = std::min(N, n0 + chunk);
     if (t == DType::kQ8) q8_gemm(wb, ws, n0, n1, X, y, ldy, accumulate, vnni);
+    else if (zmm) avx512::q4t_gemm(wb, ws, n0, n1, X, y, ldy, accumulate);
     else q4t_gemm(wb, ws, n0, n1, X, y, ldy, accumulate, vnni);
   });
 }

@@ -42,6 +42,9 @@ void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRo
 void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
              int64_t ldy, bool accumulate, bool vnni);
 
+// Whether Q4T runs on the 512-bit kernel (kernels/gemm_avx512.h): AVX512-VNNI, in the ISA cap.
+bool q4t_on_avx512();
+
 // y (+)= x · Wᵀ for a Q8 or Q4T W [N, K] and M rows of x: x quantized once, W's rows in chunks
 // of `chunk` (a multiple of 16; no row's result depends on it) as tasks on the threads.
 void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,

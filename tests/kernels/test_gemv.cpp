@@ -446,15 +446,20 @@ TEST(Gemv, PanelPrefillPathMatchesDequantizedReference) {
 // On the integer prefill path every row is computed as its decode GEMV computes it, bit for
 // bit (gemm_avx2.h): Q4T as the lanes kernels, Q8 with the AVX2 GEMV's per-block arithmetic
 // (those tiers only). A row's logits do not depend on whether it was prefilled or decoded.
-// With and without AVX-VNNI, on a tail group of 5 rows.
+// With and without AVX-VNNI, and on AVX512-VNNI (Q4T's 512-bit kernel, gemm_avx512.h), on a
+// tail group of 5 rows and x row counts that take each of its tiles (8, 4, 2, 1).
 TEST(Gemv, IntegerPrefillRowsEqualTheirDecodeRows) {
   UsePrefill use(PrefillGemm::kInt8);
   std::vector<cpu::Tier> tiers{cpu::Tier::kAvx2};
   if (cpu::detected() & cpu::kAvxVnni) tiers.push_back(cpu::Tier::kAvxVnni);
+  if ((cpu::detected() & (cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vnni)) ==
+      (cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vnni))
+    tiers.push_back(cpu::Tier::kAvx512Vnni);
   for (cpu::Tier tier : tiers)
     for (DType t : {DType::kQ8, DType::kQ4T}) {
+      if (tier == cpu::Tier::kAvx512Vnni && t == DType::kQ8) continue;  // decodes on the lanes kernels
       cpu::ScopedCap cap(tier);
-      const int64_t M = 37, N = 69, K = 320;
+      const int64_t M = 47, N = 69, K = 320;  // 47 = 5 · 8 + 4 + 2 + 1
       const Tensor W = matrix(N, K, 17).to(t);
       auto x = randn(size_t(M * K), 18);
       std::vector<float> all(size_t(M * N)), one(static_cast<size_t>(N));

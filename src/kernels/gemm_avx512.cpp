@@ -1,0 +1,79 @@
+#include "kernels/gemm_avx512.h"
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#define HYPIC_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
+
+namespace hypic::kernels::avx512 {
+namespace {
+
+using avx2::QuantRows;
+
+// Dword q (codes 4q .. 4q + 3) of block g of x's row m, broadcast.
+HYPIC_AVX512_TARGET inline __m512i xword(const QuantRows& x, int64_t m, int64_t g, int q) {
+  int32_t v;
+  std::memcpy(&v, x.q.data() + m * x.kp + g * 32 + 4 * q, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// A Q4T group of v ≤ 16 rows at w × x rows m0 .. m0 + MB − 1 into out [MB][16]: per block, its
+// four code dwords with the rows in lanes; their low / high nibbles are quads d / d + 4.
+template <int MB>
+HYPIC_AVX512_TARGET void q4t_group(const uint8_t* w, int v, const QuantRows& x, int64_t m0, float* out) {
+  __m512 acc[MB];
+  for (int m = 0; m < MB; ++m) acc[m] = _mm512_setzero_ps();
+  const __mmask16 lanes = v >= 16 ? __mmask16(0xffff) : __mmask16((1u << v) - 1);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const size_t bs = size_t(18 * v);
+  for (int64_t g = 0; g < x.nb; ++g) {
+    const uint8_t* p = w + size_t(g) * bs;
+    __m512i r[8];
+    for (int d = 0; d < 4; ++d) {
+      const __m512i c = _mm512_maskz_loadu_epi32(lanes, p + 4 * d * v);
+      r[d] = _mm512_and_si512(c, low4);
+      r[d + 4] = _mm512_and_si512(_mm512_srli_epi16(c, 4), low4);
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, p + 16 * v));
+    for (int m = 0; m < MB; ++m) {
+      const size_t i = size_t((m0 + m) * x.nb + g);
+      __m512i dot = _mm512_set1_epi32(x.corr[i]);
+      for (int q = 0; q < 8; ++q) dot = _mm512_dpbusd_epi32(dot, r[q], xword(x, m0 + m, g, q));
+      acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(x.d[i])), acc[m]);
+    }
+  }
+  for (int m = 0; m < MB; ++m) _mm512_storeu_ps(out + m * 16, acc[m]);
+}
+
+}  // namespace
+
+void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
+              int64_t ldy, bool accumulate) {
+  alignas(64) float out[8 * 16];
+  for (int64_t n = n0; n < n1; n += 16) {
+    const int v = int(std::min<int64_t>(16, n1 - n));
+    const uint8_t* wg = w + size_t(n) * ws;
+    for (int64_t m0 = 0; m0 < x.M;) {  // x's rows 8 at a time, the rest 4, 2, 1
+      const int64_t left = x.M - m0;
+      const int mb = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+      switch (mb) {
+        case 8: q4t_group<8>(wg, v, x, m0, out); break;
+        case 4: q4t_group<4>(wg, v, x, m0, out); break;
+        case 2: q4t_group<2>(wg, v, x, m0, out); break;
+        default: q4t_group<1>(wg, v, x, m0, out); break;
+      }
+      for (int m = 0; m < mb; ++m)
+        for (int r = 0; r < v; ++r) {
+          float& dst = y[(m0 + m) * ldy + n + r];
+          dst = accumulate ? dst + out[m * 16 + r] : out[m * 16 + r];
+        }
+      m0 += mb;
+    }
+  }
+}
+
+}  // namespace hypic::kernels::avx512
