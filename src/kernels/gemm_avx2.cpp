@@ -37,8 +37,9 @@ inline __m256i widen(__m256i s) {
 }
 
 // Half h (rows 8h .. 8h + 7) of a Q4T group of v rows at w × x rows m0 .. m0 + MB − 1 into
-// out [MB][8]: per block the lanes kernel's operations (gemv_avx2.cpp's q4t_group).
-template <int MB, bool VNNI>
+// out [MB][8]: per block the lanes kernel's operations (gemv_avx2.cpp's q4t_group). FULL: v is
+// 16 (plain loads; no branch in the loop, which lets the compiler keep the sums in registers).
+template <int MB, bool VNNI, bool FULL>
 void q4t_half(const uint8_t* w, int v, int h, const QuantRows& x, int64_t m0, float* out) {
   __m256 acc[MB];
   for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_ps();
@@ -51,8 +52,8 @@ void q4t_half(const uint8_t* w, int v, int h, const QuantRows& x, int64_t m0, fl
       s[m] = VNNI ? _mm256_set1_epi32(x.corr[size_t((m0 + m) * x.nb + g)]) : _mm256_setzero_si256();
     for (int d = 0; d < 4; ++d) {
       const int32_t* src = reinterpret_cast<const int32_t*>(p + 4 * (d * v + 8 * h));
-      const __m256i c = v == 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
-                                : _mm256_maskload_epi32(src, lanes);
+      const __m256i c = FULL ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
+                             : _mm256_maskload_epi32(src, lanes);
       const __m256i lo = _mm256_and_si256(c, low4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(c, 4), low4);
       for (int m = 0; m < MB; ++m)
@@ -186,6 +187,16 @@ void q8_half16(const Q8Lanes& wl, int64_t gi, const QuantRows& x, int64_t m0, fl
 // Rows n .. n + valid − 1 of y from out [mb][8] (times scale[r] when given).
 void store(const float* out, int mb, int64_t m0, int64_t n, int valid, const float* scale, float* y,
            int64_t ldy, bool accumulate) {
+  if (valid == 8) {  // whole rows of 8: one vector each (the same products and sums as below)
+    const __m256 sc = scale ? _mm256_loadu_ps(scale) : _mm256_set1_ps(1.0f);
+    for (int m = 0; m < mb; ++m) {
+      float* dst = y + (m0 + m) * ldy + n;
+      __m256 v = _mm256_loadu_ps(out + m * 8);
+      if (scale) v = _mm256_mul_ps(v, sc);
+      _mm256_storeu_ps(dst, accumulate ? _mm256_add_ps(_mm256_loadu_ps(dst), v) : v);
+    }
+    return;
+  }
   for (int m = 0; m < mb; ++m)
     for (int r = 0; r < valid; ++r) {
       float& dst = y[(m0 + m) * ldy + n + r];
@@ -228,16 +239,21 @@ void quantize_rows(const float* x, int64_t ldx, int64_t M, int64_t K, int offset
 void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
               int64_t ldy, bool accumulate, bool vnni) {
   alignas(32) float out[4 * 8];
-  for (int64_t n = n0; n < n1; n += 16) {
-    const int v = int(std::min<int64_t>(16, n1 - n));
-    const uint8_t* wg = w + size_t(n) * ws;
-    for (int h = 0; h * 8 < v; ++h)
-      over_rows<4>(0, x.M, [&](auto mb, int64_t m0) {
-        constexpr int MB = decltype(mb)::value;
-        if (vnni) q4t_half<MB, true>(wg, v, h, x, m0, out);
-        else q4t_half<MB, false>(wg, v, h, x, m0, out);
-        store(out, MB, m0, n + 8 * h, std::min(8, v - 8 * h), nullptr, y, ldy, accumulate);
-      });
+  for (int64_t t0 = 0; t0 < x.M; t0 += kRowTile) {
+    const int64_t t1 = std::min(x.M, t0 + kRowTile);
+    for (int64_t n = n0; n < n1; n += 16) {
+      const int v = int(std::min<int64_t>(16, n1 - n));
+      const uint8_t* wg = w + size_t(n) * ws;
+      for (int h = 0; h * 8 < v; ++h)
+        over_rows<4>(t0, t1, [&](auto mb, int64_t m0) {
+          constexpr int MB = decltype(mb)::value;
+          if (v == 16 && vnni) q4t_half<MB, true, true>(wg, v, h, x, m0, out);
+          else if (v == 16) q4t_half<MB, false, true>(wg, v, h, x, m0, out);
+          else if (vnni) q4t_half<MB, true, false>(wg, v, h, x, m0, out);
+          else q4t_half<MB, false, false>(wg, v, h, x, m0, out);
+          store(out, MB, m0, n + 8 * h, std::min(8, v - 8 * h), nullptr, y, ldy, accumulate);
+        });
+    }
   }
 }
 
@@ -246,15 +262,18 @@ void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRow
   thread_local Q8Lanes wl;
   regroup_q8(w, ws, n0, n1, x.K, x.nb, vnni, wl);
   alignas(32) float out[4 * 8];
-  for (int64_t gi = 0; gi < wl.groups; ++gi) {
-    const int64_t n = n0 + 8 * gi;
-    const int valid = int(std::min<int64_t>(8, n1 - n));
-    over_rows<4>(0, x.M, [&](auto mb, int64_t m0) {
-      constexpr int MB = decltype(mb)::value;
-      if (vnni) q8_half<MB>(wl, gi, x, m0, out);
-      else q8_half16<MB>(wl, gi, x, m0, out);
-      store(out, MB, m0, n, valid, wl.scale.data() + gi * 8, y, ldy, accumulate);
-    });
+  for (int64_t t0 = 0; t0 < x.M; t0 += kRowTile) {
+    const int64_t t1 = std::min(x.M, t0 + kRowTile);
+    for (int64_t gi = 0; gi < wl.groups; ++gi) {
+      const int64_t n = n0 + 8 * gi;
+      const int valid = int(std::min<int64_t>(8, n1 - n));
+      over_rows<4>(t0, t1, [&](auto mb, int64_t m0) {
+        constexpr int MB = decltype(mb)::value;
+        if (vnni) q8_half<MB>(wl, gi, x, m0, out);
+        else q8_half16<MB>(wl, gi, x, m0, out);
+        store(out, MB, m0, n, valid, wl.scale.data() + gi * 8, y, ldy, accumulate);
+      });
+    }
   }
 }
 

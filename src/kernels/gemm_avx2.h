@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,11 @@ void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRo
 // Q8: likewise (any n0, n1).
 void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
              int64_t ldy, bool accumulate, bool vnni);
+
+// x rows per pass over a chunk's weights: their codes (kRowTile · K bytes) stay in L2 with the
+// chunk (≤ 1 MiB of fp32-equivalent rows, kernels/gemm.cpp), instead of being read from L3 once
+// per group of weight rows when M is large.
+inline const int64_t kRowTile = std::getenv("HYPIC_ROW_TILE") ? std::atoll(std::getenv("HYPIC_ROW_TILE")) : 64;
 
 // Whether Q4T runs on the 512-bit kernel (kernels/gemm_avx512.h): AVX512-VNNI, in the ISA cap.
 bool q4t_on_avx512();

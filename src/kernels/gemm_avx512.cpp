@@ -49,16 +49,29 @@ HYPIC_AVX512_TARGET void q4t_group(const uint8_t* w, int v, const QuantRows& x, 
   for (int m = 0; m < MB; ++m) _mm512_storeu_ps(out + m * 16, acc[m]);
 }
 
+// Rows m of out [mb][16] (their first v values) into y + m · ldy, or added to it.
+HYPIC_AVX512_TARGET void store(const float* out, int mb, float* y, int64_t ldy, int v, bool accumulate) {
+  const __mmask16 k = v >= 16 ? __mmask16(0xffff) : __mmask16((1u << v) - 1);
+  for (int m = 0; m < mb; ++m) {
+    float* dst = y + m * ldy;
+    __m512 r = _mm512_loadu_ps(out + m * 16);
+    if (accumulate) r = _mm512_add_ps(_mm512_maskz_loadu_ps(k, dst), r);
+    _mm512_mask_storeu_ps(dst, k, r);
+  }
+}
+
 }  // namespace
 
 void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
               int64_t ldy, bool accumulate) {
   alignas(64) float out[8 * 16];
+  for (int64_t t0 = 0; t0 < x.M; t0 += avx2::kRowTile)
   for (int64_t n = n0; n < n1; n += 16) {
     const int v = int(std::min<int64_t>(16, n1 - n));
     const uint8_t* wg = w + size_t(n) * ws;
-    for (int64_t m0 = 0; m0 < x.M;) {  // x's rows 8 at a time, the rest 4, 2, 1
-      const int64_t left = x.M - m0;
+    const int64_t t1 = std::min(x.M, t0 + avx2::kRowTile);
+    for (int64_t m0 = t0; m0 < t1;) {  // x's rows 8 at a time, the rest 4, 2, 1
+      const int64_t left = t1 - m0;
       const int mb = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
       switch (mb) {
         case 8: q4t_group<8>(wg, v, x, m0, out); break;
@@ -66,11 +79,7 @@ void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRo
         case 2: q4t_group<2>(wg, v, x, m0, out); break;
         default: q4t_group<1>(wg, v, x, m0, out); break;
       }
-      for (int m = 0; m < mb; ++m)
-        for (int r = 0; r < v; ++r) {
-          float& dst = y[(m0 + m) * ldy + n + r];
-          dst = accumulate ? dst + out[m * 16 + r] : out[m * 16 + r];
-        }
+      store(out, mb, y + m0 * ldy + n, ldy, v, accumulate);
       m0 += mb;
     }
   }
