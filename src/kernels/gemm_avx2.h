@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -46,7 +45,7 @@ void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRow
 // x rows per pass over a chunk's weights: their codes (kRowTile · K bytes) stay in L2 with the
 // chunk (≤ 1 MiB of fp32-equivalent rows, kernels/gemm.cpp), instead of being read from L3 once
 // per group of weight rows when M is large.
-inline const int64_t kRowTile = std::getenv("HYPIC_ROW_TILE") ? std::atoll(std::getenv("HYPIC_ROW_TILE")) : 64;
+inline constexpr int64_t kRowTile = 64;
 
 // Whether Q4T runs on the 512-bit kernel (kernels/gemm_avx512.h): AVX512-VNNI, in the ISA cap.
 bool q4t_on_avx512();
