@@ -23,7 +23,7 @@ constexpr int kKBlock = 256;  // keys per online-softmax step
 //   O  [rows, hd] += P · V_blk      (P = St transposed, as exp weights)
 // with a streaming softmax over key blocks: running max m and sum l per query row.
 struct Scratch {
-  std::vector<float> qt, st, o, m, l, corr, colmax;
+  std::vector<float> qt, st, o, m, l, corr, colmax, sum;
 };
 
 void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int64_t qpos0,
@@ -39,6 +39,7 @@ void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int6
   s.l.assign(size_t(rows), 0.0f);
   s.corr.resize(size_t(rows));
   s.colmax.resize(size_t(rows));
+  s.sum.resize(size_t(rows));
   // Qᵀ [hd, rows], column j·nq + r = head (kvh·g + j), position i0 + r, times scale.
   for (int j = 0; j < g; ++j)
     for (int r = 0; r < nq; ++r) {
@@ -75,15 +76,16 @@ void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int6
       s.corr[size_t(c)] = std::exp(s.m[size_t(c)] - mn);
       s.m[size_t(c)] = mn;
     }
+    // Each row's weights summed in key order, a key's row of weights at a time (contiguous).
+    std::fill(s.sum.begin(), s.sum.end(), 0.0f);
     for (int jj = 0; jj < nk; ++jj) {
       float* srow = st + size_t(jj) * rows;
       for (int c = 0; c < rows; ++c) srow[c] -= s.m[size_t(c)];
       exp_inplace(srow, rows);  // exp(-inf) = 0 for masked entries
+      for (int c = 0; c < rows; ++c) s.sum[size_t(c)] += srow[c];
     }
     for (int c = 0; c < rows; ++c) {
-      float sum = 0;
-      for (int jj = 0; jj < nk; ++jj) sum += st[size_t(jj) * rows + size_t(c)];
-      s.l[size_t(c)] = s.l[size_t(c)] * s.corr[size_t(c)] + sum;
+      s.l[size_t(c)] = s.l[size_t(c)] * s.corr[size_t(c)] + s.sum[size_t(c)];
       if (s.corr[size_t(c)] != 1.0f) {
         float* orow = s.o.data() + size_t(c) * dv;
         for (int e = 0; e < dv; ++e) orow[e] *= s.corr[size_t(c)];

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/q4t_zmm.h"
+
 #define HYPIC_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
 
 namespace hypic::kernels::avx512 {
@@ -21,24 +23,17 @@ HYPIC_AVX512_TARGET inline __m512i xword(const QuantRows& x, int64_t m, int64_t 
   return _mm512_set1_epi32(v);
 }
 
-// A Q4T group of v ≤ 16 rows at w × x rows m0 .. m0 + MB − 1 into out [MB][16]: per block, its
-// four code dwords with the rows in lanes; their low / high nibbles are quads d / d + 4.
+// A Q4T group of v ≤ 16 rows at w × x rows m0 .. m0 + MB − 1 into out [MB][16]: per block, the
+// rows' codes in lanes (q4t_block_zmm).
 template <int MB>
 HYPIC_AVX512_TARGET void q4t_group(const uint8_t* w, int v, const QuantRows& x, int64_t m0, float* out) {
   __m512 acc[MB];
   for (int m = 0; m < MB; ++m) acc[m] = _mm512_setzero_ps();
   const __mmask16 lanes = v >= 16 ? __mmask16(0xffff) : __mmask16((1u << v) - 1);
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
   const size_t bs = size_t(18 * v);
   for (int64_t g = 0; g < x.nb; ++g) {
-    const uint8_t* p = w + size_t(g) * bs;
     __m512i r[8];
-    for (int d = 0; d < 4; ++d) {
-      const __m512i c = _mm512_maskz_loadu_epi32(lanes, p + 4 * d * v);
-      r[d] = _mm512_and_si512(c, low4);
-      r[d + 4] = _mm512_and_si512(_mm512_srli_epi16(c, 4), low4);
-    }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, p + 16 * v));
+    const __m512 dw = q4t_block_zmm(w + size_t(g) * bs, v, lanes, r);
     for (int m = 0; m < MB; ++m) {
       const size_t i = size_t((m0 + m) * x.nb + g);
       __m512i dot = _mm512_set1_epi32(x.corr[i]);

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "core/status.h"
+#include "kernels/q4t_zmm.h"
 
 #define HYPIC_LANES_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,f16c")))
@@ -112,18 +113,12 @@ HYPIC_LANES_TARGET void q4t_lanes(const uint8_t* w, int v, const X& x, int m0,
   for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
   const int64_t ng = x.K / 32;
   const __mmask16 lanes = v >= 16 ? __mmask16(0xffff) : __mmask16((1u << v) - 1);
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
   const size_t bs = size_t(18 * v);
   for (int64_t g = 0; g < ng; ++g) {
     const uint8_t* p = w + size_t(g) * bs;
     for (size_t o = 0; o < bs; o += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kQ4TAhead + o), _MM_HINT_T0);
     __m512i r[8];
-    for (int d = 0; d < 4; ++d) {
-      const __m512i c = _mm512_maskz_loadu_epi32(lanes, p + 4 * d * v);
-      r[d] = _mm512_and_si512(c, low4);
-      r[d + 4] = _mm512_and_si512(_mm512_srli_epi16(c, 4), low4);
-    }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, p + 16 * v));
+    const __m512 dw = q4t_block_zmm(p, v, lanes, r);
     for (int m = 0; m < M; ++m) {
       __m512i dot = _mm512_set1_epi32(x.corr[size_t(g * 16 + m0 + m)]);
       for (int q = 0; q < 8; ++q)
