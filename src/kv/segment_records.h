@@ -13,9 +13,9 @@
 // resolved by all. A record is one value "hypic:r:<id>" (magic, fields, XXH64 of them) whose
 // Redis expiry is the segment's expires_at, so Redis drops it when the TTL passes; a value
 // that fails its checks is deleted and treated as absent. "hypic:epoch" (a random value set
-// once, SET NX, by whichever process comes first) tells a Redis that lost its data (forgot()). shared() is true: the records
-// change under the server (it asks get() for ids it does not know and for ids it does, to
-// see a DELETE made through another instance).
+// once, SET NX, by whichever process comes first) tells a Redis that lost its data
+// (forgot()). shared() is true: the records change under the server (it asks get() for ids
+// it does not know and for ids it does, to see a DELETE made through another instance).
 //
 // Threading: every method may be called from any thread (implementations serialise).
 #pragma once

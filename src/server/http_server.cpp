@@ -368,8 +368,8 @@ Result<std::unique_ptr<SegmentRecords>> open_registry_file(const std::string& di
   const size_t entries = store.stats().disk_entries;
   if (!ec && size == 0 && entries > 0)
     return corrupt("the segment registry '" + path + "' is empty (0 bytes) but " + dir + " holds " +
-                      std::to_string(entries) + " entry files: its registrations were lost (a crash or a "
-                      "truncation). Restore the file from a backup, or delete it to start with no registrations "
+                   std::to_string(entries) + " entry files: its registrations were lost (a crash or a "
+                   "truncation). Restore the file from a backup, or delete it to start with no registrations "
                    "(the entry files stay as cache)");
   return open_sqlite_records(path);
 }
