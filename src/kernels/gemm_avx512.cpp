@@ -60,22 +60,23 @@ HYPIC_AVX512_TARGET void store(const float* out, int mb, float* y, int64_t ldy, 
 void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRows& x, float* y,
               int64_t ldy, bool accumulate) {
   alignas(64) float out[8 * 16];
-  for (int64_t t0 = 0; t0 < x.M; t0 += avx2::kRowTile)
-  for (int64_t n = n0; n < n1; n += 16) {
-    const int v = int(std::min<int64_t>(16, n1 - n));
-    const uint8_t* wg = w + size_t(n) * ws;
+  for (int64_t t0 = 0; t0 < x.M; t0 += avx2::kRowTile) {  // x's rows a tile at a time (gemm_avx2.h)
     const int64_t t1 = std::min(x.M, t0 + avx2::kRowTile);
-    for (int64_t m0 = t0; m0 < t1;) {  // x's rows 8 at a time, the rest 4, 2, 1
-      const int64_t left = t1 - m0;
-      const int mb = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-      switch (mb) {
-        case 8: q4t_group<8>(wg, v, x, m0, out); break;
-        case 4: q4t_group<4>(wg, v, x, m0, out); break;
-        case 2: q4t_group<2>(wg, v, x, m0, out); break;
-        default: q4t_group<1>(wg, v, x, m0, out); break;
+    for (int64_t n = n0; n < n1; n += 16) {
+      const int v = int(std::min<int64_t>(16, n1 - n));
+      const uint8_t* wg = w + size_t(n) * ws;
+      for (int64_t m0 = t0; m0 < t1;) {  // 8 rows at a time, the rest 4, 2, 1
+        const int64_t left = t1 - m0;
+        const int mb = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+        switch (mb) {
+          case 8: q4t_group<8>(wg, v, x, m0, out); break;
+          case 4: q4t_group<4>(wg, v, x, m0, out); break;
+          case 2: q4t_group<2>(wg, v, x, m0, out); break;
+          default: q4t_group<1>(wg, v, x, m0, out); break;
+        }
+        store(out, mb, y + m0 * ldy + n, ldy, v, accumulate);
+        m0 += mb;
       }
-      store(out, mb, y + m0 * ldy + n, ldy, v, accumulate);
-      m0 += mb;
     }
   }
 }
