@@ -472,7 +472,8 @@ TEST_F(CliTest, BenchDecodeNamesTheQuantizedKernel) {
                         "--steps", "1", "--prompt", "2"});
   ASSERT_EQ(r.rc, 0) << r.err;
   const std::string k = nlohmann::json::parse(r.out)["rows"][0]["gemv_kernel"];
-  EXPECT_TRUE(k == "amx_int8" || k == "avx512_vnni" || k == "generic") << k;
+  // Whatever tier the CPU (or an HYPIC_MAX_ISA cap on the run) gives: a quantized kernel's name.
+  EXPECT_TRUE(k == "amx_int8" || k == "avx512_vnni" || k == "avx_vnni" || k == "avx2" || k == "generic") << k;
 }
 
 // ---------------------------------------------------------------------------------------
