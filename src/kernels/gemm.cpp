@@ -256,7 +256,7 @@ bool use_gemv(int64_t M, DType t) {
     const char* e = std::getenv("HYPIC_GEMV");
     return e == nullptr || std::string(e) != "0";
   }();
-  return M <= kGemvMaxRows && gemv_handles(t) && (on || dtype_packed(t));
+  return gemv_handles(t) && M <= gemv_max_rows(t) && (on || dtype_packed(t));
 }
 
 }  // namespace

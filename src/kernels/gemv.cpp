@@ -296,6 +296,21 @@ void gemv_force_path(GemvPath p) { g_path = p; }
 
 uint64_t gemv_weight_bytes() { return g_weight_bytes.load(std::memory_order_relaxed); }
 
+namespace {
+
+// BF16 on AVX2: 2 rows of x or more run on avx2::bf16_rows (x split once, K in blocks), up to
+// kBf16Avx2MaxRows. GemmBench, AVX2 cap, W 64 MiB (cold), GFLOP/s, bf16_rows / the 1 × 4
+// blocks / fp32 panels: 1 row 46 / 54 / —, 2 rows 71 / 46 / —, 4 rows 78 / 66 / —; one
+// thread, 16 rows 40–53 / — / 35–36, 24 rows 36–45 / — / 36, 32 rows 33–44 / — / 49.
+constexpr int64_t kBf16RowsMin = 2, kBf16Avx2MaxRows = 24;
+
+}  // namespace
+
+int64_t gemv_max_rows(DType t) {
+  const Vec vk = vec_kernel(t);
+  return t == DType::kBF16 && (vk == Vec::kAvx2 || vk == Vec::kAvxVnni) ? kBf16Avx2MaxRows : kGemvMaxRows;
+}
+
 const char* gemv_impl(DType t, int64_t M) {
   if (!gemv_handles(t)) return "none";
   if (use_amx(t, M)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
@@ -379,8 +394,8 @@ const size_t kInlineBytes = [] {
 
 void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
           bool accumulate) {
-  HYPIC_CHECK(W.ndim() == 2 && gemv_handles(W.dtype()) && M >= 1 && M <= kGemvMaxRows,
-              "gemv: needs F32 / BF16 / Q8 / Q4T [N, K] weights and 1..16 rows");
+  HYPIC_CHECK(W.ndim() == 2 && gemv_handles(W.dtype()) && M >= 1 && M <= gemv_max_rows(W.dtype()),
+              "gemv: needs F32 / BF16 / Q8 / Q4T [N, K] weights and 1..gemv_max_rows rows");
   const DType t = W.dtype();
   const int64_t N = W.dim(0), K = W.dim(1);
   const size_t ws = dtype_row_bytes(t, K);
@@ -433,6 +448,18 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
     return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
       const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
       avx2::q8_rows(wbase, ws, n0, n1, K, q8x, M, pf8, y, ldy, accumulate);
+    });
+  }
+  if (t == DType::kBF16 && M >= kBf16RowsMin && (vk == Vec::kAvx2 || vk == Vec::kAvxVnni)) {
+    prep_bf16(x, ldx, M, K, xb);
+    thread_local std::vector<float> xs;
+    xs.resize(size_t(avx2::bf16_split_floats(M, xb.kp)));
+    avx2::bf16_split_x(xb.v.data(), M, xb.kp, xs.data());
+    const float* xsp = xs.data();  // this thread's (a thread_local named in the tasks is theirs)
+    const int64_t kp = xb.kp, per_task = rows_per_task(N);
+    return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
+      const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
+      avx2::bf16_rows(wbase, ws, n0, n1, K, xsp, kp, M, y, ldy, accumulate);
     });
   }
   if (t == DType::kF32) prep_f32(x, ldx, M, K, xf);

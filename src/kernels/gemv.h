@@ -24,13 +24,15 @@
 
 namespace hypic::kernels {
 
-// Row counts up to this take gemv (kernels::linear dispatches).
+// Row counts up to this take gemv (kernels::linear dispatches); bf16 on the AVX2 tiers up to
+// gemv_max_rows (its kernel there beats widening W to fp32 panels up to that many rows).
 constexpr int64_t kGemvMaxRows = 16;
+int64_t gemv_max_rows(DType t);
 
 // Whether gemv handles weights of type t (F32, BF16, Q8, Q4T; not kQ4's stored rows).
 bool gemv_handles(DType t);
 
-// y rows ldy apart (+)= x rows ldx apart · Wᵀ, M ≤ kGemvMaxRows, W [N, K] of a handled type.
+// y rows ldy apart (+)= x rows ldx apart · Wᵀ, M ≤ gemv_max_rows(t), W [N, K] of a handled type t.
 void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
           bool accumulate);
 

@@ -101,6 +101,105 @@ void bf16_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const Bf16X& 
     for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum16(acc[r][m][0], acc[r][m][1]);
 }
 
+// BF16 for 5–16 rows of x: the same outputs, bit for bit, with x split once (bf16_split_x)
+// instead of per weight row, and the accumulators of a block of rows kept in memory between
+// blocks of K so that the split x (fp32, twice bf16's bytes) stays in L1.
+
+void bf16_split_x(const uint16_t* v, int64_t M, int64_t kp, float* out) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t j = 0; j < kp / 16; ++j) {  // piece j of row m
+      __m256 o, e;
+      bf16_split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + m * kp + 16 * j)), o, e);
+      constexpr int64_t per = kBf16SplitK / 16;  // pieces a block
+      float* p = out + ((j / per * M + m) * per + j % per) * 16;
+      _mm256_storeu_ps(p, o);
+      _mm256_storeu_ps(p + 8, e);
+    }
+}
+
+namespace {
+
+constexpr int kTileRows = 8;      // rows of W a block
+constexpr int64_t kTileK = kBf16SplitK;
+constexpr int kTileMaxX = 32;     // rows of x
+
+// Row w (its bytes from piece j0 on; `left` bytes of it remain) × MB rows of split x (xs: the
+// first's block, kTileK floats a row), pieces [j0, j1) of 16 elements; acc[m][h] as
+// bf16_block's.
+template <int MB>
+__attribute__((always_inline)) inline void bf16_tile_row(const uint8_t* w, int64_t left, const float* xs,
+                                                          int64_t j0, int64_t j1, __m256 (*acc)[2]) {
+  __m256 a[MB][2];
+  for (int m = 0; m < MB; ++m) a[m][0] = acc[m][0], a[m][1] = acc[m][1];
+  const __m256i odd = _mm256_set1_epi32(int32_t(0xffff0000u));
+  auto piece = [&](__m256i wv, int64_t p, int h) {  // piece j0 + p, lanes h
+    const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(wv, odd));
+    const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(wv, 16));
+    for (int m = 0; m < MB; ++m) {
+      const float* xp = xs + m * kTileK + p * 16;
+      a[m][h] = _mm256_fmadd_ps(wo, _mm256_loadu_ps(xp), a[m][h]);
+      a[m][h] = _mm256_fmadd_ps(we, _mm256_loadu_ps(xp + 8), a[m][h]);
+    }
+  };
+  // Pairs of pieces (h = 0, 1) whose 64 bytes lie within the row, then the rest (j0 even).
+  const int64_t np = j1 - j0, whole = std::min(np, left / 64 * 2);
+  int64_t p = 0;
+  for (; p < whole; p += 2) {
+    piece(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + p * 32)), p, 0);
+    piece(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + p * 32 + 32)), p + 1, 1);
+  }
+  for (; p < np; ++p) {
+    const __m256i wv = load32(w + p * 32, left - p * 32);
+    if (p & 1) piece(wv, p, 1);
+    else piece(wv, p, 0);
+  }
+  for (int m = 0; m < MB; ++m) acc[m][0] = a[m][0], acc[m][1] = a[m][1];
+}
+
+}  // namespace
+
+void bf16_rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, const float* xs,
+               int64_t kp, int64_t M, float* y, int64_t ldy, bool accumulate) {
+  alignas(32) __m256 acc[kTileRows][kTileMaxX][2];
+  const int64_t pieces = kp / 16;
+  for (int64_t nb = n0; nb < n1; nb += kTileRows) {
+    const int rows = int(std::min<int64_t>(kTileRows, n1 - nb));
+    for (int r = 0; r < rows; ++r)
+      for (int64_t m = 0; m < M; ++m) acc[r][m][0] = acc[r][m][1] = _mm256_setzero_ps();
+    for (int64_t j0 = 0; j0 < pieces; j0 += kTileK / 16) {
+      const int64_t j1 = std::min(pieces, j0 + kTileK / 16);
+      const int64_t left = (K - j0 * 16) * 2;  // bytes of a row from piece j0
+      // Each row's next block of K (or the next block of rows' first) while this one computes.
+      for (int r = 0; r < rows; ++r) {
+        const uint8_t* wr = w + size_t(nb + r) * ws + size_t(j0) * 32;
+        const uint8_t* next = j1 < pieces ? wr + kTileK * 2 : w + size_t(nb + kTileRows + r) * ws;
+        for (int64_t b = 0; b < kTileK * 2; b += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T0);
+      }
+      for (int64_t m0 = 0; m0 < M; m0 += 6) {
+        const float* xs0 = xs + (j0 / 16 * M + m0) * kTileK;
+        for (int r = 0; r < rows; ++r) {
+          const uint8_t* wr = w + size_t(nb + r) * ws + size_t(j0) * 32;
+          auto* a = acc[r] + m0;
+          switch (std::min<int64_t>(6, M - m0)) {
+            case 6: bf16_tile_row<6>(wr, left, xs0, j0, j1, a); break;
+            case 5: bf16_tile_row<5>(wr, left, xs0, j0, j1, a); break;
+            case 4: bf16_tile_row<4>(wr, left, xs0, j0, j1, a); break;
+            case 3: bf16_tile_row<3>(wr, left, xs0, j0, j1, a); break;
+            case 2: bf16_tile_row<2>(wr, left, xs0, j0, j1, a); break;
+            default: bf16_tile_row<1>(wr, left, xs0, j0, j1, a); break;
+          }
+        }
+      }
+    }
+    for (int r = 0; r < rows; ++r)
+      for (int64_t m = 0; m < M; ++m) {
+        float& o = y[m * ldy + nb + r];
+        const float v = hsum16(acc[r][m][0], acc[r][m][1]);
+        o = accumulate ? o + v : v;
+      }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Q8: 8 rows in lanes, per block of 32 one int32 dot product a row (gemm_avx2.h's arithmetic).
 

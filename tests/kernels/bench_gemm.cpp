@@ -4,7 +4,7 @@
 // HYPIC_BENCH_M: the rows of x (default 512). Shapes K → N: 1024 → 6144 (gate and up of a
 // hidden-1024 MLP), 3072 → 1024 (its down projection), 1024 → 8192 (in-projections), or
 // HYPIC_BENCH_SHAPES="KxN,KxN" (hypic-tiny's MLP: "256x1536,768x256"). Prints one
-// JSON line: per type and shape the best of 5 calls (ms, GFLOP/s, the prefill kernel).
+// JSON line: per type and shape the best of HYPIC_BENCH_REPS (5) calls (ms, GFLOP/s, the prefill kernel).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@ namespace {
 
 TEST(GemmBench, DISABLED_Prefill) {
   const int64_t M = std::getenv("HYPIC_BENCH_M") ? std::atoll(std::getenv("HYPIC_BENCH_M")) : 512;
+  const int reps = std::getenv("HYPIC_BENCH_REPS") ? std::atoi(std::getenv("HYPIC_BENCH_REPS")) : 5;
   nlohmann::json out{{"M", M}};
   std::vector<std::pair<int64_t, int64_t>> shapes{{1024, 6144}, {3072, 1024}, {1024, 8192}};
   if (const char* e = std::getenv("HYPIC_BENCH_SHAPES")) {
@@ -40,7 +41,7 @@ TEST(GemmBench, DISABLED_Prefill) {
     for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
       const Tensor W = Wf.to(t);
       double best = 1e30;
-      for (int r = 0; r < 5; ++r) {
+      for (int r = 0; r < reps; ++r) {
         Timer tm;
         linear(x.data(), M, W, y.data());
         best = std::min(best, tm.seconds());
