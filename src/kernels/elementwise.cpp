@@ -102,14 +102,25 @@ void rmsnorm_gated(const float* x, const float* z, const float* w, float* y, int
 
 void group_rmsnorm_sigmoid(const float* x, const float* gate, const float* w, float* y,
                            int64_t rows, int64_t n, int64_t groups, float eps) {
-  const int64_t g = n / groups;
-  parallel_for(rows * groups, [&](int64_t rg) {
-    const int64_t off = rg * g, c0 = (rg % groups) * g;
-    const float* xr = x + off;
-    const float* zr = gate + off;
-    float* yr = y + off;
-    const float inv = 1.0f / std::sqrt(dot(xr, xr, g) / float(g) + eps);
-    for (int64_t i = 0; i < g; ++i) yr[i] = (xr[i] * inv) * w[c0 + i] * sigmoid(zr[i]);
+  const int64_t g = n / groups, count = rows * groups;
+  const int64_t per = std::max<int64_t>(1, 4096 / g);  // groups a task, as rmsnorm_gated
+  parallel_for((count + per - 1) / per, [&](int64_t task) {
+    for (int64_t rg = task * per; rg < std::min(count, (task + 1) * per); ++rg) {
+      const int64_t off = rg * g, c0 = (rg % groups) * g;
+      const float* xr = x + off;
+      const float* zr = gate + off;
+      float* yr = y + off;
+      const float inv = 1.0f / std::sqrt(dot(xr, xr, g) / float(g) + eps);
+      const __m256 vinv = _mm256_set1_ps(inv), one = _mm256_set1_ps(1.0f);
+      int64_t i = 0;
+      for (; i + 8 <= g; i += 8) {
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(zr + i)));
+        const __m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, e));
+        const __m256 xn = _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv);
+        _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(xn, _mm256_loadu_ps(w + c0 + i)), sg));
+      }
+      for (; i < g; ++i) yr[i] = (xr[i] * inv) * w[c0 + i] * sigmoid(zr[i]);
+    }
   });
 }
 
