@@ -22,9 +22,12 @@ constexpr int kKBlock = 256;  // keys per online-softmax step
 //   St [nk, rows] = K_blk · Qᵀ      (keys × queries; scale folded into Qᵀ)
 //   O  [rows, hd] += P · V_blk      (P = St transposed, as exp weights)
 // with a streaming softmax over key blocks: running max m and sum l per query row.
+// Few stacked rows (fewer than kFewRows: a decode step's g heads) score each key by dot
+// products against the rows of Q instead (a GEMM tile would be mostly padding).
 struct Scratch {
   std::vector<float> qt, st, o, m, l, corr, colmax, sum;
 };
+constexpr int kFewRows = 8;
 
 void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int64_t qpos0,
                  const float* k, const float* v, int kvh, float scale, float* out, Scratch& s) {
@@ -40,19 +43,32 @@ void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int6
   s.corr.resize(size_t(rows));
   s.colmax.resize(size_t(rows));
   s.sum.resize(size_t(rows));
-  // Qᵀ [hd, rows], column j·nq + r = head (kvh·g + j), position i0 + r, times scale.
+  // Qᵀ [hd, rows], column j·nq + r = head (kvh·g + j), position i0 + r, times scale; with
+  // few rows Q itself [rows, hd].
+  const bool few = rows < kFewRows;
   for (int j = 0; j < g; ++j)
     for (int r = 0; r < nq; ++r) {
       const float* qr = q + (i0 + r) * qs + int64_t(kvh * g + j) * hd;
-      for (int c = 0; c < hd; ++c) s.qt[size_t(c) * rows + size_t(j * nq + r)] = qr[c] * scale;
+      const size_t col = size_t(j * nq + r);
+      for (int c = 0; c < hd; ++c) {
+        const float v = qr[c] * scale;
+        if (few) s.qt[col * size_t(hd) + size_t(c)] = v;
+        else s.qt[size_t(c) * rows + col] = v;
+      }
     }
   const int64_t first_pos = qpos0 + i0;  // position of query row r is first_pos + r
   const int64_t kend = qpos0 + i1;       // keys [0, kend) are visible to some row
   float* st = s.st.data();
   for (int64_t j0 = 0; j0 < kend; j0 += kKBlock) {
     const int nk = int(std::min<int64_t>(kKBlock, kend - j0));
-    small_gemm(nk, rows, hd, 1.0f, k + j0 * ks + int64_t(kvh) * hd, ks, false, s.qt.data(), rows,
-               0.0f, st, rows);
+    const float* kb = k + j0 * ks + int64_t(kvh) * hd;
+    if (few) {
+      for (int jj = 0; jj < nk; ++jj)
+        for (int c = 0; c < rows; ++c)
+          st[size_t(jj) * rows + size_t(c)] = dot(kb + jj * ks, s.qt.data() + size_t(c) * hd, hd);
+    } else {
+      small_gemm(nk, rows, hd, 1.0f, kb, ks, false, s.qt.data(), rows, 0.0f, st, rows);
+    }
     // Causal mask: key j0 + jj is visible to row r iff j0 + jj <= first_pos + r.
     const bool partial = j0 + nk - 1 > first_pos;
     if (partial) {
@@ -77,10 +93,10 @@ void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int6
       s.m[size_t(c)] = mn;
     }
     // Each row's weights summed in key order, a key's row of weights at a time (contiguous).
-    // exp(-inf) = 0 for masked entries. Few rows (decode: g per sequence) take the block's
-    // exponentials in one call (8 lanes full, not a call per key); the same bits either way.
+    // exp(-inf) = 0 for masked entries. Few rows take the block's exponentials in one call
+    // (8 lanes full, not a call per key); the same bits either way.
     std::fill(s.sum.begin(), s.sum.end(), 0.0f);
-    const bool whole = rows < 8;
+    const bool whole = few;
     for (int jj = 0; jj < nk; ++jj) {
       float* srow = st + size_t(jj) * rows;
       for (int c = 0; c < rows; ++c) srow[c] -= s.m[size_t(c)];
