@@ -9,9 +9,10 @@ drawn from the JSON the benchmark printed, never from numbers typed in here:
   peer_llamacpp_<model>_<date>.json  (bench/peer_llamacpp.py, one prompt length, two engines)
       → peer_llamacpp.png: prefill and decode tokens/s of hypic and llama.cpp per type and
         model (medians, min–max as error bars); per model and CPU the latest date only
-  peer3_<model>_<isa>-<cpu>_<date>.json  (bench/peer_llamacpp.py --ik …, several prompt lengths)
+  peer<N>_<model>[_<type>]_<isa>-<cpu>_<date>.json  (bench/peer_llamacpp.py --ik …, several
+  prompt lengths; N ≥ 3 numbers the runs of a day)
       → peer3_<isa>-<cpu>.png: hypic, llama.cpp and ik_llama.cpp per type, model and prompt
-        length, and decode; one figure per ISA and CPU, the latest date per model
+        length, and decode; one figure per ISA and CPU, per model and type the latest run
   decode_batch_<model>_<date>.jsonl  (hypic bench decode, one JSON line per type)
       → decode_batch_<model>.png: decode tokens/s against the batch size, one line per type
   ttft_<model>_<date>.json  (hypic bench ttft)
@@ -83,12 +84,24 @@ ENGINES3 = (("hypic", "hypic", "#1f77b4"), ("llama_cpp", "llama.cpp", "#ff7f0e")
             ("ik_llama_cpp", "ik_llama.cpp", "#2ca02c"))
 
 
+def peer_run(f):
+    """(model, isa-cpu, (date, N)) of a peer<N>_… file name, or None."""
+    parts = os.path.basename(f)[:-len(".json")].split("_")
+    if not parts[0][4:].isdigit() or int(parts[0][4:]) < 3:
+        return None
+    return parts[1], parts[-2], (parts[-1], int(parts[0][4:]))
+
+
 def peer3_plot(files, out, label):
-    latest = {}  # model → (date, JSON)
-    for f in sorted(files):
-        model, date = os.path.basename(f)[len("peer3_"):-len(".json")].split("_")[0], f.rsplit("_", 1)[-1]
-        if model not in latest or date > latest[model][0]:
-            latest[model] = (date, json.load(open(f)))
+    latest = {}  # model → (date, JSON whose types are each type's latest run)
+    for f in sorted(files, key=lambda f: peer_run(f)[2]):  # oldest first: later runs replace
+        model, _, (date, _) = peer_run(f)
+        r = json.load(open(f))
+        if model in latest:
+            merged = latest[model][1]
+            merged["types"].update(r["types"])
+            r = merged
+        latest[model] = (date, r)
     cols = [("prefill_tps", str(pp)) for pp in next(iter(latest.values()))[1]["pp"]] + [("decode_tps", None)]
     fig, axes = plt.subplots(len(latest), len(cols), figsize=(4.2 * len(cols), 3.3 * len(latest)), squeeze=False)
     for row, model in enumerate(sorted(latest)):
@@ -108,7 +121,7 @@ def peer3_plot(files, out, label):
                             (i, top), ha="center", va="bottom", fontsize=7)
             ax.set_xticks(range(len(types)))
             ax.set_xticklabels([f"{t} / {r['types'][t]['peer_type']}" for t in types])
-            ax.set_title(f"{model} ({date[:-5]}): " + (f"prefill pp{pp}" if pp else f"decode tg{r['tg']}"), fontsize=9)
+            ax.set_title(f"{model} ({date}): " + (f"prefill pp{pp}" if pp else f"decode tg{r['tg']}"), fontsize=9)
             ax.set_ylabel("tokens/s")
             ax.margins(y=0.15)
             if row == 0 and col == 0:
@@ -207,8 +220,9 @@ def main():
         made.append(os.path.join(a.out, "peer_llamacpp.png"))
         peer_plot(peers, made[-1])
     by_isa = {}  # "<isa>-<cpu>" → files
-    for f in glob.glob(os.path.join(a.results, "peer3_*.json")):
-        by_isa.setdefault(os.path.basename(f).split("_")[2], []).append(f)
+    for f in glob.glob(os.path.join(a.results, "peer[0-9]*_*.json")):
+        if peer_run(f):
+            by_isa.setdefault(peer_run(f)[1], []).append(f)
     for isa, files in sorted(by_isa.items()):
         made.append(os.path.join(a.out, f"peer3_{isa}.png"))
         cpu = "Xeon without AMX" if "xeon" in isa else isa
