@@ -32,7 +32,8 @@ int64_t gemv_max_rows(DType t);
 // Whether gemv handles weights of type t (F32, BF16, Q8, Q4T; not kQ4's stored rows).
 bool gemv_handles(DType t);
 
-// y rows ldy apart (+)= x rows ldx apart · Wᵀ, M ≤ gemv_max_rows(t), W [N, K] of a handled type t.
+// y rows ldy apart (+)= x rows ldx apart · Wᵀ, M ≤ gemv_max_rows(t), W [N, K] of a handled
+// type t.
 void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
           bool accumulate);
 

@@ -101,7 +101,7 @@ void bf16_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const Bf16X& 
     for (int m = 0; m < MB; ++m) out[r * MB + m] = hsum16(acc[r][m][0], acc[r][m][1]);
 }
 
-// BF16 for 5–16 rows of x: the same outputs, bit for bit, with x split once (bf16_split_x)
+// BF16 for 2–24 rows of x: bf16_block's outputs, bit for bit, with x split once (bf16_split_x)
 // instead of per weight row, and the accumulators of a block of rows kept in memory between
 // blocks of K so that the split x (fp32, twice bf16's bytes) stays in L1.
 
@@ -121,14 +121,14 @@ namespace {
 
 constexpr int kTileRows = 8;      // rows of W a block
 constexpr int64_t kTileK = kBf16SplitK;
-constexpr int kTileMaxX = 32;     // rows of x
 
 // Row w (its bytes from piece j0 on; `left` bytes of it remain) × MB rows of split x (xs: the
 // first's block, kTileK floats a row), pieces [j0, j1) of 16 elements; acc[m][h] as
 // bf16_block's.
 template <int MB>
-__attribute__((always_inline)) inline void bf16_tile_row(const uint8_t* w, int64_t left, const float* xs,
-                                                          int64_t j0, int64_t j1, __m256 (*acc)[2]) {
+__attribute__((always_inline)) inline void bf16_tile_row(const uint8_t* w, int64_t left,
+                                                          const float* xs, int64_t j0, int64_t j1,
+                                                          __m256 (*acc)[2]) {
   __m256 a[MB][2];
   for (int m = 0; m < MB; ++m) a[m][0] = acc[m][0], a[m][1] = acc[m][1];
   const __m256i odd = _mm256_set1_epi32(int32_t(0xffff0000u));
@@ -160,7 +160,7 @@ __attribute__((always_inline)) inline void bf16_tile_row(const uint8_t* w, int64
 
 void bf16_rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, const float* xs,
                int64_t kp, int64_t M, float* y, int64_t ldy, bool accumulate) {
-  alignas(32) __m256 acc[kTileRows][kTileMaxX][2];
+  alignas(32) __m256 acc[kTileRows][kBf16RowsMax][2];
   const int64_t pieces = kp / 16;
   for (int64_t nb = n0; nb < n1; nb += kTileRows) {
     const int rows = int(std::min<int64_t>(kTileRows, n1 - nb));
@@ -173,10 +173,11 @@ void bf16_rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, c
       for (int r = 0; r < rows; ++r) {
         const uint8_t* wr = w + size_t(nb + r) * ws + size_t(j0) * 32;
         const uint8_t* next = j1 < pieces ? wr + kTileK * 2 : w + size_t(nb + kTileRows + r) * ws;
-        for (int64_t b = 0; b < kTileK * 2; b += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T0);
+        for (int64_t b = 0; b < kTileK * 2; b += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T0);
       }
       for (int64_t m0 = 0; m0 < M; m0 += 6) {
-        const float* xs0 = xs + (j0 / 16 * M + m0) * kTileK;
+        const float* xs0 = xs + (j0 / 16 * M + m0) * kTileK;  // x's block j0 / 16, row m0
         for (int r = 0; r < rows; ++r) {
           const uint8_t* wr = w + size_t(nb + r) * ws + size_t(j0) * 32;
           auto* a = acc[r] + m0;

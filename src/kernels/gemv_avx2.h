@@ -49,12 +49,14 @@ void f32_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const F32X& x,
 template <int RB, int MB>
 void bf16_block(const uint8_t* w, size_t ws, size_t pf, int64_t K, const Bf16X& x, int64_t m0,
                 float* out);
-// BF16 rows [n0, n1) of W × M ≤ 32 rows of x into y: bf16_block's results bit for bit (its
+// BF16 rows [n0, n1) of W × M ≤ kBf16RowsMax rows of x into y: bf16_block's results bit for bit (its
 // faster form for many rows). xs: x split by bf16_split_x, fp32 in blocks of kBf16SplitK
 // elements, [kp / kBf16SplitK rounded up][M][kBf16SplitK] (contiguous per block: no two rows
 // 4 KiB apart in L1), per 16 elements the 8 odd ones, then the 8 even ones.
-constexpr int64_t kBf16SplitK = 256;
-inline int64_t bf16_split_floats(int64_t M, int64_t kp) { return (kp + kBf16SplitK - 1) / kBf16SplitK * M * kBf16SplitK; }
+constexpr int64_t kBf16SplitK = 256, kBf16RowsMax = 24;
+inline int64_t bf16_split_floats(int64_t M, int64_t kp) {
+  return (kp + kBf16SplitK - 1) / kBf16SplitK * M * kBf16SplitK;
+}
 void bf16_split_x(const uint16_t* v, int64_t M, int64_t kp, float* xs);
 void bf16_rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, const float* xs,
                int64_t kp, int64_t M, float* y, int64_t ldy, bool accumulate);

@@ -4,7 +4,8 @@
 // HYPIC_BENCH_M: the rows of x (default 512). Shapes K → N: 1024 → 6144 (gate and up of a
 // hidden-1024 MLP), 3072 → 1024 (its down projection), 1024 → 8192 (in-projections), or
 // HYPIC_BENCH_SHAPES="KxN,KxN" (hypic-tiny's MLP: "256x1536,768x256"). Prints one
-// JSON line: per type and shape the best of HYPIC_BENCH_REPS (5) calls (ms, GFLOP/s, the prefill kernel).
+// JSON line: per type and shape the best of HYPIC_BENCH_REPS (5) calls (ms, GFLOP/s, the
+// prefill kernel).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -281,7 +281,8 @@ TEST(Gemv, Avx2KernelsMatchTheAvx512KernelsBitForBit) {
   std::vector<cpu::Tier> low{cpu::Tier::kAvx2};
   if (cpu::detected() & cpu::kAvxVnni) low.push_back(cpu::Tier::kAvxVnni);
   for (DType t : {DType::kF32, DType::kBF16, DType::kQ8, DType::kQ4T})
-    for (const auto& [N, K] : {std::pair<int64_t, int64_t>{67, 2080}, {301, 320}, {9, 96}, {19, 1000}}) {
+    for (const auto& [N, K] :
+         {std::pair<int64_t, int64_t>{67, 2080}, {301, 320}, {9, 96}, {19, 1000}}) {
       if (t == DType::kQ4T && K % 32 != 0) continue;  // q4 groups are 32 along K
       const Tensor W = matrix(N, K, uint32_t(20 + K)).to(t);
       auto x = randn(size_t(24 * K), uint32_t(21 + N));
@@ -296,7 +297,8 @@ TEST(Gemv, Avx2KernelsMatchTheAvx512KernelsBitForBit) {
         } else {
           cpu::ScopedCap cap(cpu::Tier::kAvx512Bf16);  // the vector kernels, no tiles
           for (int64_t m0 = 0; m0 < M; m0 += kGemvMaxRows)  // its rows do not depend on the batch
-            gemv(x.data() + m0 * K, K, std::min(kGemvMaxRows, M - m0), W, want.data() + m0 * N, N, false);
+            gemv(x.data() + m0 * K, K, std::min(kGemvMaxRows, M - m0), W, want.data() + m0 * N, N,
+                 false);
         }
         for (cpu::Tier tier : low) {
           cpu::ScopedCap cap(tier);
