@@ -10,6 +10,7 @@
 
 #include "core/json_bounded.h"
 #include "core/status.h"
+#include "model/config.h"
 
 namespace hypic {
 
@@ -125,5 +126,31 @@ class Fields {
   std::vector<std::string>* defaulted_;
   Status status_;
 };
+
+// The keys every family reads alike, with the family's defaults (its reference config's
+// values): vocab_size, hidden_size, num_hidden_layers, num_attention_heads,
+// num_key_value_heads, hidden_act, rms_norm_eps, max_position_embeddings.
+struct CommonDefaults {
+  int64_t vocab, hidden, layers, heads;
+  int64_t kv_heads;  // 0: num_attention_heads
+  double rms_norm_eps;
+  int64_t max_position;
+  // A released checkpoint's name for max_position_embeddings, read instead where present.
+  const char* max_position_alias = nullptr;
+};
+
+inline void read_common(Fields& f, const CommonDefaults& d, ModelConfig* c) {
+  c->vocab_size = f.i64("vocab_size", d.vocab);
+  c->hidden_size = f.i64("hidden_size", d.hidden);
+  c->num_hidden_layers = f.i64("num_hidden_layers", d.layers);
+  c->num_attention_heads = f.i64("num_attention_heads", d.heads);
+  c->num_key_value_heads =
+      f.i64("num_key_value_heads", d.kv_heads > 0 ? d.kv_heads : c->num_attention_heads);
+  c->hidden_act = f.str("hidden_act", "silu");
+  c->rms_norm_eps = f.f64("rms_norm_eps", d.rms_norm_eps);
+  const bool alias = d.max_position_alias && f.has(d.max_position_alias);
+  c->max_position_embeddings =
+      f.i64(alias ? d.max_position_alias : "max_position_embeddings", d.max_position);
+}
 
 }  // namespace hypic

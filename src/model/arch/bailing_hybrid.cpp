@@ -43,16 +43,9 @@ class BailingHybrid final : public Architecture {
     c.text_model_type = c.model_type;
     Fields f(root, "", source, &c.defaulted_fields);
     auto key = [&](const char* a, const char* b) { return f.has(a) ? a : b; };
-    c.vocab_size = f.i64("vocab_size", 157184);
-    c.hidden_size = f.i64("hidden_size", 2560);
+    read_common(f, {157184, 2560, 42, 32, 0, 1e-6, 262144, "model_max_length"}, &c);
     c.intermediate_size = f.i64("intermediate_size", 6144);
     c.moe_intermediate_size = f.i64("moe_intermediate_size", 768);
-    c.num_hidden_layers = f.i64("num_hidden_layers", 42);
-    c.num_attention_heads = f.i64("num_attention_heads", 32);
-    c.num_key_value_heads = f.i64("num_key_value_heads", c.num_attention_heads);
-    c.hidden_act = f.str("hidden_act", "silu");
-    c.rms_norm_eps = f.f64("rms_norm_eps", 1e-6);
-    c.max_position_embeddings = f.i64(key("model_max_length", "max_position_embeddings"), 262144);
     c.zero_centred_norms = false;
     HYPIC_RETURN_IF_ERROR(parse_rope(f, source, &c));
     ModelConfig::Mla& m = c.mla;

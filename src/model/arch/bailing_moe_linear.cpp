@@ -48,17 +48,10 @@ class BailingMoeLinear final : public Architecture {
     c.text_model_type = c.model_type;
     Fields f(root, "", source, &c.defaulted_fields);
     // Defaults: Ring-mini-linear-2.0's values (the config class ships with the checkpoint).
-    c.vocab_size = f.i64("vocab_size", 157184);
-    c.hidden_size = f.i64("hidden_size", 2048);
+    read_common(f, {157184, 2048, 20, 16, 4, 1e-6, 32768}, &c);
     c.intermediate_size = f.i64("intermediate_size", 5120);
-    c.num_hidden_layers = f.i64("num_hidden_layers", 20);
-    c.num_attention_heads = f.i64("num_attention_heads", 16);
-    c.num_key_value_heads = f.i64("num_key_value_heads", 4);
     const int64_t heads = std::max<int64_t>(c.num_attention_heads, 1);
     c.head_dim = f.i64("head_dim", c.hidden_size / heads);
-    c.hidden_act = f.str("hidden_act", "silu");
-    c.max_position_embeddings = f.i64("max_position_embeddings", 32768);
-    c.rms_norm_eps = f.f64("rms_norm_eps", 1e-6);
     c.rope_theta = f.f64("rope_theta", 600000.0);
     if (f.has("rope_scaling"))
       return unsupported(source + ": field 'rope_scaling' is set; hypic implements plain RoPE "

@@ -43,18 +43,9 @@ class KimiLinear final : public Architecture {
     ModelConfig& c = *out;
     c.text_model_type = c.model_type;
     Fields f(root, "", source, &c.defaulted_fields);
-    // The released key where it differs from transformers' attribute name.
-    auto key = [&](const char* released, const char* hf) { return f.has(released) ? released : hf; };
-    c.vocab_size = f.i64("vocab_size", 163840);
-    c.hidden_size = f.i64("hidden_size", 2304);
+    read_common(f, {163840, 2304, 27, 32, 0, 1e-5, 1048576, "model_max_length"}, &c);
     c.intermediate_size = f.i64("intermediate_size", 9216);
     c.moe_intermediate_size = f.i64("moe_intermediate_size", 1024);
-    c.num_hidden_layers = f.i64("num_hidden_layers", 27);
-    c.num_attention_heads = f.i64("num_attention_heads", 32);
-    c.num_key_value_heads = f.i64("num_key_value_heads", c.num_attention_heads);
-    c.hidden_act = f.str("hidden_act", "silu");
-    c.rms_norm_eps = f.f64("rms_norm_eps", 1e-5);
-    c.max_position_embeddings = f.i64(key("model_max_length", "max_position_embeddings"), 1048576);
     c.zero_centred_norms = false;
     if (f.has("mla_use_nope") && !f.boolean("mla_use_nope", true))
       return unsupported(source + ": 'mla_use_nope' is false; hypic implements Kimi-Linear's MLA "

@@ -52,15 +52,8 @@ class MiniMax final : public Architecture {
     c.text_model_type = c.model_type;
     Fields f(root, "", source, &c.defaulted_fields);
     // transformers' MiniMaxConfig defaults.
-    c.vocab_size = f.i64("vocab_size", 32000);
-    c.hidden_size = f.i64("hidden_size", 4096);
-    c.num_hidden_layers = f.i64("num_hidden_layers", 32);
-    c.num_attention_heads = f.i64("num_attention_heads", 32);
-    c.num_key_value_heads = f.i64("num_key_value_heads", c.num_attention_heads);
+    read_common(f, {32000, 4096, 32, 32, 0, 1e-5, 4096 * 32}, &c);
     c.head_dim = f.i64("head_dim", c.hidden_size / std::max<int64_t>(c.num_attention_heads, 1));
-    c.hidden_act = f.str("hidden_act", "silu");
-    c.max_position_embeddings = f.i64("max_position_embeddings", 4096 * 32);
-    c.rms_norm_eps = f.f64("rms_norm_eps", 1e-5);
     if (f.has("sliding_window"))
       return unsupported(source + ": field 'sliding_window' is set; hypic's MiniMax attention is "
                          "global (set it to null)");

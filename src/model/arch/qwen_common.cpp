@@ -54,16 +54,9 @@ Status parse_qwen_config(const json& root, const std::string& source, const Qwen
   Fields top(root, "", source, nullptr);
   const QwenDefaults& d = fam.defaults;
 
-  c.vocab_size = f.i64("vocab_size", d.vocab);
-  c.hidden_size = f.i64("hidden_size", d.hidden);
-  c.num_hidden_layers = f.i64("num_hidden_layers", d.layers);
-  c.num_attention_heads = f.i64("num_attention_heads", d.heads);
-  c.num_key_value_heads = f.i64("num_key_value_heads", d.kv_heads);
+  read_common(f, {d.vocab, d.hidden, d.layers, d.heads, d.kv_heads, 1e-6, 32768}, &c);
   c.head_dim = f.i64("head_dim", 256);
   c.attention_bias = f.boolean("attention_bias", false);
-  c.hidden_act = f.str("hidden_act", "silu");
-  c.max_position_embeddings = f.i64("max_position_embeddings", 32768);
-  c.rms_norm_eps = f.f64("rms_norm_eps", 1e-6);
   c.linear_conv_kernel_dim = f.i64("linear_conv_kernel_dim", 4);
   c.linear_key_head_dim = f.i64("linear_key_head_dim", 128);
   c.linear_value_head_dim = f.i64("linear_value_head_dim", 128);
