@@ -6,9 +6,9 @@ The layers of src/ (docs/ARCHITECTURE.md), lowest first; a layer may include its
 headers and those of the layers listed for it, nothing else:
 
   core -> kernels / tokenizer / grammar / api / rpc / kv -> model -> cache -> engine -> cluster -> server
-       -> router / bench -> cli
-  (api: the HTTP front and the OpenAI API, on core and tokenizer; the router uses api alone,
-  never the server or the model; rpc: the cluster's gRPC credentials, kv: the Redis client, both
+       -> bench -> cli;  core / api / rpc / kv -> router -> cli
+  (api: the HTTP front and the OpenAI API, on core and tokenizer; the router includes api,
+  rpc, kv and core, never the server or the model; rpc: the cluster's gRPC credentials, kv: the Redis client, both
   on core alone; bench,
   the benchmarks and the evaluation, only cli uses)
 
@@ -38,8 +38,9 @@ ALLOWED = {
     "cluster": {"core", "grammar", "kernels", "tokenizer", "model", "cache", "engine", "rpc", "proto"},
     "server": {"core", "grammar", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
                "rpc", "kv", "proto"},
-    # The router holds no model: the HTTP front, the API and the generated stubs only.
-    "router": {"core", "grammar", "tokenizer", "api", "rpc", "kv", "proto"},
+    # The router holds no model: the HTTP front and the API, the cluster credentials, the
+    # shared registry and the generated stubs only.
+    "router": {"core", "api", "rpc", "kv", "proto"},
     "bench": {"core", "grammar", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "rpc", "proto"},
     "cli": {"core", "grammar", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
             "server", "router", "bench", "rpc", "kv", "proto"},
