@@ -298,18 +298,21 @@ uint64_t gemv_weight_bytes() { return g_weight_bytes.load(std::memory_order_rela
 
 namespace {
 
-// BF16 on AVX2: 2 rows of x or more run on avx2::bf16_rows (x split once, K in blocks), up to
-// avx2::kBf16RowsMax. GemmBench, AVX2 cap, W 64 MiB (cold), GFLOP/s, bf16_rows / the 1 × 4
-// blocks / fp32 panels: 1 row 46 / 54 / —, 2 rows 71 / 46 / —, 4 rows 78 / 66 / —; one
+// BF16 without AMX: the GEMV beats widening W to fp32 panels up to avx2::kBf16RowsMax rows
+// (a MoE expert's share of a prompt). On AVX2, 2 rows of x or more run on avx2::bf16_rows (x
+// split once, K in blocks). GemmBench, W 64 MiB (cold), GFLOP/s: AVX2 cap, bf16_rows / the
+// 1 × 4 blocks / fp32 panels: 1 row 46 / 54 / —, 2 rows 71 / 46 / —, 4 rows 78 / 66 / —; one
 // thread, 16 rows 40–53 / — / 35–36, 24 rows 36–45 / — / 36, 32 rows 33–44 / — / 49.
+// AVX512-BF16 (its 4 × 4 blocks / fp32 panels, one thread): 20 rows 50–64 / 32–34, 24 rows
+// 51–64 / 33–34, 32 rows 52–65 / 58–60, 48 rows 52–66 / 75–76.
 constexpr int64_t kBf16RowsMin = 2;
 
 }  // namespace
 
 int64_t gemv_max_rows(DType t) {
   const Vec vk = vec_kernel(t);
-  const bool avx2 = vk == Vec::kAvx2 || vk == Vec::kAvxVnni;
-  return t == DType::kBF16 && avx2 ? avx2::kBf16RowsMax : kGemvMaxRows;
+  const bool vector = vk != Vec::kGeneric;
+  return t == DType::kBF16 && vector && !cpu_amx(t) ? avx2::kBf16RowsMax : kGemvMaxRows;
 }
 
 const char* gemv_impl(DType t, int64_t M) {

@@ -24,8 +24,8 @@
 
 namespace hypic::kernels {
 
-// Row counts up to this take gemv (kernels::linear dispatches); bf16 on the AVX2 tiers up to
-// gemv_max_rows (its kernel there beats widening W to fp32 panels up to that many rows).
+// Row counts up to this take gemv (kernels::linear dispatches); bf16 on CPUs without AMX up to
+// gemv_max_rows (its kernels there beat widening W to fp32 panels up to that many rows).
 constexpr int64_t kGemvMaxRows = 16;
 int64_t gemv_max_rows(DType t);
 
