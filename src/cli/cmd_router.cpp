@@ -2,25 +2,17 @@
 // it gracefully: new requests get 503, forwarded ones get --drain-timeout to finish (then are
 // cancelled), exit 0.
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <cstdio>
-#include <thread>
 
 #include "cli/args.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/http_flags.h"
+#include "cli/stop_signal.h"
 #include "router/router.h"
 
 namespace hypic::cli {
-
-namespace {
-volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_router_stop_signal(int) { g_stop = 1; }
-}  // namespace
 
 int cmd_router(int argc, char** argv) {
   Args a("hypic router [--instances LIST] [--workers LIST] [--grpc-port P] [--port P] ...",
@@ -98,8 +90,7 @@ int cmd_router(int argc, char** argv) {
   ro.instances = std::move(inst).value();
   ro.workers = std::move(workers).value();
 
-  std::signal(SIGTERM, on_router_stop_signal);
-  std::signal(SIGINT, on_router_stop_signal);
+  install_stop_signals();
   auto r = router::Router::create(ro);
   if (!r) return report_error("router", r.status());
   if (Status s = (*r)->bind(); !s) return report_error("router", s);
@@ -109,14 +100,7 @@ int cmd_router(int argc, char** argv) {
                ro.creds->tls() ? " (TLS)" : "", ro.creds->has_token() ? " (cluster token required)" : "");
   std::fflush(stderr);
   router::Router* p = r->get();
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    p->stop(drain_ms);
-  });
-  p->run();
-  done = true;
-  watcher.join();
+  run_until_stopped([&] { p->run(); }, [&] { p->stop(drain_ms); });
   std::fprintf(stderr, "hypic router: stopped\n");
   return 0;
 }

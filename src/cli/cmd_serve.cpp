@@ -2,28 +2,20 @@
 // gracefully: new requests get 503, running ones finish within --drain-timeout (then are
 // cut), exit 0.
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
 
 #include "cli/args.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/http_flags.h"
+#include "cli/stop_signal.h"
 #include "cluster/heartbeat.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hypic::cli {
-
-namespace {
-volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_stop_signal(int) { g_stop = 1; }
-}  // namespace
 
 int cmd_serve(int argc, char** argv) {
   Args a("hypic serve --model DIR [--host H] [--port P] [--api-key KEY] ...",
@@ -155,9 +147,7 @@ int cmd_serve(int argc, char** argv) {
   if (!creds) return report_error("serve", creds.status());
   so.creds = *creds;
 
-  // Installed before loading, so that a SIGTERM during a long load still exits cleanly.
-  std::signal(SIGTERM, on_stop_signal);
-  std::signal(SIGINT, on_stop_signal);
+  install_stop_signals();
   LoadOptions lo;
   lo.compute = *dt;
   log_system_info("serve");
@@ -182,15 +172,10 @@ int cmd_serve(int argc, char** argv) {
   }
 
   server::HttpServer* s = srv->get();
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  run_until_stopped([&] { s->run(); }, [&] {
     if (heartbeat) heartbeat->stop();  // the router stops sending requests first
     s->stop();
   });
-  s->run();
-  done = true;
-  watcher.join();
   std::fprintf(stderr, "hypic serve: stopped\n");
   return 0;
 }

@@ -1,26 +1,18 @@
 // hypic worker: a scatter worker for segment parallelism (SPEC §5, src/cluster/worker.h). It
 // builds the segment entries a combine worker sends over gRPC and streams them back.
 // SIGTERM / SIGINT stop it gracefully: no new calls, running ones get 2 s, exit 0.
-#include <atomic>
-#include <chrono>
-#include <csignal>
 #include <cstdio>
-#include <thread>
 
 #include "cli/args.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
+#include "cli/stop_signal.h"
 #include "cluster/heartbeat.h"
 #include "cluster/wire.h"
 #include "cluster/worker.h"
 #include "model/model.h"
 
 namespace hypic::cli {
-
-namespace {
-volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_worker_stop_signal(int) { g_stop = 1; }
-}  // namespace
 
 int cmd_worker(int argc, char** argv) {
   Args a("hypic worker --model DIR [--host H] [--port P] [--dtype bf16|f32] ...",
@@ -65,8 +57,7 @@ int cmd_worker(int argc, char** argv) {
   if (!creds) return report_error("worker", creds.status());
   wo.creds = *creds;
 
-  std::signal(SIGTERM, on_worker_stop_signal);
-  std::signal(SIGINT, on_worker_stop_signal);
+  install_stop_signals();
   LoadOptions lo;
   lo.compute = *dt;
   log_system_info("worker");
@@ -86,15 +77,10 @@ int cmd_worker(int argc, char** argv) {
   }
 
   cluster::WorkerServer* s = srv->get();
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done.load() && !g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  run_until_stopped([&] { s->wait(); }, [&] {
     if (heartbeat) heartbeat->stop();  // the router stops sending work first
     s->shutdown(2000);
   });
-  s->wait();
-  done = true;
-  watcher.join();
   std::fprintf(stderr, "hypic worker: stopped\n");
   return 0;
 }
