@@ -96,15 +96,14 @@ void attend_task(const AttnDims& d, const float* q, int64_t i0, int64_t i1, int6
     // exp(-inf) = 0 for masked entries. Few rows take the block's exponentials in one call
     // (8 lanes full, not a call per key); the same bits either way.
     std::fill(s.sum.begin(), s.sum.end(), 0.0f);
-    const bool whole = few;
     for (int jj = 0; jj < nk; ++jj) {
       float* srow = st + size_t(jj) * rows;
       for (int c = 0; c < rows; ++c) srow[c] -= s.m[size_t(c)];
-      if (whole) continue;
+      if (few) continue;
       exp_inplace(srow, rows);
       for (int c = 0; c < rows; ++c) s.sum[size_t(c)] += srow[c];
     }
-    if (whole) {
+    if (few) {
       exp_inplace(st, int64_t(nk) * rows);
       for (int jj = 0; jj < nk; ++jj)
         for (int c = 0; c < rows; ++c) s.sum[size_t(c)] += st[size_t(jj) * rows + size_t(c)];

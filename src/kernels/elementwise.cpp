@@ -39,6 +39,22 @@ inline __m256 silu8(__m256 x) {
   const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
   return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
+
+inline __m256 sigmoid8(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+// body(r) for r in [0, count) in tasks of ≥ 4,096 elements (rows of n): a task per (often
+// 64-wide) row cost more to schedule than to compute; a decode step's few rows stay on this
+// thread.
+template <typename F>
+void row_tasks(int64_t count, int64_t n, const F& body) {
+  const int64_t per = std::max<int64_t>(1, 4096 / n);
+  parallel_for((count + per - 1) / per, [&](int64_t task) {
+    for (int64_t r = task * per; r < std::min(count, (task + 1) * per); ++r) body(r);
+  });
+}
 }  // namespace
 
 float dot(const float* a, const float* b, int64_t n) {
@@ -79,48 +95,39 @@ void rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, 
 
 void rmsnorm_gated(const float* x, const float* z, const float* w, float* y, int64_t rows,
                    int64_t n, float eps) {
-  // Tasks of ≥ 4,096 elements: a task per (often 64-wide) row cost more to schedule than to
-  // compute; a decode step's few rows stay on this thread.
-  const int64_t per = std::max<int64_t>(1, 4096 / n);
-  parallel_for((rows + per - 1) / per, [&](int64_t task) {
-    for (int64_t r = task * per; r < std::min(rows, (task + 1) * per); ++r) {
-      const float* xr = x + r * n;
-      const float* zr = z + r * n;
-      float* yr = y + r * n;
-      const float inv = 1.0f / std::sqrt(dot(xr, xr, n) / float(n) + eps);
-      const __m256 vinv = _mm256_set1_ps(inv);
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        const __m256 xn = _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv);
-        _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(w + i), xn),
-                                               silu8(_mm256_loadu_ps(zr + i))));
-      }
-      for (; i < n; ++i) yr[i] = w[i] * (xr[i] * inv) * silu(zr[i]);
+  row_tasks(rows, n, [&](int64_t r) {
+    const float* xr = x + r * n;
+    const float* zr = z + r * n;
+    float* yr = y + r * n;
+    const float inv = 1.0f / std::sqrt(dot(xr, xr, n) / float(n) + eps);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const __m256 xn = _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv);
+      _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(w + i), xn),
+                                             silu8(_mm256_loadu_ps(zr + i))));
     }
+    for (; i < n; ++i) yr[i] = w[i] * (xr[i] * inv) * silu(zr[i]);
   });
 }
 
 void group_rmsnorm_sigmoid(const float* x, const float* gate, const float* w, float* y,
                            int64_t rows, int64_t n, int64_t groups, float eps) {
-  const int64_t g = n / groups, count = rows * groups;
-  const int64_t per = std::max<int64_t>(1, 4096 / g);  // groups a task, as rmsnorm_gated
-  parallel_for((count + per - 1) / per, [&](int64_t task) {
-    for (int64_t rg = task * per; rg < std::min(count, (task + 1) * per); ++rg) {
-      const int64_t off = rg * g, c0 = (rg % groups) * g;
-      const float* xr = x + off;
-      const float* zr = gate + off;
-      float* yr = y + off;
-      const float inv = 1.0f / std::sqrt(dot(xr, xr, g) / float(g) + eps);
-      const __m256 vinv = _mm256_set1_ps(inv), one = _mm256_set1_ps(1.0f);
-      int64_t i = 0;
-      for (; i + 8 <= g; i += 8) {
-        const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(zr + i)));
-        const __m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, e));
-        const __m256 xn = _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv);
-        _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(xn, _mm256_loadu_ps(w + c0 + i)), sg));
-      }
-      for (; i < g; ++i) yr[i] = (xr[i] * inv) * w[c0 + i] * sigmoid(zr[i]);
+  const int64_t g = n / groups;
+  row_tasks(rows * groups, g, [&](int64_t rg) {
+    const int64_t off = rg * g, c0 = (rg % groups) * g;
+    const float* xr = x + off;
+    const float* zr = gate + off;
+    float* yr = y + off;
+    const float inv = 1.0f / std::sqrt(dot(xr, xr, g) / float(g) + eps);
+    const __m256 vinv = _mm256_set1_ps(inv);
+    int64_t i = 0;
+    for (; i + 8 <= g; i += 8) {
+      const __m256 xn = _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv);
+      _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(xn, _mm256_loadu_ps(w + c0 + i)),
+                                             sigmoid8(_mm256_loadu_ps(zr + i))));
     }
+    for (; i < g; ++i) yr[i] = (xr[i] * inv) * w[c0 + i] * sigmoid(zr[i]);
   });
 }
 

@@ -425,7 +425,9 @@ TEST(Gemv, PanelPrefillPathMatchesDequantizedReference) {
   for (PrefillGemm path : prefill_paths())
     for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
       UsePrefill use(path);
-      const bool bf = path == PrefillGemm::kBf16, quant = path == PrefillGemm::kInt8 && t != DType::kBF16;
+      // The method that runs (a forced one this CPU or its cap lacks falls back).
+      const std::string impl = prefill_impl(t);
+      const bool bf = impl == "onednn_bf16" || impl == "bf16_panels", quant = impl.rfind("int8", 0) == 0;
       const int64_t M = 40, N = 200, K = 256;
       const Tensor W = matrix(N, K, 12).to(t);
       const Tensor Wf = W.to(DType::kF32);
