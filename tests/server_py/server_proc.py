@@ -3,8 +3,10 @@ hypic processes (start, log, stop), and waiting for a condition."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 
@@ -60,6 +62,60 @@ def wait_for(cond, timeout=15.0, interval=0.02):
         time.sleep(interval)
 
 
+def _pump(src, dst, buf):
+    """Copies src to dst until src ends (then half-closes dst), appending what passed to buf."""
+    try:
+        while True:
+            b = src.recv(65536)
+            if not b:
+                break
+            buf.append(b)
+            dst.sendall(b)
+    except OSError:
+        pass
+    try:
+        dst.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def _record_connection(client, port, path, lock):
+    up = socket.create_connection(("127.0.0.1", port))
+    sent, got = [], []
+    t = threading.Thread(target=_pump, args=(up, client, got), daemon=True)
+    t.start()
+    _pump(client, up, sent)
+    t.join()
+    client.close()
+    up.close()
+    req = b"".join(sent)
+    if req[:1].isalpha():  # HTTP/1 (not gRPC or TLS bytes)
+        line = json.dumps({"request": req.decode("latin-1"), "response": b"".join(got).decode("latin-1")})
+        with lock, open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def recorded(port):
+    """The port a client should use for a server on `port`: `port` itself, or, when
+    HYPIC_RECORD_DIR is set (scripts/compare_outputs.py), a loopback proxy's that forwards
+    every byte and appends each HTTP connection's request and response bytes to a JSON-lines
+    file in that folder."""
+    folder = os.environ.get("HYPIC_RECORD_DIR")
+    if not folder:
+        return port
+    listener = socket.create_server(("127.0.0.1", 0))
+    path = os.path.join(folder, "%d.jsonl" % os.getpid())
+    lock = threading.Lock()
+
+    def serve():
+        while True:
+            client, _ = listener.accept()
+            threading.Thread(target=_record_connection, args=(client, port, path, lock), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1]
+
+
 class Process:
     """A spawned hypic process whose stderr (one JSON line per request or event, and the
     line naming its port) goes to a temporary file. Subclasses say when it is ready."""
@@ -86,7 +142,7 @@ class Process:
         while self.port is None:
             m = port_re.search(self.log())
             if m:
-                self.port = int(m.group(group))
+                self.port = recorded(int(m.group(group)))
                 break
             if self.proc.poll() is not None:
                 raise RuntimeError("%s exited with %d before listening:\n%s" % (name, self.proc.returncode, self.log()))

@@ -27,6 +27,7 @@ import unittest
 import test_openai_client as base  # noqa: E402 - parses --hypic-bin / --source-dir, SKIPs without openai
 from test_openai_client import (DOC_A, DOC_B, MODEL, MODEL_DIR, OPTS, HypicServer, http_get, http_json, hypic_usage,
                                 discard, seg_messages, stream_text, terminate)
+from server_proc import recorded  # noqa: E402
 
 openai = base.openai
 
@@ -103,7 +104,7 @@ def start_router(test, *extra, secure=True):
              r"http://127\.0\.0\.1:(\d+), members join at 127\.0\.0\.1:(\d+)", secure)
     test.addClassCleanup(r.cleanup) if isinstance(test, type) else test.addCleanup(r.cleanup)
     m = r.wait_ready()
-    r.base, r.join = "http://127.0.0.1:%s" % m.group(1), "127.0.0.1:%s" % m.group(2)
+    r.base, r.join = "http://127.0.0.1:%d" % recorded(int(m.group(1))), "127.0.0.1:%s" % m.group(2)
     return r
 
 

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Proves that a change alters no output bit: builds a base commit beside this tree and
+compares, on this machine (so on one kernel tier),
+
+* every committed checkpoint's outputs (tests/tools/output_bits.cpp: forward logits, composed
+  prefills in every PIC mode at seams 0 / 2 / 8 with decode steps, batched decode, segment-entry
+  bytes; f32, bf16, int8, q4), hash for hash;
+* the HTTP bytes of the server suites (openai_client, anthropic, tools, router): each suite
+  runs against the base binary twice and this tree's once, every HTTP connection recorded
+  through a proxy (tests/server_py/server_proc.py, HYPIC_RECORD_DIR); ports, ids, dates,
+  timings, random salts and lengths are masked. A request whose response differs between
+  the two base runs is nondeterministic (sampling without a seed, a race the test allows)
+  and counted apart; any other request whose response changed is a difference.
+
+    scripts/compare_outputs.py --base REF [--suites a,b] [--no-http] [--keep]
+
+Exit 0 when nothing differs; 1 with the differences listed. Needs `make build` done here; the
+base is checked out and built under /tmp/hypic-compare/<sha> (reused while it exists).
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGETS = ["hypic", "hypic_output_bits"]
+
+
+def sh(args, **kw):
+    return subprocess.run(args, check=True, **kw)
+
+
+def build(src, build_dir):
+    sh(["cmake", "-S", src, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"], stdout=subprocess.DEVNULL)
+    sh(["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 2), "--target"] + TARGETS,
+       stdout=subprocess.DEVNULL)
+    return os.path.join(build_dir, "hypic"), os.path.join(build_dir, "tests", "hypic_output_bits")
+
+
+def checkout(ref):
+    sha = sh(["git", "-C", ROOT, "rev-parse", ref], capture_output=True, text=True).stdout.strip()
+    d = os.path.join(tempfile.gettempdir(), "hypic-compare", sha[:12])
+    if not os.path.isdir(d):
+        sh(["git", "-C", ROOT, "worktree", "add", "--force", "--detach", d, sha], stdout=subprocess.DEVNULL)
+    # Ignored inputs the build takes from the tree (the tokenizer's rank file).
+    for rel in ("third_party/qwen3.5-tokenizer/tiktoken.model",):
+        src, dst = os.path.join(ROOT, rel), os.path.join(d, rel)
+        if os.path.exists(src) and not os.path.exists(dst):
+            os.symlink(src, dst)
+    return sha, d
+
+
+def output_bits(tool):
+    out = sh([tool, ROOT], capture_output=True, text=True).stdout
+    return {r["case"]: r.get("sha256", "error: " + r.get("error", "")) for r in map(json.loads, out.splitlines())}
+
+
+MASKS = [
+    (re.compile(r"(127\.0\.0\.1|localhost):\d+"), r"\1:PORT"),
+    (re.compile(r"(?im)^(date|content-length|x-request-id|request-id):.*$"), r"\1: *"),
+    (re.compile(r"\b[0-9a-f]{32,64}\b"), "HEX"),  # salts (uuid4), segment keys made under them
+    (re.compile(r'"(id|system_fingerprint)":\s*"[^"]*"'), r'"\1":"*"'),
+    (re.compile(r'"created":\s*\d+'), '"created":0'),
+    (re.compile(r'"(\w*_(ms|s|us|per_second)|\w*seconds\w*|uptime\w*)":\s*[-0-9.e+]+'), r'"\1":0'),
+    (re.compile(r"(?m)^[0-9a-fA-F]+\r$"), "N\r"),  # chunk sizes
+]
+
+
+def mask(s):
+    for rx, rep in MASKS:
+        s = rx.sub(rep, s)
+    return s
+
+
+def http_run(binary, suite, folder):
+    os.makedirs(folder, exist_ok=True)
+    env = dict(os.environ, HYPIC_RECORD_DIR=folder)
+    py = os.path.join(ROOT, ".venv", "bin", "python")
+    r = subprocess.run([py if os.path.exists(py) else sys.executable,
+                        os.path.join(ROOT, "tests", "server_py", "test_%s.py" % suite),
+                        "--hypic-bin", binary, "--source-dir", ROOT], env=env, capture_output=True, text=True)
+    pairs = collections.defaultdict(set)
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                pairs[mask(rec["request"])].add(mask(rec["response"]))
+    return r.returncode, r.stderr[-2000:], pairs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", required=True, help="the commit to compare against (e.g. HEAD~3)")
+    ap.add_argument("--suites", default="openai_client,anthropic,tools,router")
+    ap.add_argument("--no-http", action="store_true", help="compare the checkpoint outputs only")
+    args = ap.parse_args()
+
+    sha, base_src = checkout(args.base)
+    print("building base %s in %s" % (sha[:12], base_src), file=sys.stderr)
+    base_bin, base_bits = build(base_src, os.path.join(base_src, "build"))
+    print("building this tree", file=sys.stderr)
+    new_bin, new_bits = build(ROOT, os.path.join(ROOT, "build"))
+
+    report, bad = {"base": sha}, 0
+    print("checkpoint outputs", file=sys.stderr)
+    a, b = output_bits(base_bits), output_bits(new_bits)
+    diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) or a[k].startswith("error"))
+    report["outputs"] = {"cases": len(a), "differ": diff}
+    bad += len(diff)
+
+    if not args.no_http:
+        report["http"] = {}
+        work = tempfile.mkdtemp(prefix="hypic-compare-http-")
+        for suite in args.suites.split(","):
+            print("suite %s" % suite, file=sys.stderr)
+            runs = [http_run(binary, suite, os.path.join(work, "%s-%d" % (suite, i)))
+                    for i, binary in enumerate((base_bin, new_bin, base_bin))]
+            (rc0, _, b0), (rc1, err1, n1), (rc2, _, b2) = runs
+            unstable = {k for k in set(b0) | set(b2) if b0.get(k) != b2.get(k) or len(b0.get(k, ())) > 1}
+            changed = sorted(k for k in set(b0) | set(n1) if k not in unstable and b0.get(k) != n1.get(k))
+            report["http"][suite] = {"requests": len(set(b0) | set(n1)), "nondeterministic": len(unstable),
+                                     "differ": len(changed), "exit": [rc0, rc1, rc2]}
+            for k in changed[:5]:
+                print("--- %s: request\n%s\n--- base\n%s\n--- new\n%s" % (
+                    suite, k[:1500], "\n".join(b0.get(k, ["(none)"]))[:1500], "\n".join(n1.get(k, ["(none)"]))[:1500]))
+            if rc1 != 0:
+                print(err1)
+            bad += len(changed) + (rc1 != 0)
+    print(json.dumps(report, indent=1))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
