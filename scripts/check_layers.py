@@ -5,12 +5,14 @@ library links (directly or through another library) a library of the model.
 The layers of src/ (docs/ARCHITECTURE.md), lowest first; a layer may include its own
 headers and those of the layers listed for it, nothing else:
 
-  core -> kernels / tokenizer / grammar / api / rpc / kv -> model -> cache -> engine -> cluster -> server
-       -> bench -> cli;  core / api / rpc / kv -> router -> cli
+  core -> kernels / tokenizer / grammar / api / rpc / kv / checkpoint -> entry -> model -> cache
+       -> engine -> cluster -> server -> bench -> cli;  model -> synthetic -> cli;
+       core / api / rpc / kv -> router -> cli
   (api: the HTTP front and the OpenAI API, on core and tokenizer; the router includes api,
   rpc, kv and core, never the server or the model; rpc: the cluster's gRPC credentials, kv: the Redis client, both
-  on core alone; bench,
-  the benchmarks and the evaluation, only cli uses)
+  on core alone; checkpoint: checkpoint files, on core; entry: the segment-entry format, on
+  kernels and checkpoint; bench, the benchmarks and the evaluation, and synthetic, the
+  benchmarks' checkpoints, only cli uses)
 
 The generated protobuf headers (hypic_*.pb.h) form the pseudo-layer "proto" (the hypic_proto
 library, no folder). The C++ tests follow the layer of their folder (tests/<layer>/), except
@@ -23,7 +25,6 @@ import pathlib
 import re
 import sys
 
-BELOW_MODEL = {"core", "kernels", "tokenizer", "grammar", "api", "rpc", "kv", "proto"}
 ALLOWED = {
     "core": set(),
     "kernels": {"core"},
@@ -32,22 +33,31 @@ ALLOWED = {
     "api": {"core", "tokenizer", "grammar", "proto"},
     "rpc": {"core"},
     "kv": {"core"},
-    "model": {"core", "kernels"},
-    "cache": {"core", "kernels", "model", "kv"},
-    "engine": {"core", "grammar", "kernels", "tokenizer", "model", "cache"},
-    "cluster": {"core", "grammar", "kernels", "tokenizer", "model", "cache", "engine", "rpc", "proto"},
-    "server": {"core", "grammar", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
-               "rpc", "kv", "proto"},
+    # Checkpoint files (safetensors, shards, stored quantization, FP8, quantize) and the
+    # segment-entry format, below the model that reads and fills them.
+    "checkpoint": {"core"},
+    "entry": {"core", "kernels", "checkpoint"},
+    "model": {"core", "kernels", "checkpoint", "entry"},
+    "cache": {"core", "kernels", "checkpoint", "entry", "model", "kv"},
+    "engine": {"core", "grammar", "kernels", "tokenizer", "checkpoint", "entry", "model", "cache"},
+    "cluster": {"core", "grammar", "kernels", "tokenizer", "checkpoint", "entry", "model", "cache", "engine",
+                "rpc", "proto"},
+    "server": {"core", "grammar", "kernels", "tokenizer", "api", "checkpoint", "entry", "model", "cache",
+               "engine", "cluster", "rpc", "kv", "proto"},
     # The router holds no model: the HTTP front and the API, the cluster credentials, the
     # shared registry and the generated stubs only.
     "router": {"core", "api", "rpc", "kv", "proto"},
-    "bench": {"core", "grammar", "kernels", "tokenizer", "model", "cache", "engine", "cluster", "rpc", "proto"},
-    "cli": {"core", "grammar", "kernels", "tokenizer", "api", "model", "cache", "engine", "cluster",
-            "server", "router", "bench", "rpc", "kv", "proto"},
+    "bench": {"core", "grammar", "kernels", "tokenizer", "checkpoint", "entry", "model", "cache", "engine",
+              "cluster", "rpc", "proto"},
+    # Synthetic checkpoints for the benchmarks: written with the checkpoint layer, checked
+    # with the model's loader; only cli uses them.
+    "synthetic": {"core", "kernels", "checkpoint", "model"},
+    "cli": {"core", "grammar", "kernels", "tokenizer", "api", "checkpoint", "entry", "model", "cache",
+            "engine", "cluster", "server", "router", "bench", "synthetic", "rpc", "kv", "proto"},
 }
 PSEUDO = {"proto"}  # layers without a folder
 # Libraries the router may not link: everything that holds or runs the model.
-MODEL_LIBS = {"hypic_kernels", "hypic_model", "hypic_cache", "hypic_engine", "hypic_cluster",
+MODEL_LIBS = {"hypic_kernels", "hypic_checkpoint", "hypic_entry", "hypic_model", "hypic_synthetic", "hypic_cache", "hypic_engine", "hypic_cluster",
               "hypic_server", "hypic_bench"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -21,12 +21,12 @@
 #include <sstream>
 #include <thread>
 
+#include "cache/segment_store.h"
+#include "checkpoint/safetensors.h"
+#include "cluster/wire.h"
 #include "core/log.h"
 #include "core/timer.h"
-#include "cache/segment_store.h"
-#include "cluster/wire.h"
 #include "hypic_cluster.grpc.pb.h"
-#include "model/safetensors.h"
 
 extern char** environ;
 

@@ -24,7 +24,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "model/segment_entry.h"
+#include "entry/segment_entry.h"
 
 namespace hypic {
 namespace kv {

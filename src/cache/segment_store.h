@@ -62,9 +62,9 @@
 #include <memory>
 #include <string>
 
-#include "core/status.h"
 #include "cache/remote_tier.h"
-#include "model/segment_entry.h"
+#include "core/status.h"
+#include "entry/segment_entry.h"
 
 namespace hypic {
 

@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/timer.h"
-#include "model/synthetic.h"
+#include "synthetic/synthetic.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hypic::cli {

@@ -1,10 +1,10 @@
 // hypic inspect: architecture summary of a model directory (and a check that it loads).
 #include <cstdio>
 
+#include "checkpoint/checkpoint.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/timer.h"
-#include "model/checkpoint.h"
 #include "model/model.h"
 
 namespace hypic::cli {

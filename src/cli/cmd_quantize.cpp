@@ -1,9 +1,9 @@
-// hypic quantize: a model directory rewritten with int8 / q4 matrices (model/quantize_checkpoint.h).
+// hypic quantize: a model directory rewritten with int8 / q4 matrices (model/quantize_model.h).
 #include <cstdio>
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "model/quantize_checkpoint.h"
+#include "model/quantize_model.h"
 
 namespace hypic::cli {
 
@@ -26,7 +26,7 @@ int cmd_quantize(int argc, char** argv) {
     return report_error("quantize", invalid_argument("--dtype must be int8 or q4"));
   QuantizeOptions o;
   o.dtype = *dt;
-  if (Status s = quantize_checkpoint(a.str("model"), a.str("out"), o); !s)
+  if (Status s = quantize_model(a.str("model"), a.str("out"), o); !s)
     return report_error("quantize", s);
   std::printf("{\"out\":\"%s\",\"dtype\":\"%s\"}\n", a.str("out").c_str(), a.str("dtype").c_str());
   return 0;

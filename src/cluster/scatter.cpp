@@ -10,12 +10,12 @@
 #include <set>
 #include <thread>
 
+#include "checkpoint/safetensors.h"
+#include "cluster/wire.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
-#include "cluster/wire.h"
 #include "hypic_cluster.grpc.pb.h"
-#include "model/safetensors.h"
 
 namespace hypic::cluster {
 

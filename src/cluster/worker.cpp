@@ -8,11 +8,11 @@
 #include <deque>
 #include <thread>
 
+#include "checkpoint/safetensors.h"
+#include "cluster/wire.h"
 #include "core/log.h"
 #include "core/timer.h"
-#include "cluster/wire.h"
 #include "hypic_cluster.grpc.pb.h"
-#include "model/safetensors.h"
 
 namespace hypic::cluster {
 

@@ -66,4 +66,10 @@ class Tensor {
   std::shared_ptr<void> owner_;
 };
 
+// A tensor under a name (a layer's state, a segment entry's data).
+struct NamedTensor {
+  std::string name;
+  Tensor t;
+};
+
 }  // namespace hypic

@@ -6,12 +6,12 @@
 
 #include <unistd.h>
 
+#include "checkpoint/checkpoint.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/quant.h"
 #include "core/timer.h"
 #include "model/arch.h"
-#include "model/checkpoint.h"
 #include "model/mixer.h"
 #include "model/model.h"
 #include "model/weight_reader.h"

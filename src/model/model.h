@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "entry/segment_entry.h"
 #include "model/config.h"
-#include "model/segment_entry.h"
 #include "model/state.h"
 #include "model/weights.h"
 

@@ -14,11 +14,6 @@
 
 namespace hypic {
 
-struct NamedTensor {
-  std::string name;
-  Tensor t;
-};
-
 struct LayerState {
   // Overwritten as the sequence advances: its value after token pos−1 (a snapshot copies it).
   std::vector<NamedTensor> fixed;

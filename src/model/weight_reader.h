@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "core/quant.h"
 #include "core/status.h"
 #include "core/tensor.h"
-#include "model/checkpoint.h"
 
 namespace hypic {
 

@@ -11,19 +11,19 @@
 #include <mutex>
 #include <thread>
 
-#include "core/log.h"
-#include "kv/redis.h"
-#include "engine/prompt.h"
-#include "engine/runner.h"
-#include "model/safetensors.h"
-#include "server/combine_service.h"
 #include "api/anthropic.h"
-#include "api/request_tools.h"
 #include "api/http_front.h"
 #include "api/http_util.h"
+#include "api/request_tools.h"
+#include "api/respond.h"
+#include "checkpoint/safetensors.h"
+#include "core/log.h"
+#include "engine/prompt.h"
+#include "engine/runner.h"
+#include "kv/redis.h"
+#include "server/combine_service.h"
 #include "server/jobs.h"
 #include "server/metrics.h"
-#include "api/respond.h"
 #include "server/segment_registry.h"
 
 namespace hypic::server {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "model/segment_entry.h"
+#include "entry/segment_entry.h"
 
 namespace hypic::test {
 

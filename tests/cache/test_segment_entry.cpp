@@ -7,8 +7,8 @@
 #include <set>
 
 #include "cache/entry_util.h"
+#include "checkpoint/safetensors.h"
 #include "core/log.h"
-#include "model/safetensors.h"
 
 namespace hypic {
 namespace {

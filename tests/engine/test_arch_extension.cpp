@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "checkpoint/safetensors.h"
 #include "common/testutil.h"
 #include "engine/compose.h"
 #include "engine/engine_util.h"
@@ -24,7 +25,6 @@
 #include "model/arch/qwen_common.h"
 #include "model/mixer.h"
 #include "model/pass.h"
-#include "model/safetensors.h"
 #include "model/weight_reader.h"
 
 namespace hypic {

@@ -18,11 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/safetensors.h"
 #include "common/testutil.h"
 #include "engine/compose.h"
 #include "engine/engine_util.h"
-#include "model/safetensors.h"
-#include "model/segment_entry.h"
+#include "entry/segment_entry.h"
 
 namespace hypic {
 namespace {

@@ -1,4 +1,4 @@
-// The segment-entry wire form (src/model/segment_entry.h): deserialize_entry on arbitrary
+// The segment-entry wire form (src/entry/segment_entry.h): deserialize_entry on arbitrary
 // bytes, and serialize_entry / deserialize_entry round trips.
 //
 // 1. The input as a serialised entry: deserialize_entry must never crash, throw or abort; a
@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "core/log.h"
+#include "entry/segment_entry.h"
 #include "fuzz_common.h"
-#include "model/segment_entry.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The safetensors header reader (src/model/safetensors.h) on arbitrary files.
+// The safetensors header reader (src/checkpoint/safetensors.h) on arbitrary files.
 //
 // The input is a whole file image, read through SafetensorsFile::from_bytes (the validation
 // SafetensorsFile::open runs on a mapped file). It must never crash, throw or abort; a
@@ -11,9 +11,9 @@
 #include <cstring>
 #include <string>
 
+#include "checkpoint/safetensors.h"
 #include "core/log.h"
 #include "fuzz_common.h"
-#include "model/safetensors.h"
 
 namespace {
 

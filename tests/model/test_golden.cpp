@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/safetensors.h"
 #include "common/testutil.h"
 #include "model/model.h"
-#include "model/safetensors.h"
 
 namespace hypic {
 namespace {

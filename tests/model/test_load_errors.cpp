@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/safetensors.h"
 #include "model/model.h"
-#include "model/safetensors.h"
 
 namespace hypic {
 namespace {

@@ -10,9 +10,9 @@
 #include <limits>
 #include <random>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
 #include "core/log.h"
-#include "model/checkpoint.h"
-#include "model/safetensors.h"
 
 namespace hypic {
 namespace {

@@ -1,4 +1,4 @@
-// Matrices stored quantized (model/stored_quant.h): `hypic quantize` output loads back bit for
+// Matrices stored quantized (checkpoint/stored_quant.h): `hypic quantize` output loads back bit for
 // bit as quantizing at load; damaged scales, an existing output, a q4 model that does not fit
 // are refused with nothing written or loaded; block-scaled FP8 checkpoints load as their
 // dequantized values.
@@ -12,13 +12,12 @@
 #include <functional>
 #include <span>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
+#include "checkpoint/stored_quant.h"
 #include "core/quant.h"
-#include "model/checkpoint.h"
 #include "model/model.h"
-#include "model/quantize_checkpoint.h"
-#include "model/safetensors.h"
-#include "model/stored_quant.h"
-#include "model/synthetic.h"
+#include "model/quantize_model.h"
 
 namespace hypic {
 namespace {
@@ -69,7 +68,7 @@ TEST(StoredQuant, SavedModelLoadsBitIdenticalToQuantizingAtLoad) {
     QuantizeOptions o;
     o.dtype = t;
     o.progress = false;
-    ASSERT_TRUE(quantize_checkpoint(model_dir(name), out, o).is_ok()) << name;
+    ASSERT_TRUE(quantize_model(model_dir(name), out, o).is_ok()) << name;
     EXPECT_FALSE(fs::exists(out + ".partial"));
     const auto want = prompt_logits(model_dir(name), t), got = prompt_logits(out, t);
     ASSERT_FALSE(want.empty());
@@ -88,43 +87,19 @@ TEST(StoredQuant, SavedModelLoadsBitIdenticalToQuantizingAtLoad) {
   }
 }
 
-// `bench make-model --dtype q4` stores the matrices quantized as it draws them; loaded in q4
-// that is the same seed's bf16 model quantized at load, bit for bit (one layer of the
-// hidden-1024 shape: the smallest real widths, 0.5 GB of bf16 embeddings).
-TEST(StoredQuant, SyntheticModelWrittenQuantizedEqualsQuantizingAtLoad) {
-  const std::string dir = temp_dir("synth");
-  SyntheticOptions o;
-  o.layers = 1;
-  ASSERT_TRUE(write_synthetic_checkpoint("qwen3.5-h1024", o, dir + "/bf16").is_ok());
-  o.dtype = DType::kQ4;
-  const Status s = write_synthetic_checkpoint("qwen3.5-h1024", o, dir + "/q4");
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
-  EXPECT_FALSE(fs::exists(dir + "/q4.probe"));
-  auto ck = Checkpoint::open(dir + "/q4");
-  ASSERT_TRUE(ck.is_ok());
-  const SafetensorsEntry* e = ck->entry("model.language_model.layers.0.mlp.down_proj.weight");
-  ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->dtype, "U8");
-  EXPECT_NE(ck->entry("model.language_model.layers.0.mlp.down_proj.weight.scale"), nullptr);
-  const auto want = prompt_logits(dir + "/bf16", DType::kQ4);
-  ASSERT_FALSE(want.empty());
-  EXPECT_EQ(prompt_logits(dir + "/q4", DType::kQ4), want);
-  fs::remove_all(dir);
-}
-
 TEST(StoredQuant, RefusalsWriteNothing) {
   QuantizeOptions o;
   o.progress = false;
   const std::string base = temp_dir("refuse");
   // q4 on widths its groups do not divide: the loader's error, no output, no .partial.
-  Status s = quantize_checkpoint(model_dir("minimax_rotary"), base + "/q4", o);
+  Status s = quantize_model(model_dir("minimax_rotary"), base + "/q4", o);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("multiple of 32"), std::string::npos) << s.message();
   EXPECT_FALSE(fs::exists(base + "/q4"));
   EXPECT_FALSE(fs::exists(base + "/q4.partial"));
   // An existing output directory is never overwritten.
   fs::create_directories(base + "/exists");
-  s = quantize_checkpoint(model_dir("qwen3_5_dense"), base + "/exists", o);
+  s = quantize_model(model_dir("qwen3_5_dense"), base + "/exists", o);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("exists"), std::string::npos) << s.message();
   EXPECT_TRUE(fs::is_empty(base + "/exists"));
@@ -134,7 +109,7 @@ TEST(StoredQuant, MissingOrMisShapedScalesAreClearErrors) {
   const std::string base = temp_dir("damage");
   QuantizeOptions o;
   o.progress = false;
-  ASSERT_TRUE(quantize_checkpoint(model_dir("qwen3_5_dense"), base + "/q", o).is_ok());
+  ASSERT_TRUE(quantize_model(model_dir("qwen3_5_dense"), base + "/q", o).is_ok());
   const std::string victim = "model.language_model.layers.1.mlp.down_proj.weight";
   rewrite(base + "/q", base + "/no_scale", [&](auto& ts) {
     ASSERT_EQ(std::erase_if(ts, [&](const auto& p) { return p.first == victim + ".scale"; }), 1u);

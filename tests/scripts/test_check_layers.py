@@ -8,8 +8,8 @@ import unittest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "check_layers.py"
-LAYERS = ["core", "kernels", "tokenizer", "grammar", "api", "rpc", "kv", "model", "cache", "engine", "cluster", "server",
-          "router", "bench", "cli"]
+LAYERS = ["core", "kernels", "tokenizer", "grammar", "api", "rpc", "kv", "checkpoint", "entry", "model", "cache",
+          "engine", "cluster", "server", "router", "bench", "synthetic", "cli"]
 # A CMakeLists.txt whose router links the api library alone.
 CMAKE_OK = """
 hypic_layer(hypic_core core Threads::Threads)

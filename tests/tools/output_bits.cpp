@@ -22,8 +22,8 @@
 #include "cache/segment_store.h"
 #include "core/hash.h"
 #include "engine/compose.h"
+#include "entry/segment_entry.h"
 #include "model/model.h"
-#include "model/segment_entry.h"
 
 namespace hypic {
 namespace {

@@ -22,7 +22,6 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "kernels/transition.h"
-#include "model/state.h"
 
 namespace hypic {
 

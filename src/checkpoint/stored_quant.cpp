@@ -1,11 +1,11 @@
-#include "model/stored_quant.h"
+#include "checkpoint/stored_quant.h"
 
 #include <cmath>
 #include <cstring>
 
+#include "checkpoint/checkpoint.h"
 #include "core/parallel.h"
 #include "core/quant.h"
-#include "model/checkpoint.h"
 
 namespace hypic {
 namespace {

@@ -1,4 +1,4 @@
-// Matrices a checkpoint stores quantized, read back as the engine's types (model-internal;
+// Matrices a checkpoint stores quantized, read back as the engine's types (checkpoint-internal;
 // Checkpoint::get calls it for tensors of a non-float dtype):
 //
 //   hypic's own (written by `hypic quantize`, quantize_checkpoint below), logical shape S
@@ -18,9 +18,9 @@
 #include <set>
 #include <string>
 
+#include "checkpoint/safetensors.h"
 #include "core/status.h"
 #include "core/tensor.h"
-#include "model/safetensors.h"
 
 namespace hypic {
 

@@ -1,6 +1,6 @@
 // Segment keys and the entry file format (disk tier).
 //
-// File: safetensors (model/safetensors.h). Tensors, in this order, for each decoder layer i:
+// File: safetensors (checkpoint/safetensors.h). Tensors, in this order, for each decoder layer i:
 //   layer.<i>.T (when the layer has a transition of a non-identity form), then
 //   layer.<i>.<name> for each of the layer's tensors in its order.
 // Metadata (strings): format = "hypic.segment", format_version = "2", key, length, seam,
@@ -12,7 +12,7 @@
 // interprets is covered, not only the tensor data.
 // serialize_entry / deserialize_entry hold the same bytes in memory (the wire form between
 // instances); encode() and decode() are shared by both forms.
-#include "model/segment_entry.h"
+#include "entry/segment_entry.h"
 
 #include <algorithm>
 #include <charconv>
@@ -25,11 +25,11 @@
 #include <set>
 #include <string_view>
 
+#include "checkpoint/safetensors.h"
 #include "core/base64.h"
-#include "core/json_bounded.h"
 #include "core/hash.h"
-#include "model/entry_container.h"
-#include "model/safetensors.h"
+#include "core/json_bounded.h"
+#include "entry/entry_container.h"
 
 namespace hypic {
 namespace {
@@ -440,7 +440,7 @@ Result<SegmentEntry> load_entry(const std::string& path) {
 Result<std::string> serialize_entry(const SegmentEntry& e) {
   Result<Encoded> enc = encode(e);
   if (!enc.is_ok()) return enc.status().with_context("serialising segment entry");
-  // The layout write_safetensors_raw produces (model/safetensors.h): largest element size
+  // The layout write_safetensors_raw produces (checkpoint/safetensors.h): largest element size
   // first, header padded with spaces so the data section starts 8-byte aligned.
   std::vector<const std::pair<std::string, Tensor>*> order;
   for (const auto& t : enc->tensors) order.push_back(&t);

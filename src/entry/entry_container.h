@@ -1,5 +1,5 @@
 // The safetensors container of a segment entry, parsed but not yet interpreted
-// (model-internal; model/segment_entry.cpp decodes the entry from it).
+// (entry-internal; entry/segment_entry.cpp decodes the entry from it).
 #pragma once
 
 #include <cstdint>
@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "checkpoint/safetensors.h"
 #include "core/status.h"
 #include "core/tensor.h"
-#include "model/safetensors.h"
 
 namespace hypic {
 
@@ -36,7 +36,7 @@ struct EntryContainer {
 
 // From a mapped file (SafetensorsFile has validated its header).
 Result<EntryContainer> container_of_file(const SafetensorsFile& f);
-// Parses the safetensors layout (model/safetensors.h) from memory. Stricter than the file
+// Parses the safetensors layout (checkpoint/safetensors.h) from memory. Stricter than the file
 // reader where save_entry's output allows it: metadata values must be strings. Damage is
 // kCorrupt.
 Result<EntryContainer> container_of_bytes(std::string_view b);

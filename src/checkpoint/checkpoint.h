@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "checkpoint/safetensors.h"
 #include "core/status.h"
 #include "core/tensor.h"
-#include "model/safetensors.h"
 
 namespace hypic {
 
@@ -53,7 +53,7 @@ class Checkpoint {
 
   // A float tensor (F32/BF16/F16, zero-copy) whose shape must equal `expected`:
   // "tensor 'X' in file F has shape [..], config implies [..]". A matrix stored quantized
-  // (model/stored_quant.h: hypic's int8 / q4 codes + scales, block-scaled FP8) comes back as
+  // (checkpoint/stored_quant.h: hypic's int8 / q4 codes + scales, block-scaled FP8) comes back as
   // the engine's packed type or as owned BF16, its logical shape checked the same way.
   Result<Tensor> get(const std::string& name, const Shape& expected) const;
   // The same without the shape check, for callers that inspect shapes themselves.

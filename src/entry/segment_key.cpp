@@ -1,9 +1,9 @@
-// segment_key (model/segment_entry.h): a segment's identity in every cache tier.
+// segment_key (entry/segment_entry.h): a segment's identity in every cache tier.
 #include <string_view>
 
+#include "checkpoint/safetensors.h"
 #include "core/hash.h"
-#include "model/safetensors.h"
-#include "model/segment_entry.h"
+#include "entry/segment_entry.h"
 
 namespace hypic {
 namespace {

@@ -1,6 +1,6 @@
 // Synthetic Qwen3-Next / Qwen3.5 checkpoints (synthetic.h): 3 Gated DeltaNet : 1 gated
 // attention, the real widths.
-#include "model/synthetic_layout.h"
+#include "synthetic/synthetic_layout.h"
 
 namespace hypic::synthetic {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,9 +10,9 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "checkpoint/stored_quant.h"
 #include "core/json_bounded.h"
 #include "core/log.h"
-#include "model/stored_quant.h"
 
 namespace hypic {
 namespace {

@@ -25,7 +25,7 @@ struct SyntheticOptions {
   int experts = 0;
   uint64_t seed = 1;
   // kQ8 / kQ4: the matrices are written quantized, as `hypic quantize` stores them
-  // (model/stored_quant.h), for models whose bf16 form does not fit the disk.
+  // (checkpoint/stored_quant.h), for models whose bf16 form does not fit the disk.
   DType dtype = DType::kBF16;
 };
 

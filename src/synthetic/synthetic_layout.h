@@ -1,4 +1,4 @@
-// A synthetic checkpoint as data (model-internal; synthetic.h): the config.json to write and
+// A synthetic checkpoint as data (synthetic-internal; synthetic.h): the config.json to write and
 // the tensors of each shard, described per family in synthetic_<family>.cpp.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "model/synthetic.h"
+#include "synthetic/synthetic.h"
 
 namespace hypic::synthetic {
 

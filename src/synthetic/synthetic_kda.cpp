@@ -2,7 +2,7 @@
 // config keys and tensor names, at their real widths.
 #include <algorithm>
 
-#include "model/synthetic_layout.h"
+#include "synthetic/synthetic_layout.h"
 
 namespace hypic::synthetic {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/entry_container.h"
+#include "entry/entry_container.h"
 
 #include <nlohmann/json.hpp>
 #include <vector>

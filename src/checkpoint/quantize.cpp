@@ -1,4 +1,4 @@
-#include "model/quantize_checkpoint.h"
+#include "checkpoint/quantize.h"
 
 #include <cstring>
 #include <filesystem>
@@ -7,13 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
+#include "checkpoint/stored_quant.h"
 #include "core/log.h"
 #include "core/quant.h"
 #include "core/timer.h"
-#include "model/checkpoint.h"
-#include "model/model.h"
-#include "model/safetensors.h"
-#include "model/stored_quant.h"
 
 namespace hypic {
 namespace {
@@ -68,16 +67,6 @@ nlohmann::json stored_quant_config(DType t) {
   return q;
 }
 
-Result<std::set<std::string>> loaded_matrix_names(const std::string& dir, DType t, bool progress) {
-  std::set<std::string> mats;
-  LoadOptions lo;
-  lo.compute = t;
-  lo.progress = progress;
-  lo.matrix_names = &mats;
-  HYPIC_ASSIGN_OR_RETURN(auto model, Model::load(dir, lo));
-  return mats;
-}
-
 namespace {
 
 Status write_config(const std::string& dir, const std::string& tmp, DType t) {
@@ -96,15 +85,15 @@ Status write_config(const std::string& dir, const std::string& tmp, DType t) {
 
 }  // namespace
 
-Status quantize_checkpoint(const std::string& dir, const std::string& out, const QuantizeOptions& o) {
+Status quantize_checkpoint(const std::string& dir, const std::string& out, const QuantizeOptions& o,
+                           const MatrixNames& matrices) {
   if (!dtype_packed(o.dtype)) return invalid_argument("hypic quantize writes int8 or q4 (--dtype)");
   std::error_code ec;
   if (fs::exists(out, ec))
     return invalid_argument(out + " exists; choose a new output directory (nothing was written)");
   Timer timer;
   // The loader decides which tensors are matrices and checks that they fit the type.
-  HYPIC_ASSIGN_OR_RETURN(const std::set<std::string> mats,
-                         loaded_matrix_names(dir, o.dtype, o.progress));
+  HYPIC_ASSIGN_OR_RETURN(const std::set<std::string> mats, matrices());
   HYPIC_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir));
   // Shards planned by output size before anything is quantized (one shard in memory at once).
   std::vector<std::vector<std::string>> shards(1);

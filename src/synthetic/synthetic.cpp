@@ -1,6 +1,6 @@
 // write_synthetic_checkpoint: a family's Layout (synthetic_<family>.cpp) written as bf16
 // shards with an index (or with the matrices stored quantized).
-#include "model/synthetic.h"
+#include "synthetic/synthetic.h"
 
 #include <cctype>
 #include <cmath>
@@ -8,11 +8,12 @@
 #include <fstream>
 #include <set>
 
+#include "checkpoint/quantize.h"
+#include "checkpoint/safetensors.h"
 #include "core/log.h"
 #include "core/parallel.h"
-#include "model/quantize_checkpoint.h"
-#include "model/safetensors.h"
-#include "model/synthetic_layout.h"
+#include "model/quantize_model.h"
+#include "synthetic/synthetic_layout.h"
 
 namespace hypic {
 namespace {
