@@ -147,8 +147,8 @@ def main():
     report, bad = {"base": sha}, 0
     print("checkpoint outputs", file=sys.stderr)
     a, b = output_bits(base_bits), output_bits(new_bits)
-    diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-    report["outputs"] = {"cases": len(a), "differ": diff}
+    diff = sorted(k for k in set(a) & set(b) if a[k] != b[k]) + sorted(set(a) - set(b))
+    report["outputs"] = {"cases": len(a), "differ": diff, "new_cases": len(set(b) - set(a))}
     bad += len(diff)
 
     if not args.no_http:

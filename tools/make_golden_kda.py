@@ -315,6 +315,19 @@ def ling3_unsafe_config(t: mg.TokInfo) -> BailingHybridConfig:
     )
 
 
+def ling3_lora_limits_config(t: mg.TokInfo) -> BailingHybridConfig:
+    """ling3_hybrid with q through q_a_proj / q_a_layernorm / q_b_proj and non-zero SwiGLU limits on some
+    MoE layers (routed and shared; layers 0-1 are dense, which transformers never clamps): transformers
+    >= 5.25 reads both."""
+    cfg = ling3_config(t)
+    cfg.q_lora_rank = 24
+    cfg.expert_swiglu_limit_list = [0, 0, 0.15, 0, 0.1, 0.12]
+    cfg.share_expert_swiglu_limit_list = [0, 0, 0.1, 0.12, 0, 0.08]
+    # BailingHybridConfig.__post_init__ filled these from the (then absent) lists
+    cfg.swiglu_limits, cfg.swiglu_limits_shared = cfg.expert_swiglu_limit_list, cfg.share_expert_swiglu_limit_list
+    return cfg
+
+
 # ----------------------------------------------------------------------------------------------
 # Randomisation: every parameter and the correction-bias buffer get a random value in a realistic range
 # ----------------------------------------------------------------------------------------------
@@ -418,7 +431,7 @@ def load_hf(cls, model_dir: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = cls.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager",
-                                    experts_implementation="eager")
+                                    experts_implementation="eager", use_kernels=False)  # 5.25: hub kernels by default
     model.eval()
     with torch.no_grad():  # mmap'd safetensors are not 64-byte aligned; BLAS rounding depends on alignment
         for p in model.parameters():
@@ -516,6 +529,9 @@ class Arch:
         self.dn, self.dr, self.dv = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
         assert cfg.get("num_key_value_heads", self.nh) == self.nh
         self.scale = cfg["routed_scaling_factor"]
+        # Ling-3.0's per-layer SwiGLU limits of the routed / shared experts (absent or 0: none)
+        self.limits = cfg.get("expert_swiglu_limit_list") or [0] * L
+        self.limits_shared = cfg.get("share_expert_swiglu_limit_list") or [0] * L
 
 
 def pick(W: dict, *names: str) -> torch.Tensor:
@@ -533,8 +549,12 @@ def rms(x, w, eps):
     return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
 
-def swiglu(x, wg, wu, wd):
-    return (F.silu(x @ wg.T) * (x @ wu.T)) @ wd.T
+def swiglu(x, wg, wu, wd, limit=0.0):
+    """SwiGLU; a non-zero limit clamps silu(gate) from above and up to [-limit, limit] (Ling-3.0)."""
+    g, u = F.silu(x @ wg.T), x @ wu.T
+    if limit:
+        g, u = g.clamp(max=limit), u.clamp(min=-limit, max=limit)
+    return (g * u) @ wd.T
 
 
 def l2n(x):
@@ -664,7 +684,7 @@ def reference_logits(model_dir: str, ids: list[int], stats: dict | None = None,
             out.append(sorted(range(E), key=lambda e: (-c[e], e))[:a.top_k])
         return out
 
-    def mlp(h, p, dense):
+    def mlp(h, p, dense, i):
         m = p + ("mlp." if has(W, p + "mlp.gate.weight", p + "mlp.gate_proj.weight") else "block_sparse_moe.")
         if dense:
             return swiglu(h, W[m + "gate_proj.weight"], W[m + "up_proj.weight"], W[m + "down_proj.weight"])
@@ -682,10 +702,11 @@ def reference_logits(model_dir: str, ids: list[int], stats: dict | None = None,
                 w = w / (w.sum() + 1e-20)
             w = w * a.scale
             for j, e in enumerate(top):
-                out[t] += w[j] * swiglu(h[t], *ex[e])
+                out[t] += w[j] * swiglu(h[t], *ex[e], limit=a.limits[i])
         sp = m + "shared_experts."
         if a.n_shared and W[sp + "gate_proj.weight"].numel():
-            out = out + swiglu(h, W[sp + "gate_proj.weight"], W[sp + "up_proj.weight"], W[sp + "down_proj.weight"])
+            out = out + swiglu(h, W[sp + "gate_proj.weight"], W[sp + "up_proj.weight"], W[sp + "down_proj.weight"],
+                               limit=a.limits_shared[i])
         return out
 
     x = pick(W, "model.embed_tokens.weight", "model.word_embeddings.weight")[torch.tensor(ids)]
@@ -693,7 +714,7 @@ def reference_logits(model_dir: str, ids: list[int], stats: dict | None = None,
         p = f"model.layers.{i}."
         h = rms(x, W[p + "input_layernorm.weight"], a.eps)
         x = x + (kda(h, p) if a.types[i] == "linear_attention" else mla(h, p))
-        x = x + mlp(rms(x, W[p + "post_attention_layernorm.weight"], a.eps), p, a.dense[i])
+        x = x + mlp(rms(x, W[p + "post_attention_layernorm.weight"], a.eps), p, a.dense[i], i)
     return rms(x, W["model.norm.weight"], a.eps) @ W["lm_head.weight"].T
 
 
@@ -812,11 +833,15 @@ MODELS = {
     "ling3_hybrid": (BailingHybridForCausalLM, ling3_config, 10000, LING_SAFE_GAINS,
                      {"layout": "default", "max_shard_size": "1MB"}),
     "ling3_hybrid_unsafe": (BailingHybridForCausalLM, ling3_unsafe_config, 11000, {}, {"layout": "default"}),
+    "ling3_lora_limits": (BailingHybridForCausalLM, ling3_lora_limits_config, 12000, LING_SAFE_GAINS,
+                          {"layout": "default", "transformers": "5.25.0"}),
 }
 
 
 def make_model(name: str, out_root: str, n_seeds: int) -> dict:
     cls, cfg_fn, base_seed, gains, save = MODELS[name]
+    need = save.get("transformers", mg.REQUIRED_TRANSFORMERS)
+    assert transformers.__version__ == need, f"{name} is made with transformers=={need}"
     model_type = cls.config_class.model_type
     t = tokenizer(model_type)
     prompt_text, prompt = mg.prompt_ids_from_text(t)

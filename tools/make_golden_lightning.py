@@ -815,6 +815,7 @@ def check_dir(model_dir: str) -> dict:
 
 
 def main() -> int:
+    mg.require_pinned_transformers()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "models"))
     ap.add_argument("--only", default=None, help="comma-separated directory names")

@@ -145,8 +145,17 @@ void silu_inplace(float* x, int64_t n) {
   for (; i < n; ++i) x[i] = silu(x[i]);
 }
 
-void swiglu(const float* gate, const float* up, float* y, int64_t n) {
+void swiglu(const float* gate, const float* up, float* y, int64_t n, float limit) {
   int64_t i = 0;
+  if (limit > 0) {
+    const __m256 hi = _mm256_set1_ps(limit), lo = _mm256_set1_ps(-limit);
+    for (; i + 8 <= n; i += 8) {
+      const __m256 g = _mm256_min_ps(silu8(_mm256_loadu_ps(gate + i)), hi);
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(g, _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(up + i), lo), hi)));
+    }
+    for (; i < n; ++i) y[i] = std::min(silu(gate[i]), limit) * std::clamp(up[i], -limit, limit);
+    return;
+  }
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(y + i, _mm256_mul_ps(silu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
   for (; i < n; ++i) y[i] = silu(gate[i]) * up[i];

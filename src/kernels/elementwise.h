@@ -29,8 +29,9 @@ void group_rmsnorm_sigmoid(const float* x, const float* gate, const float* w, fl
 // x / sqrt(sum(x²) + eps), per row.
 void l2norm(float* x, int64_t rows, int64_t n, float eps);
 void silu_inplace(float* x, int64_t n);
-// y = silu(gate) * up, elementwise; gate, up, y: [n]. y may alias gate.
-void swiglu(const float* gate, const float* up, float* y, int64_t n);
+// y = silu(gate) * up, elementwise; gate, up, y: [n]. y may alias gate. limit > 0 clamps
+// both factors first: min(silu(gate), limit) * clamp(up, -limit, limit) (Ling-3.0's limits).
+void swiglu(const float* gate, const float* up, float* y, int64_t n, float limit = 0);
 // x[i] = exp(x[i]) for i < n, vectorised (Cephes, ≈1 ulp; arguments below ln(FLT_MIN),
 // −inf included, give 0: no denormals; NaN propagates; every element rounds alike).
 void exp_inplace(float* x, int64_t n);

@@ -136,6 +136,10 @@ struct ModelConfig {
   bool router_bias = false;  // a per-expert selection bias tensor (e_score_correction_bias)
   int64_t router_groups = 1, router_topk_groups = 1;
   double routed_scaling_factor = 1.0;
+  // Per decoder layer (Ling-3.0's expert_swiglu_limit_list / share_expert_swiglu_limit_list),
+  // empty when absent: a non-zero limit clamps that layer's routed (shared) experts' SwiGLU,
+  // min(silu(gate), l) · clamp(up, −l, l), as transformers' BailingHybrid does.
+  std::vector<double> swiglu_limits, swiglu_limits_shared;
   int64_t decoder_sparse_step = 1;    // Qwen3-Next only
   std::vector<int64_t> mlp_only_layers;  // Qwen3-Next only
 
@@ -146,6 +150,10 @@ struct ModelConfig {
   double mlp_alpha = 1, mlp_beta = 1;
 
   bool tie_word_embeddings = false;
+  // The family's transformers class never ties (Kimi-Linear, Ling-3.0: `_tied_weights_keys`
+  // empty): lm_head.weight, when the checkpoint has it, is the head whatever
+  // tie_word_embeddings says; without it the embedding is.
+  bool head_ignores_tie = false;
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;
   std::string hidden_act;

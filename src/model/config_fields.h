@@ -75,6 +75,17 @@ class Fields {
     }
     return r;
   }
+  std::vector<double> f64_list(const char* key) {
+    const nlohmann::json* v = find(key);
+    std::vector<double> r;
+    if (!v) return r;
+    if (!v->is_array()) return fail(key, "a list of numbers", *v), r;
+    for (const nlohmann::json& e : *v) {
+      if (!e.is_number()) return fail(key, "a list of numbers", *v), std::vector<double>{};
+      r.push_back(e.get<double>());
+    }
+    return r;
+  }
   std::vector<std::string> str_list(const char* key) {
     const nlohmann::json* v = find(key);
     std::vector<std::string> r;

@@ -146,7 +146,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     if (!n.is_ok()) return n.status().with_context(ctx("final norm"));
     w.final_norm = n.value();
   }
-  if (cfg.tie_word_embeddings || !ck.has("lm_head.weight")) {
+  const bool has_head = ck.has("lm_head.weight");
+  if (!has_head || (cfg.tie_word_embeddings && !cfg.head_ignores_tie)) {
     if (!cfg.tie_word_embeddings)
       return not_found("lm_head.weight is missing from " + dir +
                        " and tie_word_embeddings is false; the checkpoint is incomplete");

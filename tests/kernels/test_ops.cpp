@@ -146,6 +146,23 @@ TEST(Norms, GroupRmsnormWithSigmoidGate) {
   }
 }
 
+// y = silu(g)·u, and with a limit l (Ling-3.0) min(silu(g), l)·clamp(u, −l, l); 37 elements
+// cover the 8-lane body and the scalar tail.
+TEST(Elementwise, SwigluWithAndWithoutLimitMatchesFormula) {
+  const int64_t n = 37;
+  const std::vector<float> g = test::randn(size_t(n), 41, 6.0f), u = test::randn(size_t(n), 42, 6.0f);
+  for (float limit : {0.0f, 2.5f}) {
+    std::vector<float> y(static_cast<size_t>(n));
+    swiglu(g.data(), u.data(), y.data(), n, limit);
+    for (int64_t i = 0; i < n; ++i) {
+      const double s = double(g[size_t(i)]) / (1.0 + std::exp(-double(g[size_t(i)])));
+      const double a = limit > 0 ? std::min(s, double(limit)) : s;
+      const double b = limit > 0 ? std::clamp(double(u[size_t(i)]), -double(limit), double(limit)) : u[size_t(i)];
+      EXPECT_NEAR(y[size_t(i)], a * b, 1e-5 * (1 + std::abs(a * b))) << "limit " << limit << " i " << i;
+    }
+  }
+}
+
 TEST(Rope, PartialNeoxMatchesFormula) {
   const int L = 10, nh = 3, hd = 32, rot = 8;
   const float theta = 10000.0f;

@@ -142,6 +142,24 @@ TEST(LingConfig, ParsesWithMtpAndSafeGate) {
   EXPECT_EQ(c.router_topk_groups, 4);
 }
 
+// transformers 5.25's BailingHybrid: q through q_a_proj / q_a_layernorm / q_b_proj when
+// q_lora_rank is set; per-layer SwiGLU limits of the routed and shared experts.
+TEST(LingConfig, LowRankQAndSwigluLimits) {
+  json j = ling();
+  j["q_lora_rank"] = 64;
+  const int n = j["num_hidden_layers"].get<int>();
+  std::vector<double> lim(size_t(n), 0.0), shared(size_t(n), 0.0);
+  lim[2] = 7.0;
+  shared[3] = 5.5;
+  j["expert_swiglu_limit_list"] = lim;
+  j["share_expert_swiglu_limit_list"] = shared;
+  auto c = ModelConfig::from_json(j.dump());
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->mla.q_lora_rank, 64);
+  EXPECT_EQ(c->swiglu_limits, lim);
+  EXPECT_EQ(c->swiglu_limits_shared, shared);
+}
+
 TEST(LingConfig, InconsistentConfigsAreRejected) {
   json j = ling();
   j["kda_lower_bound"] = 1.0;
@@ -153,8 +171,14 @@ TEST(LingConfig, InconsistentConfigsAreRejected) {
   j["linear_rope"] = true;
   expect_error(j, StatusCode::kUnsupported, "'linear_rope' asks for RoPE in the KDA layers");
   j = ling();
-  j["q_lora_rank"] = 64;
-  expect_error(j, StatusCode::kUnsupported, "q_lora_rank");
+  j["attention_bias"] = true;
+  expect_error(j, StatusCode::kUnsupported, "'attention_bias' is true");
+  j = ling();
+  j["expert_swiglu_limit_list"] = {7.0, 0.0};
+  expect_error(j, StatusCode::kInvalidArgument, "'expert_swiglu_limit_list' has 2 limits");
+  j = ling();
+  j["share_expert_swiglu_limit_list"] = "7";
+  expect_error(j, StatusCode::kInvalidArgument, "share_expert_swiglu_limit_list");
   j = ling();
   j["rope_scaling"] = {{"type", "yarn"}};
   expect_error(j, StatusCode::kUnsupported, "RoPE scaling");

@@ -248,7 +248,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, DecodeBatchTest,
                          ::testing::Values("qwen3_next_moe", "qwen3_5_dense", "qwen3_5_moe",
                                            "ring_linear_moe", "ring_linear_odd", "minimax_moe",
                                            "minimax_rotary", "kimi_linear_moe", "kimi_linear_odd",
-                                           "ling3_hybrid", "ling3_hybrid_unsafe"));
+                                           "ling3_hybrid", "ling3_hybrid_unsafe", "ling3_lora_limits"));
 
 }  // namespace
 }  // namespace hypic

@@ -70,7 +70,7 @@ TEST_P(MlaPaths, ExpandedAndAbsorbedAgree) {
 
 INSTANTIATE_TEST_SUITE_P(Models, MlaPaths,
                          ::testing::Values("kimi_linear_moe", "kimi_linear_odd", "ling3_hybrid",
-                                           "ling3_hybrid_unsafe"));
+                                           "ling3_hybrid_unsafe", "ling3_lora_limits"));
 
 }  // namespace
 }  // namespace hypic

@@ -49,9 +49,10 @@ class BailingHybrid final : public Architecture {
     c.zero_centred_norms = false;
     HYPIC_RETURN_IF_ERROR(parse_rope(f, source, &c));
     ModelConfig::Mla& m = c.mla;
-    if (f.has("q_lora_rank"))
-      return unsupported(source + ": field 'q_lora_rank' is set; Ling-3.0's MLA projects q "
-                         "directly (q_proj)");
+    m.q_lora_rank = f.i64("q_lora_rank", 0);  // null: q_proj; else q_a_proj → q_a_layernorm → q_b_proj
+    if (f.boolean("attention_bias", false))
+      return unsupported(source + ": 'attention_bias' is true; hypic implements Ling-3.0's "
+                         "projections without biases");
     m.kv_lora_rank = f.i64("kv_lora_rank", 512);
     m.qk_nope_head_dim = f.i64("qk_nope_head_dim", 128);
     m.qk_rope_head_dim = f.i64("qk_rope_head_dim", 64);
@@ -72,9 +73,18 @@ class BailingHybrid final : public Architecture {
     c.kda_lower_bound = f.f64("kda_lower_bound", -5.0);
 
     parse_deepseek_moe(f, {512, 8, 1, 8, 4, 2.5}, &c);
+    c.swiglu_limits = f.f64_list("expert_swiglu_limit_list");
+    c.swiglu_limits_shared = f.f64_list("share_expert_swiglu_limit_list");
+    for (const auto& [name, v] : {std::pair{"expert_swiglu_limit_list", &c.swiglu_limits},
+                                  {"share_expert_swiglu_limit_list", &c.swiglu_limits_shared}})
+      if (!v->empty() && int64_t(v->size()) != c.num_hidden_layers)
+        return invalid_argument(source + ": '" + name + "' has " + std::to_string(v->size()) +
+                                " limits for " + std::to_string(c.num_hidden_layers) +
+                                " decoder layers; it needs one per layer (0: no limit)");
     c.trailing_mtp_layers = f.i64(key("num_nextn_predict_layers", "num_mtp_layers"), 1);
 
     c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
+    c.head_ignores_tie = true;
     c.eos_token_ids = f.i64_list("eos_token_id", /*allow_scalar=*/true);
     if (c.eos_token_ids.empty()) c.eos_token_ids = {156895};
     c.bos_token_id = f.opt_i64("bos_token_id");
@@ -123,7 +133,7 @@ class BailingHybrid final : public Architecture {
       }
       case ChannelMixerKind::kMoe: {
         const char* bias = rd.has(p + "mlp.gate.expert_bias") ? "expert_bias" : "e_score_correction_bias";
-        return load_deepseek_moe(rd, c, p + "mlp.", bias, out);
+        return load_deepseek_moe(rd, c, layer, p + "mlp.", bias, out);
       }
     }
     return internal_error("unknown channel mixer");

@@ -179,8 +179,8 @@ Status load_mla_layer(const WeightReader& rd, const ModelConfig& c, const std::s
   return Status::ok();
 }
 
-Status load_deepseek_moe(const WeightReader& rd, const ModelConfig& c, const std::string& p,
-                         const char* bias, DecoderLayer* layer) {
+Status load_deepseek_moe(const WeightReader& rd, const ModelConfig& c, int layer_index,
+                         const std::string& p, const char* bias, DecoderLayer* layer) {
   const int64_t H = c.hidden_size, E = c.num_experts;
   MoeWeights w;
   HYPIC_ASSIGN_OR_RETURN(w.router, rd.vec(p + "gate.weight", {E, H}));
@@ -196,6 +196,11 @@ Status load_deepseek_moe(const WeightReader& rd, const ModelConfig& c, const std
   if (w.has_shared)
     HYPIC_RETURN_IF_ERROR(
         load_swiglu(rd, H, c.shared_expert_intermediate_size, p + "shared_experts.", w.shared));
+  const auto limit = [&](const std::vector<double>& v) {
+    return v.empty() ? 0.0f : float(v.at(size_t(layer_index)));
+  };
+  for (MlpWeights& e : w.experts) e.limit = limit(c.swiglu_limits);
+  w.shared.limit = limit(c.swiglu_limits_shared);
   layer->channel = make_moe(std::move(w));
   return Status::ok();
 }

@@ -82,6 +82,7 @@ class KimiLinear final : public Architecture {
       return unsupported(source + ": moe_layer_freq other than 1 is not supported");
 
     c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
+    c.head_ignores_tie = true;
     c.eos_token_ids = f.i64_list("eos_token_id", /*allow_scalar=*/true);
     if (c.eos_token_ids.empty()) c.eos_token_ids = {163586};
     c.bos_token_id = f.opt_i64("bos_token_id");
@@ -124,7 +125,7 @@ class KimiLinear final : public Architecture {
         return Status::ok();
       }
       case ChannelMixerKind::kMoe:
-        return load_deepseek_moe(rd, c, m, "e_score_correction_bias", out);
+        return load_deepseek_moe(rd, c, layer, m, "e_score_correction_bias", out);
     }
     return internal_error("unknown channel mixer");
   }

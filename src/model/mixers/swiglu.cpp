@@ -17,7 +17,7 @@ void swiglu_forward(const MlpWeights& w, const float* x, int64_t L, float* h) {
   kernels::linear(x, L, w.gate_up, gu.f32());
   Tensor act = ws.f32(slot::kMlpAct, {L, I});
   parallel_for(L, [&](int64_t t) {
-    kernels::swiglu(gu.f32() + t * 2 * I, gu.f32() + t * 2 * I + I, act.f32() + t * I, I);
+    kernels::swiglu(gu.f32() + t * 2 * I, gu.f32() + t * 2 * I + I, act.f32() + t * I, I, w.limit);
   });
   kernels::linear(act.f32(), L, w.down, h, /*accumulate=*/true);
 }

@@ -11,6 +11,7 @@ namespace hypic {
 struct MlpWeights {
   Tensor gate_up;  // [2·I, H]: rows [gate | up]
   Tensor down;     // [H, I]
+  float limit = 0;  // > 0: min(silu(gate), limit) · clamp(up, −limit, limit); 0: none
 };
 
 // h [L, H] += SwiGLU(x [L, H]) with weights w (workspace slots of the calling thread).
