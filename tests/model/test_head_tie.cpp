@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/model.h"
+#include "common/model_logits.h"
 
 namespace hypic {
 namespace {
@@ -21,16 +21,6 @@ namespace fs = std::filesystem;
 
 std::string model_dir(const std::string& name) {
   return std::string(HYPIC_SOURCE_DIR) + "/tests/models/" + name;
-}
-
-std::vector<float> logits(const std::string& dir) {
-  auto m = Model::load(dir, {DType::kF32, false});
-  EXPECT_TRUE(m.is_ok()) << m.status().to_string();
-  if (!m.is_ok()) return {};
-  SeqState st = (*m)->new_state();
-  std::vector<float> lg;
-  EXPECT_TRUE((*m)->forward(st, {1, 17, 42, 7, 99, 3, 250, 11}, LogitsFor::kAll, &lg).is_ok());
-  return lg;
 }
 
 // `name` linked file by file into a temporary directory whose config.json says
@@ -50,7 +40,7 @@ std::string tied_copy(const std::string& name) {
 TEST(HeadTie, KimiAndLingUseLmHeadWhateverTheFlagSays) {
   for (const char* name : {"kimi_linear_moe", "ling3_hybrid"}) {
     const std::string dir = tied_copy(name);
-    const auto want = logits(model_dir(name)), got = logits(dir);
+    const auto want = test::prompt_logits(model_dir(name), DType::kF32), got = test::prompt_logits(dir, DType::kF32);
     ASSERT_FALSE(want.empty());
     EXPECT_EQ(got, want) << name;
     fs::remove_all(dir);
@@ -60,7 +50,8 @@ TEST(HeadTie, KimiAndLingUseLmHeadWhateverTheFlagSays) {
 TEST(HeadTie, TheFlagTiesWhereTheClassTies) {
   // qwen3_next_moe has an lm_head.weight of its own; tied, the embedding replaces it.
   const std::string dir = tied_copy("qwen3_next_moe");
-  const auto untied = logits(model_dir("qwen3_next_moe")), tied = logits(dir);
+  const auto untied = test::prompt_logits(model_dir("qwen3_next_moe"), DType::kF32),
+             tied = test::prompt_logits(dir, DType::kF32);
   ASSERT_EQ(tied.size(), untied.size());
   EXPECT_NE(tied, untied);
   fs::remove_all(dir);

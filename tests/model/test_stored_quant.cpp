@@ -13,6 +13,7 @@
 #include <span>
 
 #include "checkpoint/checkpoint.h"
+#include "common/model_logits.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/stored_quant.h"
 #include "core/quant.h"
@@ -23,6 +24,7 @@ namespace hypic {
 namespace {
 
 namespace fs = std::filesystem;
+using test::prompt_logits;
 
 std::string model_dir(const std::string& name) {
   return std::string(HYPIC_SOURCE_DIR) + "/tests/models/" + name;
@@ -32,17 +34,6 @@ std::string temp_dir(const std::string& tag) {
   std::string t = (fs::path(::testing::TempDir()) / ("hypic_sq_" + tag + "_XXXXXX")).string();
   EXPECT_NE(::mkdtemp(t.data()), nullptr);
   return t;
-}
-
-std::vector<float> prompt_logits(const std::string& dir, DType t) {
-  auto m = Model::load(dir, {t, false});
-  EXPECT_TRUE(m.is_ok()) << m.status().to_string();
-  if (!m.is_ok()) return {};
-  SeqState st = (*m)->new_state();
-  std::vector<float> lg;
-  const std::vector<int32_t> prompt{1, 17, 42, 7, 99, 3, 250, 11, 5, 64, 2, 8};
-  EXPECT_TRUE((*m)->forward(st, prompt, LogitsFor::kAll, &lg).is_ok());
-  return lg;
 }
 
 // Every tensor of a single-file or sharded directory, rewritten into one file of `out` by

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint.h"
+#include "common/model_logits.h"
 #include "model/model.h"
 #include "synthetic/synthetic.h"
 
@@ -14,17 +15,7 @@ namespace hypic {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<float> prompt_logits(const std::string& dir, DType t) {
-  auto m = Model::load(dir, {t, false});
-  EXPECT_TRUE(m.is_ok()) << m.status().to_string();
-  if (!m.is_ok()) return {};
-  SeqState st = (*m)->new_state();
-  std::vector<float> lg;
-  const std::vector<int32_t> prompt{1, 17, 42, 7, 99, 3, 250, 11, 5, 64, 2, 8};
-  EXPECT_TRUE((*m)->forward(st, prompt, LogitsFor::kAll, &lg).is_ok());
-  return lg;
-}
+using test::prompt_logits;
 
 // `bench make-model --dtype q4` stores the matrices quantized as it draws them; loaded in q4
 // that is the same seed's bf16 model quantized at load, bit for bit (one layer of the
