@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 
 #include "checkpoint/quantize.h"
@@ -18,15 +19,29 @@
 namespace hypic {
 namespace {
 
-const std::map<std::string, synthetic::Builder>& builders() {
-  static const std::map<std::string, synthetic::Builder> m = [] {
-    std::map<std::string, synthetic::Builder> r;
-    synthetic::add_qwen_shapes(&r);
-    synthetic::add_lightning_shapes(&r);
-    synthetic::add_kda_shapes(&r);
+// The built-in shapes and those registered at run time (register_synthetic_shape).
+struct Shapes {
+  std::mutex mu;
+  std::map<std::string, synthetic::Builder> builders;
+};
+
+Shapes& shapes() {
+  static Shapes* const s = [] {
+    auto* r = new Shapes;  // never destroyed: registrations may come from static objects
+    synthetic::add_qwen_shapes(&r->builders);
+    synthetic::add_lightning_shapes(&r->builders);
+    synthetic::add_kda_shapes(&r->builders);
     return r;
   }();
-  return m;
+  return *s;
+}
+
+// A copy of the builder of `shape` (null when unknown), taken under the lock.
+synthetic::Builder builder_of(const std::string& shape) {
+  Shapes& s = shapes();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.builders.find(shape);
+  return it == s.builders.end() ? nullptr : it->second;
 }
 
 // Counter-based uniform generator (splitmix64), so shards can be filled in parallel and the
@@ -93,15 +108,26 @@ Result<int64_t> expert_count(const SyntheticOptions& opt, int64_t real, int64_t 
 }  // namespace synthetic
 
 std::vector<std::string> synthetic_shapes() {
+  Shapes& s = shapes();
+  std::lock_guard<std::mutex> lock(s.mu);
   std::vector<std::string> r;
-  for (const auto& [k, v] : builders()) r.push_back(k);
+  for (const auto& [k, v] : s.builders) r.push_back(k);
   return r;
+}
+
+Status register_synthetic_shape(const std::string& name, synthetic::Builder build) {
+  if (name.empty() || !build) return invalid_argument("register_synthetic_shape: a name and a builder are needed");
+  Shapes& s = shapes();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.builders.emplace(name, std::move(build)).second)
+    return invalid_argument("synthetic shape '" + name + "' is already registered");
+  return Status::ok();
 }
 
 Status write_synthetic_checkpoint(const std::string& shape, const SyntheticOptions& opt,
                                   const std::string& out_dir) {
-  auto it = builders().find(shape);
-  if (it == builders().end()) {
+  const synthetic::Builder build = builder_of(shape);
+  if (!build) {
     std::string known;
     for (const auto& s : synthetic_shapes()) known += " " + s;
     return invalid_argument("unknown shape '" + shape + "'; known:" + known);
@@ -110,7 +136,7 @@ Status write_synthetic_checkpoint(const std::string& shape, const SyntheticOptio
   if (opt.experts < 0) return invalid_argument("--experts must not be negative");
   if (opt.dtype != DType::kBF16 && !dtype_packed(opt.dtype))
     return invalid_argument("make-model writes bf16, int8 or q4 matrices");
-  HYPIC_ASSIGN_OR_RETURN(synthetic::Layout L, it->second(opt));
+  HYPIC_ASSIGN_OR_RETURN(synthetic::Layout L, build(opt));
   namespace fs = std::filesystem;
   std::error_code ec;
   std::set<std::string> matrices;  // name patterns (name_pattern) of the loader's matrices

@@ -1,5 +1,6 @@
-// A synthetic checkpoint as data (synthetic-internal; synthetic.h): the config.json to write and
-// the tensors of each shard, described per family in synthetic_<family>.cpp.
+// A synthetic checkpoint as data: the config.json to write and the tensors of each shard,
+// described per family in synthetic_<family>.cpp — or, for a family that lives in one file
+// outside src/, by a builder it gives register_synthetic_shape().
 #pragma once
 
 #include <functional>
@@ -38,3 +39,11 @@ void add_kda_shapes(std::map<std::string, Builder>* m);
 Result<int64_t> expert_count(const SyntheticOptions& opt, int64_t real, int64_t top_k);
 
 }  // namespace hypic::synthetic
+
+namespace hypic {
+
+// Adds shape `name` (listed by synthetic_shapes(), written by write_synthetic_checkpoint()).
+// Error when the name is taken.
+Status register_synthetic_shape(const std::string& name, synthetic::Builder build);
+
+}  // namespace hypic

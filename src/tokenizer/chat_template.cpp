@@ -1,5 +1,7 @@
 #include "tokenizer/chat_template.h"
 
+#include <mutex>
+
 namespace hypic {
 
 std::string ChatTemplate::conversation_open(std::string_view) const { return {}; }
@@ -26,7 +28,15 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& msgs,
   return out;
 }
 
-Result<const ChatTemplate*> chat_template_for(std::string_view name) {
+namespace {
+
+// The built-in templates, then those registered at run time.
+struct Templates {
+  std::mutex mu;
+  std::vector<const ChatTemplate*> all;
+};
+
+Templates& templates() {
   static const ChatMl chat_ml;
   static const ChatMl qwen35(ChatMl::Tools::kQwen35);
   static const Bailing bailing;
@@ -35,14 +45,32 @@ Result<const ChatTemplate*> chat_template_for(std::string_view name) {
   static const Kimi kimi;
   static const Ling3 ling3(/*thinking=*/true);
   static const Ling3 ling3_nothink(/*thinking=*/false);
-  static const ChatTemplate* const known[] = {&chat_ml, &qwen35, &bailing, &minimax, &minimax_text_01,
-                                              &kimi,    &ling3,  &ling3_nothink};
+  static Templates t{{}, {&chat_ml, &qwen35, &bailing, &minimax, &minimax_text_01, &kimi, &ling3, &ling3_nothink}};
+  return t;
+}
+
+}  // namespace
+
+Result<const ChatTemplate*> chat_template_for(std::string_view name) {
+  Templates& ts = templates();
+  std::lock_guard<std::mutex> lock(ts.mu);
   std::string names;
-  for (const ChatTemplate* t : known) {
+  for (const ChatTemplate* t : ts.all) {
     if (t->name() == name) return t;
     names += (names.empty() ? "" : ", ") + std::string(t->name());
   }
   return not_found("unknown chat template '" + std::string(name) + "' (known: " + names + ")");
+}
+
+Status register_chat_template(const ChatTemplate* t) {
+  if (t == nullptr) return invalid_argument("register_chat_template: null template");
+  Templates& ts = templates();
+  std::lock_guard<std::mutex> lock(ts.mu);
+  for (const ChatTemplate* u : ts.all)
+    if (u->name() == t->name())
+      return invalid_argument("chat template '" + std::string(t->name()) + "' is already registered");
+  ts.all.push_back(t);
+  return Status::ok();
 }
 
 }  // namespace hypic

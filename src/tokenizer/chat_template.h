@@ -21,7 +21,8 @@
 // merges or rewrites messages) is listed at each class.
 //
 // Adding a family: one implementation file (as chat_ml.cpp), its class below and its entry
-// in chat_template_for().
+// in chat_template_for(); or, from outside src/ (a family that lives in one file),
+// register_chat_template() at start-up.
 #pragma once
 
 #include <cstddef>
@@ -214,5 +215,9 @@ class Ling3 final : public ChatTemplate {
 // The template called `name`; it lives for the whole program. An unknown name is kNotFound,
 // naming the known ones.
 Result<const ChatTemplate*> chat_template_for(std::string_view name);
+
+// Adds a template (it must outlive every use: a static object) that chat_template_for()
+// finds by its name(). Error when the name is taken.
+Status register_chat_template(const ChatTemplate* t);
 
 }  // namespace hypic

@@ -1,8 +1,12 @@
-// The architecture and mixer interfaces carry a family that src/ does not know: this file
-// alone defines a Lightning-attention token mixer (the kernel library's Family::kLightning),
-// an architecture "hypic_test_lightning" (Qwen3.5 dense with Lightning instead of Gated
-// DeltaNet in the linear layers), registers it, writes a random checkpoint in the real
-// format, and runs forward, decode, entries and composition through the unchanged engine.
+// A model family that src/ does not know, in this one file: a Lightning-attention token mixer
+// (the kernel library's Family::kLightning), an architecture "hypic_test_lightning" (Qwen3.5
+// dense with Lightning instead of Gated DeltaNet in the linear layers: its config keys, layer
+// pattern and tensor names), its chat format (a ChatTemplate of its own, with its end token)
+// and its checkpoint layout, which serves both the random test checkpoint and a
+// `bench make-model` shape. Registered at start-up (register_architecture,
+// register_chat_template, register_synthetic_shape), it runs forward, decode, entries,
+// composition, prompt layout and synthetic checkpoints through the unchanged engine. (In
+// tests/cli/: the one test layer that may use the engine and the synthetic library together.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +19,8 @@
 #include "checkpoint/safetensors.h"
 #include "common/testutil.h"
 #include "engine/compose.h"
-#include "engine/engine_util.h"
+#include "engine/prompt.h"
+#include "engine/tokenized_request.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/la_lightning.h"
@@ -26,6 +31,9 @@
 #include "model/mixer.h"
 #include "model/pass.h"
 #include "model/weight_reader.h"
+#include "synthetic/synthetic_layout.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace hypic {
 namespace {
@@ -161,7 +169,7 @@ class TestLightningArch final : public Architecture {
   bool has_class(const std::string& cls) const override {
     return cls == "HypicTestLightningForCausalLM";
   }
-  const char* chat_template(const ModelConfig&) const override { return "chatml"; }
+  const char* chat_template(const ModelConfig&) const override { return "hypic-test-chat"; }
   Status parse_config(const nlohmann::json& root, const std::string& source,
                       ModelConfig* c) const override {
     QwenFamily fam;
@@ -195,6 +203,21 @@ class TestLightningArch final : public Architecture {
 
 const TestLightningArch kArch;
 
+// ---- its chat format: ChatML's markers in another layout, "<|im_start|>role says:\n" -------
+
+class TestChat final : public ChatTemplate {
+ public:
+  std::string_view name() const override { return "hypic-test-chat"; }
+  std::string turn_open(std::string_view role) const override {
+    return "<|im_start|>" + std::string(role) + " says:\n";
+  }
+  std::string turn_close(std::string_view) const override { return "<|im_end|>\n\n"; }
+  std::string generation_prompt() const override { return "<|im_start|>assistant says:\n"; }
+  std::vector<std::string> end_tokens() const override { return {"<|im_end|>"}; }
+};
+
+const TestChat kChat;
+
 // ---- a random checkpoint in the real format ------------------------------------------------
 
 constexpr int kLayers = 4, kHidden = 64, kHeads = 2, kHeadDim = 16, kVocab = 512;
@@ -214,45 +237,84 @@ nlohmann::json config_json() {
           {"tie_word_embeddings", true}, {"rms_norm_eps", 1e-6}};
 }
 
-std::string write_checkpoint(const nlohmann::json& cfg, int extra_layers = 0) {
+// The family's checkpoint layout: per decoder layer its tensors (name, shape, spread, mean),
+// then the globals (embedding, final norm; the head is tied).
+struct Spec {
+  std::string name;
+  Shape shape;
+  float scale, mean = 0.0f;
+};
+
+std::vector<Spec> layer_specs(int i) {
+  const int64_t H = kHidden, vd = kHeads * kHeadDim;
+  const std::string p = "model.layers." + std::to_string(i) + ".";
+  std::vector<Spec> s = {{p + "input_layernorm.weight", {H}, 0.02f},
+                         {p + "post_attention_layernorm.weight", {H}, 0.02f}};
+  if (i == 2) {
+    s.insert(s.end(), {{p + "self_attn.q_proj.weight", {4 * 2 * 16, H}, 0.1f},
+                       {p + "self_attn.k_proj.weight", {2 * 16, H}, 0.1f},
+                       {p + "self_attn.v_proj.weight", {2 * 16, H}, 0.1f},
+                       {p + "self_attn.q_norm.weight", {16}, 0.02f},
+                       {p + "self_attn.k_norm.weight", {16}, 0.02f},
+                       {p + "self_attn.o_proj.weight", {H, 4 * 16}, 0.1f}});
+  } else {
+    s.insert(s.end(), {{p + "linear_attn.qkv_proj.weight", {3 * vd, H}, 0.1f},
+                       {p + "linear_attn.norm.weight", {kHeadDim}, 0.02f, 1.0f},
+                       {p + "linear_attn.out_proj.weight", {H, vd}, 0.1f}});
+  }
+  s.insert(s.end(), {{p + "mlp.gate_proj.weight", {96, H}, 0.1f},
+                     {p + "mlp.up_proj.weight", {96, H}, 0.1f},
+                     {p + "mlp.down_proj.weight", {H, 96}, 0.1f}});
+  return s;
+}
+
+std::vector<Spec> global_specs() {
+  return {{"model.embed_tokens.weight", {kVocab, kHidden}, 0.5f}, {"model.norm.weight", {kHidden}, 0.02f}};
+}
+
+// Its `bench make-model` shape: the same layout at opt.layers layers (attention at layer 2).
+Result<synthetic::Layout> synthetic_layout(const SyntheticOptions& opt) {
+  synthetic::Layout L;
+  L.config = config_json();
+  L.config["num_hidden_layers"] = opt.layers;
+  nlohmann::json types = nlohmann::json::array();
+  for (int i = 0; i < opt.layers; ++i) types.push_back(i == 2 ? "full_attention" : "linear_attention");
+  L.config["layer_types"] = types;
+  auto tensor = [](const Spec& s) { return synthetic::TensorSpec{s.name, s.shape, s.mean, s.scale}; };
+  for (const Spec& s : global_specs()) L.globals.push_back(tensor(s));
+  for (int i = 0; i < opt.layers; ++i) {
+    L.layers.emplace_back();
+    for (const Spec& s : layer_specs(i)) L.layers.back().push_back(tensor(s));
+  }
+  return L;
+}
+
+std::string test_dir(const std::string& tag) {
   static int n = 0;
-  const fs::path dir = fs::temp_directory_path() /
-                       ("hypic_test_lightning_" + std::to_string(::getpid()) + "_" +
-                        std::to_string(n++));
+  const fs::path dir = fs::temp_directory_path() / ("hypic_test_lightning_" + tag + std::to_string(::getpid()) +
+                                                    "_" + std::to_string(n++));
   fs::create_directories(dir);
+  return dir.string();
+}
+
+std::string write_checkpoint(const nlohmann::json& cfg, int extra_layers = 0) {
+  const fs::path dir = test_dir("ck");
   std::ofstream(dir / "config.json") << cfg.dump(2);
   std::vector<std::pair<std::string, Tensor>> t;
   uint32_t seed = 1;
-  auto add = [&](const std::string& name, Shape s, float scale, float mean = 0.0f) {
-    Tensor x = Tensor::zeros_f32(s);
-    const auto r = test::randn(size_t(x.numel()), seed++, scale);
-    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = mean + r[size_t(i)];
-    t.emplace_back(name, x);
+  auto add = [&](const Spec& s) {
+    Tensor x = Tensor::zeros_f32(s.shape);
+    const auto r = test::randn(size_t(x.numel()), seed++, s.scale);
+    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = s.mean + r[size_t(i)];
+    t.emplace_back(s.name, x);
   };
-  const int64_t H = kHidden, vd = kHeads * kHeadDim;
-  add("model.embed_tokens.weight", {kVocab, H}, 0.5f);
-  add("model.norm.weight", {H}, 0.02f);
-  for (int i = 0; i < kLayers + extra_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    add(p + "input_layernorm.weight", {H}, 0.02f);
-    add(p + "post_attention_layernorm.weight", {H}, 0.02f);
-    if (i == 2) {
-      add(p + "self_attn.q_proj.weight", {4 * 2 * 16, H}, 0.1f);
-      add(p + "self_attn.k_proj.weight", {2 * 16, H}, 0.1f);
-      add(p + "self_attn.v_proj.weight", {2 * 16, H}, 0.1f);
-      add(p + "self_attn.q_norm.weight", {16}, 0.02f);
-      add(p + "self_attn.k_norm.weight", {16}, 0.02f);
-      add(p + "self_attn.o_proj.weight", {H, 4 * 16}, 0.1f);
-    } else {
-      add(p + "linear_attn.qkv_proj.weight", {3 * vd, H}, 0.1f);
-      add(p + "linear_attn.norm.weight", {kHeadDim}, 0.02f, 1.0f);
-      add(p + "linear_attn.out_proj.weight", {H, vd}, 0.1f);
-    }
-    add(p + "mlp.gate_proj.weight", {96, H}, 0.1f);
-    add(p + "mlp.up_proj.weight", {96, H}, 0.1f);
-    add(p + "mlp.down_proj.weight", {H, 96}, 0.1f);
-  }
+  for (const Spec& s : global_specs()) add(s);
+  for (int i = 0; i < kLayers + extra_layers; ++i)
+    for (const Spec& s : layer_specs(i)) add(s);
   EXPECT_TRUE(write_safetensors((dir / "model.safetensors").string(), t).is_ok());
+  // The tokenizer of the Qwen3.5 test checkpoint (vocabulary 512, ChatML's special tokens).
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense/" + f, dir / f);
   return dir.string();
 }
 
@@ -260,6 +322,8 @@ class ArchExtension : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ASSERT_TRUE(register_architecture(&kArch).is_ok());
+    ASSERT_TRUE(register_chat_template(&kChat).is_ok());
+    ASSERT_TRUE(register_synthetic_shape("hypic-test-lightning", synthetic_layout).is_ok());
     dir_ = write_checkpoint(config_json());
     auto m = Model::load(dir_, {DType::kF32, false});
     ASSERT_TRUE(m.is_ok()) << m.status().to_string();
@@ -274,7 +338,12 @@ class ArchExtension : public ::testing::Test {
   static inline const Model* model_ = nullptr;
 };
 
-std::vector<int32_t> doc(uint32_t seed, int n) { return test::doc(seed, n, kVocab); }
+std::vector<int32_t> doc(uint32_t seed, int n) {
+  std::mt19937 g(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = int32_t(g() % 500u);
+  return t;
+}
 
 std::vector<float> prefill(const Model& m, const Composer& c, const PromptParts& p, PicMode mode,
                            int seam, ComposeStats* stats = nullptr) {
@@ -294,6 +363,39 @@ std::shared_ptr<SegmentStore> store() {
   SegmentStore::Options o;
   o.mem_budget_bytes = 64 << 20;
   return std::shared_ptr<SegmentStore>(std::move(SegmentStore::open(o)).value());
+}
+
+// Its chat format: the engine lays a PIC prompt out in the family's template (found by the
+// name its architecture gives), special markers as special tokens, and generation stops on
+// the template's end token.
+TEST_F(ArchExtension, ChatFormatRegisteredFromTestsAlone) {
+  const ChatTemplate& chat = model_chat_template(m().config());
+  EXPECT_EQ(chat.name(), "hypic-test-chat");
+  EXPECT_FALSE(register_chat_template(&kChat).is_ok());  // a name is taken once
+  auto tok = Tokenizer::load(dir_ + "/tokenizer.json");
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  const PromptParts p = chat_parts(chat, *tok, "Be brief.", {"First document.", "Second one."}, "Which?");
+  const std::string text = "<|im_start|>system says:\nBe brief.<|im_end|>\n\n<|im_start|>user says:\n";
+  EXPECT_EQ(p.prefix, tok->encode(text, /*parse_special=*/true));
+  EXPECT_EQ(p.segments.size(), 2u);
+  EXPECT_EQ(p.suffix, tok->encode("Which?<|im_end|>\n\n<|im_start|>assistant says:\n", true));
+  EXPECT_EQ(p.prefix.front(), tok->token_id("<|im_start|>"));
+}
+
+// Its `bench make-model` shape: listed, written at a chosen depth in the real format (config,
+// shards, index), and loaded by its architecture.
+TEST_F(ArchExtension, SyntheticShapeRegisteredFromTestsAlone) {
+  const auto shapes = synthetic_shapes();
+  EXPECT_NE(std::find(shapes.begin(), shapes.end(), "hypic-test-lightning"), shapes.end());
+  const std::string dir = test_dir("synth") + "/m";
+  SyntheticOptions o;
+  o.layers = 3;
+  ASSERT_TRUE(write_synthetic_checkpoint("hypic-test-lightning", o, dir).is_ok());
+  auto loaded = Model::load(dir, {DType::kBF16, false});
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ((*loaded)->config().layer_pattern(), "LLF");
+  EXPECT_TRUE((*loaded)->self_test().is_ok());
+  fs::remove_all(fs::path(dir).parent_path());
 }
 
 TEST_F(ArchExtension, RegistersFromTestsAloneAndLoads) {
