@@ -40,6 +40,12 @@ class Args {
   bool help_ = false;
 };
 
+// The --dtype of the commands that load a model to compute with: one wording everywhere.
+inline constexpr const char* kDtypeValues = "bf16|f32|int8|q4";
+inline constexpr const char* kDtypeHelp =
+    "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, "
+    "groups of 32), quantized at load";
+
 // "a,b,,c" → {"a","b","c"} (empty entries dropped).
 std::vector<std::string> split_list(const std::string& list);
 

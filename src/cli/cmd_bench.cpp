@@ -27,16 +27,16 @@ int bench_prefill(int argc, char** argv) {
          "dominant GEMM shape measured in the same run (ratio = achieved / peak).");
   a.opt("model", "DIR", "model directory")
       .opt("tokens", "N", "prompt length", "4096")
-      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
+      .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("reps", "R", "timed repetitions after one warm-up (best is reported)", "1")
       .opt("json", "", "print JSON (the default; kept for symmetry)");
-  if (Status s = a.parse(argc, argv); !s) return report_error("bench prefill", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (auto done = parse_command(a, argc, argv, "bench prefill")) return *done;
   auto n = a.integer("tokens");
   auto reps = a.integer("reps");
   auto dt = parse_dtype(a.str("dtype"));
   if (!n || !reps || !dt || *n < 1 || *reps < 1 || !a.has("model"))
-    return report_error("bench prefill", invalid_argument("need --model DIR, --tokens N >= 1, --reps R >= 1, --dtype bf16|f32"));
+    return report_error("bench prefill", invalid_argument("need --model DIR, --tokens N >= 1, --reps R >= 1, --dtype " +
+                                                          std::string(kDtypeValues)));
   bench::PrefillBenchOptions o;
   o.model = a.str("model");
   o.tokens = *n;
@@ -62,8 +62,7 @@ int bench_decode(int argc, char** argv) {
       .opt("batch", "B,B,...", "batch sizes", "1,8,16")
       .opt("steps", "N", "timed decode steps per batch size (after 2 untimed)", "8")
       .opt("prompt", "N", "prompt tokens per sequence before the timed steps", "32");
-  if (Status s = a.parse(argc, argv); !s) return report_error("bench decode", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (auto done = parse_command(a, argc, argv, "bench decode")) return *done;
   auto steps = a.integer("steps");
   auto prompt = a.integer("prompt");
   auto dt = parse_dtype(a.str("dtype"));
@@ -153,8 +152,7 @@ int bench_make_model(int argc, char** argv) {
            "tokenizer_config.json, or tokenizer.json); qwen3.5-* shapes default to the real "
            "Qwen3.5 vocabulary in " + std::string(kQwen35TokenizerDir) + " (scripts/install.sh "
            "fetches it), other shapes to none; 'none': write no tokenizer");
-  if (Status s = a.parse(argc, argv); !s) return report_error("bench make-model", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (auto done = parse_command(a, argc, argv, "bench make-model")) return *done;
   auto layers = a.integer("layers");
   auto experts = a.integer("experts");
   auto seed = a.integer("seed");

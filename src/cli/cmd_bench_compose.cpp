@@ -36,8 +36,7 @@ int bench_compose(int argc, char** argv) {
       .opt("model", "DIR", "also measure a whole forward of this model (its linear layers' family)")
       .opt("forward-reps", "R", "timed forward repetitions with --model (best is reported)", "2")
       .opt("json", "", "print JSON (the default; kept for symmetry)");
-  if (Status s = a.parse(argc, argv); !s) return report_error("bench compose", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (auto done = parse_command(a, argc, argv, "bench compose")) return *done;
   auto L = a.integer("tokens");
   auto H = a.integer("heads");
   auto dk = a.integer("dk");

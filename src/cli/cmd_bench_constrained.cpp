@@ -22,8 +22,7 @@ int bench_constrained(int argc, char** argv) {
       .opt("dtype", "bf16|f32|int8|q4", "matrix weights", "bf16")
       .opt("seed", "S", "prompt seed", "1")
       .opt("json", "", "print JSON (the default)");
-  if (Status s = a.parse(argc, argv); !s) return report_error("bench constrained", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (auto done = parse_command(a, argc, argv, "bench constrained")) return *done;
   auto tokens = a.integer("tokens"), prompt = a.integer("prompt-tokens"), reps = a.integer("reps"), seed = a.integer("seed");
   auto dt = parse_dtype(a.str("dtype"));
   for (const Status* s : {&tokens.status(), &prompt.status(), &reps.status(), &seed.status(), &dt.status()})

@@ -49,11 +49,10 @@ int bench_scatter(int argc, char** argv) {
       .opt("threads", "T", "threads of this (combine) process; 0: all cores", "0")
       .opt("baselines", "LIST", "single-instance modes run for workers 0: hypic,full", "hypic,full")
       .opt("seam", "W", "seam width", "8")
-      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
+      .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("max-message", "MiB", "gRPC message limit (workers and combine)", "4")
       .opt("seed", "S", "request seed", "1");
-  if (Status s = a.parse(argc, argv); !s) return report_error("bench scatter", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (auto done = parse_command(a, argc, argv, "bench scatter")) return *done;
   auto tokens = a.integer("tokens"), nseg = a.integer("segments"), repeat = a.integer("repeat");
   auto upto = a.integer("project-up-to"), lane_threads = a.integer("lane-threads");
   auto threads = a.integer("threads"), seam = a.integer("seam"), msg = a.integer("max-message");

@@ -22,11 +22,10 @@ int bench_ttft(int argc, char** argv) {
       .opt("seam", "W", "hypic / naive seam width", "8")
       .opt("modes", "LIST", "comma-separated modes", "full,prefix,hypic,naive")
       .opt("cache-mem", "MiB", "cache budget per mode", "8192")
-      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
+      .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("seed", "S", "trace seed", "1")
       .opt("json", "", "print JSON (the default)");
-  if (Status s = a.parse(argc, argv); !s) return report_error("bench ttft", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (auto done = parse_command(a, argc, argv, "bench ttft")) return *done;
   auto n_docs = a.integer("docs"), doc_tokens = a.integer("doc-tokens");
   auto per = a.integer("per-request"), reqs = a.integer("requests"), warm = a.integer("warmup");
   auto seam = a.integer("seam"), mem = a.integer("cache-mem"), seed = a.integer("seed");

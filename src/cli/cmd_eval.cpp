@@ -53,11 +53,9 @@ int cmd_eval(int argc, char** argv) {
       .opt("seams", "LIST", "seam widths for hypic and naive", "0,4,8,16")
       .opt("max-tokens", "N", "answer length limit", "48")
       .opt("cache-mem", "MiB", "segment / prefix cache budget per configuration", "2048")
-      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
+      .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("json", "", "print one JSON document instead of the table");
-  if (Status s = a.parse(argc, argv); !s) return report_error("eval", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
-  if (!a.has("model")) return report_error("eval", invalid_argument("--model is required"));
+  if (auto done = parse_command(a, argc, argv, "eval", {"model"})) return *done;
   bench::EvalOptions o;
   o.model = a.str("model");
   o.data = a.has("data") ? a.str("data") : o.model + "/eval/heldout.jsonl";

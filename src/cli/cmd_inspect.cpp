@@ -14,10 +14,8 @@ int cmd_inspect(int argc, char** argv) {
          "Prints the architecture summary from config.json and the checkpoint's tensors.");
   a.opt("model", "DIR", "model directory")
       .opt("load", "", "also load every weight (validates all shapes) and report the time")
-      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16");
-  if (Status s = a.parse(argc, argv); !s) return report_error("inspect", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
-  if (!a.has("model")) return report_error("inspect", invalid_argument("--model is required"));
+      .opt("dtype", kDtypeValues, kDtypeHelp, "bf16");
+  if (auto done = parse_command(a, argc, argv, "inspect", {"model"})) return *done;
   auto dt = parse_dtype(a.str("dtype"));  // checked before anything is printed
   if (!dt) return report_error("inspect", dt.status());
   auto cfg = ModelConfig::from_dir(a.str("model"));

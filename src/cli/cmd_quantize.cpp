@@ -16,10 +16,7 @@ int cmd_quantize(int argc, char** argv) {
   a.opt("model", "DIR", "source model directory")
       .opt("dtype", "int8|q4", "the stored type", "q4")
       .opt("out", "DIR2", "output directory (must not exist; written as DIR2.partial first)");
-  if (Status s = a.parse(argc, argv); !s) return report_error("quantize", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
-  if (!a.has("model") || !a.has("out"))
-    return report_error("quantize", invalid_argument("--model and --out are required"));
+  if (auto done = parse_command(a, argc, argv, "quantize", {"model", "out"})) return *done;
   auto dt = parse_dtype(a.str("dtype"));
   if (!dt) return report_error("quantize", dt.status());
   if (!dtype_packed(*dt))

@@ -41,8 +41,7 @@ int cmd_router(int argc, char** argv) {
                                    "registered segments (segment_id) are then accepted and routed to the segment's home");
   add_http_flags(a);
   add_cluster_flags(a);
-  if (Status s = a.parse(argc, argv); !s) return report_error("router", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
+  if (auto done = parse_command(a, argc, argv, "router")) return *done;
   router::RouterOptions ro;
   ro.host = a.str("host");
   auto port = a.integer("port");

@@ -15,20 +15,6 @@
 
 namespace hypic::cli {
 
-int report_error(const std::string& cmd, const Status& s) {
-  std::fprintf(stderr, "hypic %s: %s\n", cmd.c_str(), s.message().c_str());
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-}
-
-Result<DType> parse_dtype(const std::string& s) {
-  if (s == "bf16") return DType::kBF16;
-  if (s == "f32" || s == "fp32") return DType::kF32;
-  if (s == "int8") return DType::kQ8;
-  if (s == "q4") return DType::kQ4;
-  return invalid_argument("--dtype must be bf16, f32, int8 or q4, got '" + s + "'");
-}
-
-
 int cmd_run(int argc, char** argv) {
   Args a("hypic run --model DIR (--prompt TEXT | --prompt-file FILE) [options]",
          "Runs one request through the engine and prints the generated text.");
@@ -44,7 +30,7 @@ int cmd_run(int argc, char** argv) {
       .opt("seed", "S", "sampling seed", "0")
       .opt("stop", "STR", "stop string (repeatable)")
       .opt("ignore-eos", "", "keep generating past end-of-sequence tokens")
-      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
+      .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("json", "", "print one JSON object with the text and timings instead")
       .opt("segment", "FILE", "a document segment (repeatable); with --query: a PIC request")
       .opt("query", "TEXT", "the question after the segments")
@@ -56,9 +42,7 @@ int cmd_run(int argc, char** argv) {
       .opt("repeat", "N", "run the request N times in one process (first cold, then warm)", "1")
       .opt("shuffle", "", "permute the segments between repeats")
       .opt("debug-deviation", "", "add per-layer deviation of hidden and linear states from full");
-  if (Status s = a.parse(argc, argv); !s) return report_error("run", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
-  if (!a.has("model")) return report_error("run", invalid_argument("--model is required; see --help"));
+  if (auto done = parse_command(a, argc, argv, "run", {"model"})) return *done;
   const bool parts_mode = a.has("segment") || a.has("query");
   if (!parts_mode && a.has("prompt") == a.has("prompt-file"))
     return report_error("run", invalid_argument("give exactly one of --prompt and --prompt-file"));

@@ -49,7 +49,7 @@ int cmd_serve(int argc, char** argv) {
       .opt("max-segments", "N", "most segments in one request", "64")
       .opt("registered-mem", "MiB", "cache memory registered segments may pin (default: half of --cache-mem)")
       .opt("max-registered-segments", "N", "most registered segments at once", "1024")
-      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
+      .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("scatter-workers", "LIST", "segment parallelism: host:port,... of `hypic worker`s that build cold segments")
       .opt("local-lanes", "N", "segment parallelism: in-process lanes building cold segments in parallel", "1")
       .opt("scatter-policy", "P", "lane assignment: lpt | round-robin | contiguous", "lpt")
@@ -59,9 +59,7 @@ int cmd_serve(int argc, char** argv) {
       .opt("debug-piece-delay-ms", "N", "testing: sleep after each generated piece of text", "0");
   add_http_flags(a);
   add_cluster_flags(a);
-  if (Status s = a.parse(argc, argv); !s) return report_error("serve", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
-  if (!a.has("model")) return report_error("serve", invalid_argument("--model is required"));
+  if (auto done = parse_command(a, argc, argv, "serve", {"model"})) return *done;
   auto dt = parse_dtype(a.str("dtype"));
   if (!dt) return report_error("serve", dt.status());
   auto port = a.integer("port");

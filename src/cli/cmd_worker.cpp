@@ -23,16 +23,14 @@ int cmd_worker(int argc, char** argv) {
   a.opt("model", "DIR", "model directory")
       .opt("host", "H", "address to bind", "127.0.0.1")
       .opt("port", "P", "port (0: any free port, printed at start)", "50051")
-      .opt("dtype", "bf16|f32|int8|q4", "matrix weights: bf16, f32 (exact reference path), int8 (per output channel) or q4 (4-bit, groups of 32), quantized at load", "bf16")
+      .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("max-message", "MiB", "largest gRPC message sent or received", "4")
       .opt("join", "HOST:PORT", "join a router (its --grpc-port): heartbeats while running, leaves on exit")
       .opt("advertise", "HOST:PORT", "the address the router reaches this worker at (default: --host:port)")
       .opt("debug-corrupt-every", "N", "testing: damage every Nth entry sent (0: never)", "0")
       .opt("debug-delay-ms", "N", "testing: sleep before building each segment", "0");
   add_cluster_flags(a);
-  if (Status s = a.parse(argc, argv); !s) return report_error("worker", s);
-  if (a.help_requested()) return std::printf("%s", a.help().c_str()), 0;
-  if (!a.has("model")) return report_error("worker", invalid_argument("--model is required"));
+  if (auto done = parse_command(a, argc, argv, "worker", {"model"})) return *done;
   auto dt = parse_dtype(a.str("dtype"));
   if (!dt) return report_error("worker", dt.status());
   auto port = a.integer("port");

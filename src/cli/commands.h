@@ -2,6 +2,9 @@
 // returns the process exit code: 0 success, 1 runtime failure, 2 usage error.
 #pragma once
 
+#include <initializer_list>
+#include <optional>
+
 #include <memory>
 #include <string>
 
@@ -62,6 +65,10 @@ Result<std::string> read_text_file(const std::string& path);
 
 // Prints "hypic <cmd>: <message>" to stderr and returns the exit code for the status.
 int report_error(const std::string& cmd, const Status& s);
+// Parses argv into `a` for `hypic <cmd>`. The exit status when the command ends here — a bad
+// flag (its message, 2), --help (printed, 0), a flag of `required` missing (2) — else nullopt.
+std::optional<int> parse_command(Args& a, int argc, char** argv, const std::string& cmd,
+                                 std::initializer_list<const char*> required = {});
 
 // What `hypic <cmd>` runs on (version, CPU, ISA tier, kernels, threads; kernels/system_info.h)
 // as its first log line, and a warning when HYPIC_MAX_ISA was ignored.
@@ -72,7 +79,7 @@ Result<std::unique_ptr<Model>> load_checked_model(const std::string& dir, const 
 // A benchmark's JSON on stdout with "system" (kernels::system_info_json) added; indent as
 // nlohmann's dump.
 void print_bench_json(nlohmann::json j, int indent = -1);
-// Parses --dtype: "bf16" or "f32".
+// Parses --dtype: bf16, f32 (or fp32), int8 or q4.
 Result<DType> parse_dtype(const std::string& s);
 
 }  // namespace hypic::cli
