@@ -29,6 +29,22 @@ Result<Prefilled> Runner::prefill(const TokenizedRequest& req, const RunOptions&
   return p;
 }
 
+Result<Prefilled> Runner::prefill_scored(const std::vector<int32_t>& prompt, const RunOptions& opt,
+                                         const Tokenizer& tok, int top,
+                                         std::vector<PositionLogprobs>* scored) const {
+  const Timer t;
+  Prefilled p;
+  p.state = model_.new_state(std::min<int64_t>(int64_t(prompt.size()) + opt.decode_tokens + 1,
+                                               model_.config().max_position_embeddings));
+  HYPIC_RETURN_IF_ERROR(score_prompt(model_, tok, p.state, prompt, top, scored, &p.logits,
+                                     opt.compose.cancelled));
+  p.figures.mode = PicMode::kFull;  // every position scored: the whole prompt computed
+  p.figures.compose.prompt_tokens = int64_t(prompt.size());
+  p.figures.compose.recomputed_tokens = int64_t(prompt.size());
+  p.figures.compose.prefill_ms = t.ms();
+  return p;
+}
+
 Result<Completion> Runner::generate(const TokenizedRequest& req, const RunOptions& opt,
                                     const Tokenizer& tok, const GenerateOptions& go,
                                     const TextCallback& on_text) const {

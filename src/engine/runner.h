@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "engine/compose.h"
 #include "engine/generate.h"
+#include "engine/logprobs.h"
 #include "engine/segment_builder.h"
 #include "engine/tokenized_request.h"
 #include "model/model.h"
@@ -71,6 +72,14 @@ class Runner {
   // and salt (make_request). A cancel (ComposeOptions::cancelled) returns kCancelled; what
   // is still building is cancelled and nothing partial is stored.
   Result<Prefilled> prefill(const TokenizedRequest& req, const RunOptions& opt) const;
+
+  // `prompt` prefilled in full with every position scored (echo with logprobs: a chunked full
+  // forward, score_prompt, whatever opt.compose.mode says): *scored gets each token's logprob
+  // and `top` alternatives, named by tok. Figures as a full-mode prefill; opt.compose.cancelled
+  // is polled between chunks.
+  Result<Prefilled> prefill_scored(const std::vector<int32_t>& prompt, const RunOptions& opt,
+                                   const Tokenizer& tok, int top,
+                                   std::vector<PositionLogprobs>* scored) const;
 
   // prefill(), then the decode loop on this thread (room for go.max_tokens; TTFT from the
   // call). For single-request callers.

@@ -161,8 +161,11 @@ std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> Job
     return out;
   }
   // Echo with logprobs scores every prompt position (a full forward); without, only the text.
-  Result<Prefilled> p = r.echo && r.logprobs >= 0 ? prefill_echo(job, ro, echo.get()) : runner_.prefill(req, ro);
-  if (p && r.echo && echo->text.empty()) echo->text = opt_.tok->decode(job.parts.concatenated());
+  Result<Prefilled> p = r.echo && r.logprobs >= 0
+                            ? runner_.prefill_scored(job.parts.concatenated(), ro, *opt_.tok,
+                                                     std::max(0, r.logprobs), &echo->logprobs)
+                            : runner_.prefill(req, ro);
+  if (p && r.echo) echo->text = opt_.tok->decode(job.parts.concatenated());
   if (!p) {
     const Status& s = p.status();
     out.error = s.code() != StatusCode::kCancelled ? status_error(s)
@@ -234,23 +237,6 @@ Scheduler::Decoding Jobs::choice(const Scheduler::Job& job, int index, SeqState 
     return group->done(index, std::move(o));
   };
   return d;
-}
-
-Result<Prefilled> Jobs::prefill_echo(const Scheduler::Job& job, const RunOptions& ro, Echo* echo) const {
-  const Model& model = runner_.model();
-  const std::vector<int32_t> prompt = job.parts.concatenated();
-  const Timer t;
-  Prefilled p;
-  p.state = model.new_state(std::min<int64_t>(int64_t(prompt.size()) + ro.decode_tokens + 1,
-                                              model.config().max_position_embeddings));
-  HYPIC_RETURN_IF_ERROR(score_prompt(model, *opt_.tok, p.state, prompt, std::max(0, job.request.logprobs),
-                                     &echo->logprobs, &p.logits, ro.compose.cancelled));
-  echo->text = opt_.tok->decode(prompt);
-  p.figures.mode = PicMode::kFull;  // every position scored: the whole prompt computed
-  p.figures.compose.prompt_tokens = int64_t(prompt.size());
-  p.figures.compose.recomputed_tokens = int64_t(prompt.size());
-  p.figures.compose.prefill_ms = t.ms();
-  return p;
 }
 
 Outcome Jobs::finish_generation(GenerateResult&& g, const Status& d, RequestFigures f,

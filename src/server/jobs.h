@@ -84,9 +84,6 @@ class Jobs {
     std::string text;
     std::vector<PositionLogprobs> logprobs;
   };
-  // The prompt prefilled in full and every position scored (echo with logprobs), instead of
-  // the runner; opt_.tok must be set.
-  Result<Prefilled> prefill_echo(const Scheduler::Job& job, const RunOptions& ro, Echo* echo) const;
   // Choice `index` of the job, decoded from `state` / `logits`; its outcome goes to `group`.
   Scheduler::Decoding choice(const Scheduler::Job& job, int index, SeqState state, std::vector<float> logits,
                              const RequestFigures& figures, std::shared_ptr<Echo> echo,

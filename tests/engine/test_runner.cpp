@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <set>
 
+#include "common/testutil.h"
 #include "engine/engine_util.h"
 #include "engine/runner.h"
 
@@ -279,6 +281,28 @@ TEST(Runner, ACancelReturnsCancelledAndStoresNothingPartial) {
   EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
   EXPECT_FALSE(builder.seen->waited);  // the call was dropped, not waited for
   EXPECT_EQ(s->stats().mem_entries, 0u);
+}
+
+// Echo with logprobs: the whole prompt computed, every position scored, and the last
+// position's logits those of a plain forward (decoding continues from them).
+TEST(Runner, PrefillScoredScoresEveryPositionOfAFullForward) {
+  const Model& m = model();
+  const Runner r(m, store(), prefix_cache());
+  const std::vector<int32_t> prompt = parts().concatenated();
+  std::vector<PositionLogprobs> scored;
+  auto p = r.prefill_scored(prompt, run_options(PicMode::kHypic), tokenizer(), 2, &scored);
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  ASSERT_EQ(scored.size(), prompt.size());
+  EXPECT_TRUE(std::isnan(scored[0].chosen.logprob));  // the first token has no context
+  EXPECT_EQ(scored[1].chosen.id, prompt[1]);
+  EXPECT_EQ(scored[1].top.size(), 2u);
+  EXPECT_EQ(p->figures.mode, PicMode::kFull);
+  EXPECT_EQ(p->figures.compose.recomputed_tokens, int64_t(prompt.size()));
+  EXPECT_EQ(p->state.pos, int64_t(prompt.size()));
+  SeqState st = m.new_state(int64_t(prompt.size()));
+  std::vector<float> lg;
+  ASSERT_TRUE(m.forward(st, prompt, LogitsFor::kLast, &lg).is_ok());
+  EXPECT_LT(test::rel_err(p->logits, lg), 1e-5);
 }
 
 TEST(Runner, GenerateDecodesFromThePrefilledSequence) {
