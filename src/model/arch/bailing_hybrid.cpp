@@ -124,19 +124,8 @@ class BailingHybrid final : public Architecture {
     const char* o = released ? "dense" : "o_proj";
     HYPIC_RETURN_IF_ERROR(c.layer(layer).token == &kda_type() ? load_kda_layer(rd, c, a, o, out)
                                                               : load_mla_layer(rd, c, a, o, out));
-    switch (c.layer(layer).channel) {
-      case ChannelMixerKind::kSwiGlu: {
-        MlpWeights w;
-        HYPIC_RETURN_IF_ERROR(load_swiglu(rd, c.hidden_size, c.intermediate_size, p + "mlp.", w));
-        out->channel = make_swiglu(std::move(w));
-        return Status::ok();
-      }
-      case ChannelMixerKind::kMoe: {
-        const char* bias = rd.has(p + "mlp.gate.expert_bias") ? "expert_bias" : "e_score_correction_bias";
-        return load_deepseek_moe(rd, c, layer, p + "mlp.", bias, out);
-      }
-    }
-    return internal_error("unknown channel mixer");
+    const char* bias = rd.has(p + "mlp.gate.expert_bias") ? "expert_bias" : "e_score_correction_bias";
+    return load_deepseek_channel(rd, c, layer, p + "mlp.", bias, out);
   }
 
  private:

@@ -205,4 +205,19 @@ Status load_deepseek_moe(const WeightReader& rd, const ModelConfig& c, int layer
   return Status::ok();
 }
 
+Status load_deepseek_channel(const WeightReader& rd, const ModelConfig& c, int layer_index,
+                             const std::string& p, const char* bias, DecoderLayer* layer) {
+  switch (c.layer(layer_index).channel) {
+    case ChannelMixerKind::kSwiGlu: {
+      MlpWeights w;
+      HYPIC_RETURN_IF_ERROR(load_swiglu(rd, c.hidden_size, c.intermediate_size, p, w));
+      layer->channel = make_swiglu(std::move(w));
+      return Status::ok();
+    }
+    case ChannelMixerKind::kMoe:
+      return load_deepseek_moe(rd, c, layer_index, p, bias, layer);
+  }
+  return internal_error("unknown channel mixer");
+}
+
 }  // namespace hypic

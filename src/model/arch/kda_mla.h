@@ -54,6 +54,10 @@ Status load_mla_layer(const WeightReader& rd, const ModelConfig& c, const std::s
 // The DeepSeek-V3 MoE under `p` ("model.layers.3.mlp."): gate.weight and the selection bias
 // gate.`bias` ([E] F32), routed experts (per expert gate_proj / up_proj / down_proj or w1 /
 // w3 / w2, or packed), shared_experts.{gate,up,down}_proj (ungated).
+// Decoder layer `layer_index`'s channel mixer under `p`: the dense SwiGLU (intermediate_size,
+// {gate,up,down}_proj) or the MoE below, as the config's layer list says.
+Status load_deepseek_channel(const WeightReader& rd, const ModelConfig& c, int layer_index,
+                             const std::string& p, const char* bias, DecoderLayer* layer);
 Status load_deepseek_moe(const WeightReader& rd, const ModelConfig& c, int layer_index,
                          const std::string& p, const char* bias, DecoderLayer* layer);
 

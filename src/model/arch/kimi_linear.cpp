@@ -117,17 +117,7 @@ class KimiLinear final : public Architecture {
     const bool moe_prefix = rd.has(p + "block_sparse_moe.gate.weight") ||
                             rd.has(p + "block_sparse_moe.gate_proj.weight");
     const std::string m = p + (moe_prefix ? "block_sparse_moe." : "mlp.");
-    switch (c.layer(layer).channel) {
-      case ChannelMixerKind::kSwiGlu: {
-        MlpWeights w;
-        HYPIC_RETURN_IF_ERROR(load_swiglu(rd, c.hidden_size, c.intermediate_size, m, w));
-        out->channel = make_swiglu(std::move(w));
-        return Status::ok();
-      }
-      case ChannelMixerKind::kMoe:
-        return load_deepseek_moe(rd, c, layer, m, "e_score_correction_bias", out);
-    }
-    return internal_error("unknown channel mixer");
+    return load_deepseek_channel(rd, c, layer, m, "e_score_correction_bias", out);
   }
 
  private:
