@@ -1,6 +1,8 @@
 #include "tokenizer/pretokenize.h"
 
 #include <array>
+#include <mutex>
+#include <string>
 
 #include "tokenizer/unicode.h"
 
@@ -351,46 +353,65 @@ size_t gpt2_piece(std::string_view s, size_t i) {
 
 }  // namespace
 
-const char* pattern_regex(Pattern p) {
-  switch (p) {
-    case Pattern::kQwen2: return kQwen2Regex;
-    case Pattern::kQwen35: return kQwen35Regex;
-    case Pattern::kGpt2: return kGpt2Regex;
-    case Pattern::kBailing: return kBailingRegex;
-    case Pattern::kO200k: return kO200kRegex;
-    case Pattern::kKimi: return kKimiRegex;
-  }
-  return "";
+namespace {
+
+size_t qwen2_piece(std::string_view s, size_t i) { return qwen_piece(s, i, ud::kFlagLetter); }
+size_t qwen35_piece(std::string_view s, size_t i) { return qwen_piece(s, i, ud::kFlagLetter | ud::kFlagMark); }
+
+constexpr Splitter kQwen2Splitter{"qwen2", kQwen2Regex, qwen2_piece};
+constexpr Splitter kQwen35Splitter{"qwen3.5", kQwen35Regex, qwen35_piece};
+constexpr Splitter kGpt2Splitter{"gpt2", kGpt2Regex, gpt2_piece};
+constexpr Splitter kBailingSplitter{"bailing", kBailingRegex, bailing_piece};
+constexpr Splitter kO200kSplitter{"o200k", kO200kRegex, o200k_piece};
+constexpr Splitter kKimiSplitter{"kimi", kKimiRegex, kimi_piece};
+
+// Those register_pattern() added.
+struct Registered {
+  std::mutex mu;
+  std::vector<Pattern> patterns;
+};
+Registered& registered() {
+  static Registered* const r = new Registered;  // never destroyed: used from static objects
+  return *r;
 }
 
-const char* pattern_name(Pattern p) {
-  switch (p) {
-    case Pattern::kQwen2: return "qwen2";
-    case Pattern::kQwen35: return "qwen3.5";
-    case Pattern::kGpt2: return "gpt2";
-    case Pattern::kBailing: return "bailing";
-    case Pattern::kO200k: return "o200k";
-    case Pattern::kKimi: return "kimi";
-  }
-  return "";
+}  // namespace
+
+// Constant-initialised (constexpr constructor, constant addresses): usable from any static
+// initialiser.
+const Pattern Pattern::kQwen2{&kQwen2Splitter};
+const Pattern Pattern::kQwen35{&kQwen35Splitter};
+const Pattern Pattern::kGpt2{&kGpt2Splitter};
+const Pattern Pattern::kBailing{&kBailingSplitter};
+const Pattern Pattern::kO200k{&kO200kSplitter};
+const Pattern Pattern::kKimi{&kKimiSplitter};
+
+std::vector<Pattern> all_patterns() {
+  std::vector<Pattern> all = {Pattern::kQwen2,   Pattern::kQwen35, Pattern::kGpt2,
+                              Pattern::kBailing, Pattern::kO200k,  Pattern::kKimi};
+  Registered& r = registered();
+  std::lock_guard<std::mutex> lock(r.mu);
+  all.insert(all.end(), r.patterns.begin(), r.patterns.end());
+  return all;
+}
+
+Status register_pattern(const Splitter* s) {
+  if (s == nullptr || s->name == nullptr || s->regex == nullptr || s->next_piece == nullptr)
+    return invalid_argument("register_pattern: a name, a regex and a matcher are needed");
+  for (Pattern p : all_patterns())
+    if (std::string_view(p.splitter().name) == s->name || std::string_view(p.splitter().regex) == s->regex)
+      return invalid_argument(std::string("split pattern '") + s->name + "' (or its regex) is already known as '" +
+                              p.splitter().name + "'");
+  Registered& r = registered();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.patterns.emplace_back(s);
+  return Status::ok();
 }
 
 std::optional<Pattern> recognize(std::string_view regex) {
-  for (Pattern p : kAllPatterns)
-    if (regex == pattern_regex(p)) return p;
+  for (Pattern p : all_patterns())
+    if (regex == p.splitter().regex) return p;
   return std::nullopt;
-}
-
-size_t next_piece(Pattern p, std::string_view text, size_t i) {
-  switch (p) {
-    case Pattern::kQwen2: return qwen_piece(text, i, ud::kFlagLetter);
-    case Pattern::kQwen35: return qwen_piece(text, i, ud::kFlagLetter | ud::kFlagMark);
-    case Pattern::kGpt2: return gpt2_piece(text, i);
-    case Pattern::kBailing: return bailing_piece(text, i);
-    case Pattern::kO200k: return o200k_piece(text, i);
-    case Pattern::kKimi: return kimi_piece(text, i);
-  }
-  return text.size();
 }
 
 }  // namespace hypic::pretok

@@ -12,31 +12,47 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
+#include <vector>
+
+#include "core/status.h"
 
 namespace hypic::pretok {
 
-enum class Pattern {
+// A hand-coded matcher for one split regex.
+struct Splitter {
+  const char* name;   // "qwen2"
+  const char* regex;  // the regex source exactly as tokenizer.json writes it
+  // End (byte offset, > i) of the piece that starts at byte i of `text` (valid UTF-8, i <
+  // text.size()). Every character belongs to some piece, so pieces tile the text.
+  size_t (*next_piece)(std::string_view text, size_t i);
+};
+
+// A split pattern: a built-in matcher (below) or one a model family registers
+// (register_pattern). Copyable; compares by identity.
+class Pattern {
+ public:
+  // The built-in patterns:
   // Qwen2 / Qwen2.5 / Qwen3 / Qwen3-Next:
   // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|
   // \s*[\r\n]+|\s+(?!\S)|\s+
-  kQwen2,
+  static const Pattern kQwen2;
   // Qwen3.5: as kQwen2 with [\p{L}\p{M}]+ for letters and \p{M} excluded from punctuation.
-  kQwen35,
+  static const Pattern kQwen35;
   // GPT-2 (ByteLevel use_regex=true):
   // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-  kGpt2,
+  static const Pattern kGpt2;
   // Bailing: Ling 2.0 / Ring 2.0 / Ring-linear 2.0 (inclusionAI; llama.cpp "bailingmoe"):
   // '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|
   // \s*[\r\n]|\s+(?!\S)|\s+
   // It splits exactly as kQwen2 does (see bailing_piece in pretokenize.cpp).
-  kBailing,
+  static const Pattern kBailing;
   // o200k (GPT-4o; MiniMax-Text-01 / M1 / M2): words split by letter case, contractions
   // kept on the word, numbers in runs of up to three:
   // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
   // (?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+
   // [\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
   // \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
-  kO200k,
+  static const Pattern kO200k;
   // Kimi (Kimi-K2, Kimi-Linear; tiktoken, so Rust's fancy-regex, whose classes and
   // backtracking order agree with Oniguruma's here): o200k with Han runs split off first and
   // Han removed from both letter-case classes, and only [\r\n]* after punctuation:
@@ -44,22 +60,32 @@ enum class Pattern {
   // [^\r\n\p{L}\p{N}]?[U&&[^\p{Han}]]+[W&&[^\p{Han}]]*C?|\p{N}{1,3}|
   // ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
   // with U = \p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}, W = \p{Ll}\p{Lm}\p{Lo}\p{M}, C the contractions.
-  kKimi,
+  static const Pattern kKimi;
+
+  constexpr explicit Pattern(const Splitter* s) : s_(s) {}
+  const Splitter& splitter() const { return *s_; }
+  bool operator==(const Pattern& o) const { return s_ == o.s_; }
+
+ private:
+  const Splitter* s_;
 };
 
-// Every pattern, in the order error messages list them.
-inline constexpr Pattern kAllPatterns[] = {Pattern::kQwen2,   Pattern::kQwen35, Pattern::kGpt2,
-                                           Pattern::kBailing, Pattern::kO200k,  Pattern::kKimi};
+// Every pattern, built-in first, in the order error messages list them.
+std::vector<Pattern> all_patterns();
 
-const char* pattern_regex(Pattern p);
-const char* pattern_name(Pattern p);
+// Adds a matcher (it must outlive every use: a static object). Error when its name or regex
+// is taken.
+Status register_pattern(const Splitter* s);
 
-// The pattern whose regex source is exactly `regex`, if it is one we implement.
+inline const char* pattern_regex(Pattern p) { return p.splitter().regex; }
+inline const char* pattern_name(Pattern p) { return p.splitter().name; }
+
+// The pattern whose regex source is exactly `regex`, if one is implemented.
 std::optional<Pattern> recognize(std::string_view regex);
 
-// End (byte offset, > i) of the piece that starts at byte i of `text` (valid UTF-8, i <
-// text.size()). Every character belongs to some piece, so pieces tile the text.
-size_t next_piece(Pattern p, std::string_view text, size_t i);
+inline size_t next_piece(Pattern p, std::string_view text, size_t i) {
+  return p.splitter().next_piece(text, i);
+}
 
 // Calls fn(piece) for each piece of `text`, in order.
 template <typename Fn>

@@ -26,7 +26,7 @@ using json = nlohmann::json;
 // What the rank file does not say.
 struct Profile {
   std::string name;     // for summary() and messages
-  pretok::Pattern pattern;
+  pretok::Pattern pattern = pretok::Pattern::kQwen2;
   bool nfc = false;
   int reserved = 0;     // ids n .. n+reserved-1 are special tokens, named from the config or
                         // "<|reserved_token_{id}|>" (tokenization_kimi.py)
@@ -119,7 +119,7 @@ class TiktokenLoader {
 
   Status unsupported_pattern_(const std::string& rx) const {
     std::string known;
-    for (pretok::Pattern p : pretok::kAllPatterns) {
+    for (pretok::Pattern p : pretok::all_patterns()) {
       known += known.empty() ? "" : "; ";
       known += std::string(pretok::pattern_name(p)) + ": " + json(pretok::pattern_regex(p)).dump();
     }

@@ -72,7 +72,7 @@ class Loader {
     auto pattern = pretok::recognize(rx);
     if (!pattern) {
       std::string known;
-      for (pretok::Pattern p : pretok::kAllPatterns) {
+      for (pretok::Pattern p : pretok::all_patterns()) {
         known += known.empty() ? "" : "; ";
         known += std::string(pretok::pattern_name(p)) + ": " + json(pretok::pattern_regex(p)).dump();
       }

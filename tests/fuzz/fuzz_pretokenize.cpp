@@ -53,7 +53,7 @@ void check_pieces(pretok::Pattern p, std::string_view text) {
 }
 
 void check_all_patterns(std::string_view text) {
-  for (pretok::Pattern p : pretok::kAllPatterns) check_pieces(p, text);
+  for (pretok::Pattern p : pretok::all_patterns()) check_pieces(p, text);
 }
 
 }  // namespace

@@ -254,6 +254,29 @@ TEST(TokenizerLoad, CorruptFiles) {
   EXPECT_FALSE(Tokenizer::from_json(j.dump()).is_ok());
 }
 
+// A family that lives outside src/ brings its split as a matcher (pretok::register_pattern):
+// a tokenizer.json whose Split regex is that matcher's then loads and splits with it.
+size_t every_char(std::string_view s, size_t i) {
+  size_t n = 1;
+  while (i + n < s.size() && (uint8_t(s[i + n]) & 0xC0) == 0x80) ++n;
+  return i + n;
+}
+const pretok::Splitter kEveryChar{"test-every-char", "(?s:.)", every_char};
+
+TEST(TokenizerLoad, RegisteredSplitPatternIsRecognised) {
+  json j = base_json();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = kEveryChar.regex;
+  EXPECT_EQ(load_error(j).code(), StatusCode::kUnsupported);  // unknown before
+  ASSERT_TRUE(pretok::register_pattern(&kEveryChar).is_ok());
+  EXPECT_FALSE(pretok::register_pattern(&kEveryChar).is_ok());  // a name is taken once
+  auto t = Tokenizer::from_json(j.dump(), "test.json");
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  EXPECT_EQ(t->encode("hello", false).size(), 5u);  // a piece per character: no merge crosses
+  auto whole = Tokenizer::from_json(base_json().dump(), "test.json");
+  ASSERT_TRUE(whole.is_ok());
+  EXPECT_LT(whole->encode("hello", false).size(), 5u);
+}
+
 TEST(TokenizerLoad, UnsupportedComponentsAreNamed) {
   json j = base_json();
   j["normalizer"] = {{"type", "NFKC"}};
@@ -266,7 +289,7 @@ TEST(TokenizerLoad, UnsupportedComponentsAreNamed) {
   s = load_error(j);
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_TRUE(mentions(s, "Split regex")) << s.to_string();
-  for (pretok::Pattern p : pretok::kAllPatterns) {  // the message lists what is implemented
+  for (pretok::Pattern p : pretok::all_patterns()) {  // the message lists what is implemented
     EXPECT_TRUE(mentions(s, pretok::pattern_name(p))) << s.to_string();
     EXPECT_EQ(pretok::recognize(pretok::pattern_regex(p)), p) << pretok::pattern_name(p);
   }
