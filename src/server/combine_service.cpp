@@ -22,11 +22,11 @@ namespace pb = cluster::pb;
 constexpr std::chrono::milliseconds kWorkingEvery{1000};
 
 struct CombineServer::Service final : pb::Combine::Service {
-  Service(CombineHooks h, rpc::CredentialsPtr c) : hooks(std::move(h)), creds(std::move(c)) {}
+  Service(const Admission& a, rpc::CredentialsPtr c) : admission(a), creds(std::move(c)) {}
 
   grpc::Status GetLoad(grpc::ServerContext* ctx, const pb::LoadRequest*, pb::InstanceLoad* out) override {
     if (auto st = creds->check(ctx, "Combine.GetLoad"); !st.ok()) return st;
-    *out = hooks.load();
+    *out = admission.load();
     return grpc::Status::OK;
   }
 
@@ -42,7 +42,7 @@ struct CombineServer::Service final : pb::Combine::Service {
       log["ms"] = arrival.ms();
       if (!code.empty()) log["error"] = code;
       if (!usage.is_null()) log["usage"] = usage;
-      hooks.done(status, log);
+      admission.finished(status, log);
     };
     auto send_error = [&](const ApiError& e) {
       pb::GenerateEvent ev;
@@ -53,12 +53,12 @@ struct CombineServer::Service final : pb::Combine::Service {
     };
     ApiRequest r;
     PromptParts parts;
-    if (auto e = hooks.prepare(req->openai_body(), ep, &r, &parts)) return send_error(*e);
+    if (auto e = admission.prepare(req->openai_body(), ep, &r, &parts)) return send_error(*e);
     log["stream"] = r.stream;
     log["mode"] = pic_mode_name(r.mode);
     r.client_gone = [ctx] { return ctx->IsCancelled(); };
     r.scatter_workers.assign(req->scatter_workers().begin(), req->scatter_workers().end());
-    auto admitted = hooks.submit(std::move(r), std::move(parts), arrival);
+    auto admitted = admission.submit(std::move(r), std::move(parts), arrival);
     if (auto* e = std::get_if<ApiError>(&admitted)) return send_error(*e);
     std::shared_ptr<Ticket> ticket = std::get<std::shared_ptr<Ticket>>(std::move(admitted));
     Ticket::Piece piece;
@@ -104,16 +104,16 @@ struct CombineServer::Service final : pb::Combine::Service {
     return grpc::Status::OK;
   }
 
-  CombineHooks hooks;
+  const Admission& admission;
   const rpc::CredentialsPtr creds;
 };
 
 Result<std::unique_ptr<CombineServer>> CombineServer::start(const std::string& host, int port,
-                                                            size_t max_body_bytes, CombineHooks hooks,
+                                                            size_t max_body_bytes, const Admission& admission,
                                                             rpc::CredentialsPtr creds) {
   if (port < 0 || port > 65535) return invalid_argument("gRPC port must be in [0, 65535]");
   std::unique_ptr<CombineServer> cs(new CombineServer);
-  cs->service_ = std::make_unique<Service>(std::move(hooks), creds);
+  cs->service_ = std::make_unique<Service>(admission, creds);
   grpc::ServerBuilder b;
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
   b.SetMaxReceiveMessageSize(int(std::min<size_t>(max_body_bytes + (size_t(1) << 20), size_t(1) << 30)));

@@ -21,6 +21,7 @@
 #include "engine/prompt.h"
 #include "engine/runner.h"
 #include "kv/redis.h"
+#include "server/admission.h"
 #include "server/combine_service.h"
 #include "server/jobs.h"
 #include "server/metrics.h"
@@ -48,7 +49,6 @@ struct HttpServer::Impl {
   using Clock = SegmentRegistry::Clock;
   const Model& model;
   const Tokenizer& tok;
-  const ChatTemplate& chat;  // the model family's
   ServerOptions opt;
   // Declared before the scheduler, whose workers use them (members die in reverse order).
   ServerMetrics metrics;
@@ -58,7 +58,8 @@ struct HttpServer::Impl {
   std::unique_ptr<Runner> runner;
   std::unique_ptr<Jobs> jobs;  // what the scheduler's prefill threads run
   std::unique_ptr<Scheduler> scheduler;
-  std::unique_ptr<CombineServer> combine;  // after the scheduler: its calls use it
+  std::unique_ptr<Admission> admission;    // completions in, over HTTP and from a router
+  std::unique_ptr<CombineServer> combine;  // after the admission: its calls use it
   std::unique_ptr<HttpFront> http;
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
@@ -71,7 +72,7 @@ struct HttpServer::Impl {
   bool watch_stop = false;  // guarded by watch_mu
 
   Impl(const Model& m, const Tokenizer& t, ServerOptions o)
-      : model(m), tok(t), chat(model_chat_template(m.config())), opt(std::move(o)) {}
+      : model(m), tok(t), opt(std::move(o)) {}
   ~Impl() { stop_watch(); }
   void start_watch() {
     watch = std::thread([this] {
@@ -93,10 +94,6 @@ struct HttpServer::Impl {
     if (watch.joinable()) watch.join();
   }
 
-  // Parses, validates and tokenises a completion body (the HTTP handler's and the Combine
-  // service's common path), then submits it to the scheduler.
-  std::optional<ApiError> prepare(std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts);
-  std::variant<ApiError, std::shared_ptr<Ticket>> submit(ApiRequest r, PromptParts parts, const Timer& arrival);
   // messages_body: the chat body of a POST /v1/messages (answered in Anthropic's shapes).
   void handle_completion(const HttpRequest& req, Reply reply, Endpoint ep, const std::string* messages_body = nullptr);
   void handle_messages(const HttpRequest& req, Reply reply);
@@ -105,7 +102,6 @@ struct HttpServer::Impl {
   void handle_segment_list(const HttpRequest& req, Reply reply);
   void handle_metrics(Reply reply);
   std::optional<ApiError> query_salt(const HttpRequest& req, std::string* salt) const;
-  void sweep_registry(Clock::time_point now);
   void setup_routes();
   // Writes the memory tier's entries to the disk tier (bounded by opt.flush_timeout_ms).
   void flush_cache();
@@ -113,11 +109,6 @@ struct HttpServer::Impl {
     if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
   }
 };
-
-void HttpServer::Impl::sweep_registry(Clock::time_point now) {
-  for (const std::string& id : registry->sweep(now))
-    log_line(json{{"event", "segment.expire"}, {"id", id}});
-}
 
 std::optional<ApiError> HttpServer::Impl::query_salt(const HttpRequest& req,
                                                      std::string* salt) const {
@@ -128,41 +119,10 @@ std::optional<ApiError> HttpServer::Impl::query_salt(const HttpRequest& req,
   return std::nullopt;
 }
 
-std::optional<ApiError> HttpServer::Impl::prepare(std::string_view body, Endpoint ep,
-                                                 ApiRequest* r, PromptParts* parts) {
-  if (auto e = parse_request(body, ep, opt.limits, r)) return e;
-  if (r->model != opt.model_name) return model_not_found(r->model, opt.model_name);
-  if (auto e = apply_auto_segments(r, opt.auto_segments, opt.limits)) return e;
-  if (auto e = request_grammar(chat, r)) return e;
-  // Registered segments referenced by id: tokens from the tenant's registration.
-  const auto now = Clock::now();
-  sweep_registry(now);
-  const SegmentResolver resolve = [this, r, now](const std::string& sid, std::vector<int32_t>* ids)
-      -> std::optional<ApiError> {
-    Status down;
-    SegmentRegistry::Ptr s = registry->find(sid, r->cache_salt, now, &down);
-    if (!down.is_ok()) return registry_unavailable(sid, down);
-    if (!s) return segment_not_found(sid);
-    *ids = s->tokens;
-    return std::nullopt;
-  };
-  const int64_t ctx = model.config().max_position_embeddings;
-  return build_prompt(tok, chat, *r, ctx - r->max_tokens, parts, resolve);
-}
-
-std::variant<ApiError, std::shared_ptr<Ticket>> HttpServer::Impl::submit(ApiRequest r, PromptParts parts,
-                                                                          const Timer& arrival) {
-  Scheduler::Rejection why = Scheduler::Rejection::kNone;
-  auto ticket = scheduler->submit(std::move(r), std::move(parts), arrival, &why);
-  if (ticket) return ticket;
-  return why == Scheduler::Rejection::kQueueFull ? overloaded_error() : shutting_down_error();
-}
-
 void HttpServer::Impl::handle_messages(const HttpRequest& req, Reply reply) {
   auto chat = messages_to_chat(req.body, opt.limits);
   if (auto* e = std::get_if<ApiError>(&chat)) {
-    log_line(json{{"path", req.path}, {"status", e->http_status}, {"error", e->code}});
-    metrics.count_request(e->http_status);
+    admission->finished(e->http_status, json{{"path", req.path}, {"status", e->http_status}, {"error", e->code}});
     return reply(anthropic_error_reply(*e));
   }
   handle_completion(req, std::move(reply), Endpoint::kChat, &std::get<std::string>(chat));
@@ -183,14 +143,13 @@ void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, En
       log["ms"] = arrival.ms();
       if (!code.empty()) log["error"] = code;
       if (!usage.is_null()) log_usage(log, usage);
-      log_line(log);
-      metrics.count_request(status);
+      admission->finished(status, log);
     });
   };
   ApiRequest r;
   PromptParts parts;
   const auto error = [&m](const ApiError& e) { return m.anthropic ? anthropic_error_reply(e) : error_reply(e); };
-  if (auto e = prepare(messages_body ? *messages_body : req.body, ep, &r, &parts)) {
+  if (auto e = admission->prepare(messages_body ? *messages_body : req.body, ep, &r, &parts)) {
     done()(e->http_status, nullptr, e->code);
     return reply(error(*e));
   }
@@ -202,7 +161,7 @@ void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, En
   // The front watches the socket: a client that leaves cancels the job (before its prefill,
   // or at its next token).
   r.client_gone = req.client_gone();
-  auto admitted = submit(std::move(r), std::move(parts), arrival);
+  auto admitted = admission->submit(std::move(r), std::move(parts), arrival);
   if (auto* e = std::get_if<ApiError>(&admitted)) {
     done()(e->http_status, nullptr, e->code);
     return reply(error(*e));
@@ -233,7 +192,7 @@ void HttpServer::Impl::handle_register(const HttpRequest& req, Reply reply) {
                                      std::to_string(ctx) + " tokens; split it into smaller segments",
                                  "text", "context_length_exceeded"));
   const auto now = Clock::now();
-  sweep_registry(now);
+  admission->sweep(now);
   if (auto e = capacity_error(*registry, registry->would_admit(0, now), 0)) return fail(log, *e);  // before building
   ApiRequest r;
   r.cache_salt = sr.cache_salt;
@@ -243,7 +202,7 @@ void HttpServer::Impl::handle_register(const HttpRequest& req, Reply reply) {
   r.registration = std::move(sr);
   PromptParts parts;
   parts.segments.push_back(std::move(ids));
-  auto admitted = submit(std::move(r), std::move(parts), arrival);
+  auto admitted = admission->submit(std::move(r), std::move(parts), arrival);
   if (auto* e = std::get_if<ApiError>(&admitted)) return fail(log, *e);
   when_finished(std::get<std::shared_ptr<Ticket>>(admitted), [this, reply, log, arrival, fail](std::string, Outcome o) mutable {
     if (o.error) return fail(log, *o.error);
@@ -260,7 +219,7 @@ void HttpServer::Impl::handle_segment(const HttpRequest& req, Reply reply, bool 
   std::string salt;
   if (auto e = query_salt(req, &salt)) return reply(error_reply(*e));
   const auto now = Clock::now();
-  sweep_registry(now);
+  admission->sweep(now);
   if (!del) {
     Status down;
     SegmentRegistry::Ptr s = registry->find(sid, salt, now, &down);
@@ -284,7 +243,7 @@ void HttpServer::Impl::handle_segment_list(const HttpRequest& req, Reply reply) 
   std::string salt;
   if (auto e = query_salt(req, &salt)) return reply(error_reply(*e));
   const auto now = Clock::now();
-  sweep_registry(now);
+  admission->sweep(now);
   json data = json::array();
   for (const auto& s : registry->list(salt, now)) data.push_back(segment_json(*s));
   reply(json_reply(json{{"object", "list"}, {"data", data}}));
@@ -292,7 +251,7 @@ void HttpServer::Impl::handle_segment_list(const HttpRequest& req, Reply reply) 
 
 void HttpServer::Impl::handle_metrics(Reply reply) {
   const auto now = Clock::now();
-  sweep_registry(now);
+  admission->sweep(now);
   ServerMetrics::Live live;
   live.queue_depth = scheduler->queued();
   live.running = scheduler->running();
@@ -438,6 +397,15 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   impl->scheduler = std::make_unique<Scheduler>(
       impl->opt.scheduler, [jobs = impl->jobs.get()](const Scheduler::Job& j) { return jobs->run(j); },
       &model, &tok);
+  Admission::Options ao;
+  ao.model_name = impl->opt.model_name;
+  ao.limits = impl->opt.limits;
+  ao.auto_segments = impl->opt.auto_segments;
+  ao.max_batch = impl->opt.scheduler.max_batch;
+  ao.max_queue = impl->opt.scheduler.max_queue;
+  ao.log_requests = impl->opt.log_requests;
+  impl->admission = std::make_unique<Admission>(model, tok, *impl->registry, *impl->scheduler, impl->metrics,
+                                                *impl->store, std::move(ao));
   if (ro.records && !ro.records->shared()) {  // shared ones are resolved when used
     auto recs = ro.records->load(ro.model, int64_t(std::time(nullptr)));
     if (!recs) return recs.status().with_context("reading the registered segments");
@@ -446,30 +414,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   }
   impl->setup_routes();
   if (impl->opt.grpc_port >= 0) {
-    CombineHooks h;
-    h.prepare = [p](std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts) {
-      return p->prepare(body, ep, r, parts);
-    };
-    h.submit = [p](ApiRequest r, PromptParts parts, const Timer& arrival) {
-      return p->submit(std::move(r), std::move(parts), arrival);
-    };
-    h.load = [p, &model] {
-      cluster::pb::InstanceLoad l;
-      l.set_model_name(p->opt.model_name);
-      l.set_model_fingerprint(model.fingerprint());
-      l.set_dtype(safetensors_dtype_name(model.compute_type()));
-      l.set_running(p->scheduler->running());
-      l.set_queued(p->scheduler->queued());
-      l.set_max_batch(p->opt.scheduler.max_batch);
-      l.set_max_queue(p->opt.scheduler.max_queue);
-      l.set_cache_bytes(p->store->stats().mem_bytes);
-      return l;
-    };
-    h.done = [p](int status, const json& log) {
-      p->log_line(log);
-      p->metrics.count_request(status);
-    };
-    auto cs = CombineServer::start(impl->opt.host, impl->opt.grpc_port, impl->opt.limits.max_body_bytes, std::move(h),
+    auto cs = CombineServer::start(impl->opt.host, impl->opt.grpc_port, impl->opt.limits.max_body_bytes, *impl->admission,
                                    impl->opt.creds);
     if (!cs) return cs.status();
     impl->combine = std::move(cs).value();
