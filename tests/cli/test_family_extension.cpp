@@ -19,6 +19,7 @@
 #include "checkpoint/safetensors.h"
 #include "common/testutil.h"
 #include "engine/compose.h"
+#include "engine/engine_util.h"
 #include "engine/prompt.h"
 #include "engine/tokenized_request.h"
 #include "kernels/elementwise.h"
@@ -338,12 +339,7 @@ class ArchExtension : public ::testing::Test {
   static inline const Model* model_ = nullptr;
 };
 
-std::vector<int32_t> doc(uint32_t seed, int n) {
-  std::mt19937 g(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) x = int32_t(g() % 500u);
-  return t;
-}
+std::vector<int32_t> doc(uint32_t seed, int n) { return test::doc(seed, n, kVocab); }
 
 std::vector<float> prefill(const Model& m, const Composer& c, const PromptParts& p, PicMode mode,
                            int seam, ComposeStats* stats = nullptr) {

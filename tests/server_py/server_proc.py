@@ -1,5 +1,6 @@
 """Helpers the server_py suites share (stdlib only): their own command-line flags, spawned
 hypic processes (start, log, stop), and waiting for a condition."""
+import atexit
 import json
 import os
 import signal
@@ -79,20 +80,40 @@ def _pump(src, dst, buf):
         pass
 
 
+_open_records = {}  # connection id -> (path, lock, sent, got): written when it closes or at exit
+
+
+def _write_record(key):
+    rec = _open_records.pop(key, None)
+    if rec is None:
+        return
+    path, lock, sent, got = rec
+    req = b"".join(sent)
+    if req[:1].isalpha():  # HTTP/1 (not gRPC or TLS bytes)
+        line = json.dumps({"request": req.decode("latin-1"), "response": b"".join(got).decode("latin-1")})
+        with lock, open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+@atexit.register
+def _write_open_records():
+    """Keep-alive connections still open when the suite ends are recorded as they stand."""
+    for key in list(_open_records):
+        _write_record(key)
+
+
 def _record_connection(client, port, path, lock):
     up = socket.create_connection(("127.0.0.1", port))
     sent, got = [], []
+    key = id(sent)
+    _open_records[key] = (path, lock, sent, got)
     t = threading.Thread(target=_pump, args=(up, client, got), daemon=True)
     t.start()
     _pump(client, up, sent)
     t.join()
     client.close()
     up.close()
-    req = b"".join(sent)
-    if req[:1].isalpha():  # HTTP/1 (not gRPC or TLS bytes)
-        line = json.dumps({"request": req.decode("latin-1"), "response": b"".join(got).decode("latin-1")})
-        with lock, open(path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+    _write_record(key)
 
 
 def recorded(port):
