@@ -40,10 +40,17 @@ struct Bandwidth {
   double read = 0, copy = 0;
 };
 
-Bandwidth bandwidth() {
-  constexpr size_t kWords = (size_t(1) << 30) / 8, kChunk = size_t(1) << 20;
+constexpr size_t kWords = (size_t(1) << 30) / 8;
+
+// The 1 GiB the measurement reads, on huge pages; made once per bench (zeroing it costs
+// seconds of page faults in a VM).
+Tensor bandwidth_buffer() {
   const HugePageScope huge;
-  const Tensor buf = Tensor::zeros(DType::kF32, {int64_t(kWords * 2)});
+  return Tensor::zeros(DType::kF32, {int64_t(kWords * 2)});
+}
+
+Bandwidth bandwidth(const Tensor& buf) {
+  constexpr size_t kChunk = size_t(1) << 20;
   auto* a = static_cast<uint64_t*>(buf.raw());
   const int64_t chunks = int64_t(kWords / kChunk);
   std::vector<uint64_t> part(static_cast<size_t>(chunks));
@@ -81,7 +88,8 @@ Result<nlohmann::json> bench_decode(const DecodeBenchOptions& o) {
   auto loaded = Model::load(o.model, lo);
   if (!loaded) return loaded.status();
   const Model& model = **loaded;
-  const Bandwidth before = bandwidth();
+  const Tensor bw_buf = bandwidth_buffer();
+  const Bandwidth before = bandwidth(bw_buf);
   std::mt19937 rng(1);
   nlohmann::json out = {{"model", o.model},       {"dtype", o.dtype_label},
                         {"prompt", o.prompt},     {"steps", o.steps},
@@ -116,7 +124,7 @@ Result<nlohmann::json> bench_decode(const DecodeBenchOptions& o) {
     if (o.on_row) o.on_row(row);
     out["rows"].push_back(std::move(row));
   }
-  const Bandwidth after = bandwidth();  // the host's bandwidth may change during the rows
+  const Bandwidth after = bandwidth(bw_buf);  // the host's bandwidth may change during the rows
   out["read_GBps"] = {before.read, after.read};
   out["copy_GBps"] = {before.copy, after.copy};
   return out;
