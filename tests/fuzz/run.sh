@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/CMakeLists.txt, clang) into build-fuzz and runs
-# each on a copy of its seed corpus for SECONDS (default 30; `make test` runs 30, a long run
+# each on a copy of its seed corpus for SECONDS (default 30; `make test` runs 15, a long run
 # is e.g. `tests/fuzz/run.sh 3600`). Every input under tests/fuzz/regressions/<target>/ is
 # replayed first. Exit status: 0 clean, 1 a target failed (its crashing inputs are copied to
 # tests/fuzz/regressions/<target>/ for committing, with the fix), 77 clang++ or libFuzzer
