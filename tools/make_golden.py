@@ -55,6 +55,9 @@ from safetensors import safe_open  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from golden_report import name_patterns, print_layouts, print_report, tensor_layout  # noqa: E402,F401
+
 REQUIRED_TRANSFORMERS = "5.23.0"
 # A directory that needs a later release names it (make_golden_kda's ling3_lora_limits: 5.25.0, the first
 # whose BailingHybrid reads q_lora_rank and the SwiGLU limits) and checks it itself.
@@ -590,60 +593,10 @@ def save_with_extras(model, out_dir: str, extras: dict[str, torch.Tensor], save_
             f.write("\n")
 
 
-def tensor_layout(out_dir: str) -> list[tuple[str, str, list[int]]]:
-    rows = []
-    for fn in sorted(os.listdir(out_dir)):
-        if fn.endswith(".safetensors") and fn.startswith("model"):
-            with safe_open(os.path.join(out_dir, fn), framework="pt") as f:
-                for k in f.keys():
-                    sl = f.get_slice(k)
-                    rows.append((k, sl.get_dtype(), list(sl.get_shape())))
-    return sorted(rows)
-
-
 # MoE models: random top-k routing is discontinuous, so bf16 rounding flips expert choices for a
 # few tokens; smaller read/write gains keep those flips from swamping the logits (see README).
 MOE_GAINS = {"read": 0.6, "write": 0.3, "router": 5.0}
 DENSE_GAINS = {"read": 0.6, "write": 0.3, "embed": 0.1, "first_layer_write": 3.0, "final_norm_mean": 1.0}
-def name_patterns(layout: list[tuple[str, str, list[int]]]) -> list[str]:
-    """Distinct tensor-name patterns: layer index -> {L}, expert index -> {E}."""
-    import re
-    pats: dict[str, dict] = {}
-    for k, dt, shape in layout:
-        layers = re.findall(r"\.layers\.(\d+)\.", k)
-        pat = re.sub(r"\.layers\.\d+\.", ".layers.{L}.", k)
-        pat = re.sub(r"\.experts\.\d+\.", ".experts.{E}.", pat)
-        e = pats.setdefault(pat, {"dtype": set(), "shape": set(), "layers": set(), "n": 0})
-        e["dtype"].add(dt)
-        e["shape"].add(tuple(shape))
-        e["layers"].update(int(x) for x in layers)
-        e["n"] += 1
-    out = []
-    for pat, e in sorted(pats.items()):
-        lay = f" layers {sorted(e['layers'])}" if e["layers"] else ""
-        out.append(f"{pat}  {'/'.join(sorted(e['dtype']))} {' '.join(str(list(x)) for x in sorted(e['shape']))}"
-                   f"  x{e['n']}{lay}")
-    return out
-
-
-def print_layouts(results: list[dict]) -> None:
-    """Each written model's tensor layout (name patterns, dtypes, shapes)."""
-    for r in results:
-        print(f"\n{r['name']} tensor layout:")
-        for line in name_patterns(r["layout"]):
-            print("   ", line)
-    print()
-
-
-def print_report(results: list[dict]) -> None:
-    """Tensor layouts, then one line of figures per model (make_golden_lightning / _kda results)."""
-    print_layouts(results)
-    for r in results:
-        print(f"{r['name']}: seed {r['seed']}, prompt {r['T']} tokens, min margin {r['min_margin']:.4f}, "
-              f"bf16 dev {r['dev_bf16'][0]:.3f}-{r['dev_bf16'][1]:.3f} (w-rounded {r['dev_wround'][0]:.3f}-"
-              f"{r['dev_wround'][1]:.3f}), margin/dev {r['robustness']:.2f}, decode-vs-prefill {r['dec_vs_prefill']:.3e}, "
-              f"independent reference vs golden {max(r['ref']['prompt'], r['ref']['decode']):.3e}, "
-              f"dir {r['size'] / 1e6:.2f} MB, tokenizer: {r['tokenizer']}")
 
 
 # save_pretrained options. transformers 5.23 reverts its internal packed-expert layout to per-expert

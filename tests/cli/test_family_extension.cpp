@@ -355,12 +355,6 @@ std::vector<float> prefill(const Model& m, const Composer& c, const PromptParts&
   return logits;
 }
 
-std::shared_ptr<SegmentStore> store() {
-  SegmentStore::Options o;
-  o.mem_budget_bytes = 64 << 20;
-  return std::shared_ptr<SegmentStore>(std::move(SegmentStore::open(o)).value());
-}
-
 // Its chat format: the engine lays a PIC prompt out in the family's template (found by the
 // name its architecture gives), special markers as special tokens, and generation stops on
 // the template's end token.
@@ -443,7 +437,7 @@ TEST_F(ArchExtension, DecodeBatchEqualsSingleSequenceSteps) {
 }
 
 TEST_F(ArchExtension, ComposesColdEqualsWarmAndFirstSegmentEqualsFull) {
-  Composer c(m(), store(), nullptr);
+  Composer c(m(), test::store(64), nullptr);
   PromptParts p;
   p.prefix = doc(10, 12);
   p.segments = {doc(11, 90), doc(12, 60)};
