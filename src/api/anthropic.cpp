@@ -25,43 +25,43 @@ json error_json(int status, const std::string& message) {
   return json{{"type", "error"}, {"error", {{"type", error_type(status)}, {"message", message}}}};
 }
 
-std::string stop_reason(const json& result) {
-  if (result.value("finish_reason", "") == "length") return "max_tokens";
-  if (result.value("finish_reason", "") == "tool_calls") return "tool_use";
-  return result.contains("stop_sequence") ? "stop_sequence" : "end_turn";
+std::string stop_reason(const ChoiceResult& c) {
+  if (c.finish_reason == "length") return "max_tokens";
+  if (c.finish_reason == "tool_calls") return "tool_use";
+  return !c.stop_sequence.empty() ? "stop_sequence" : "end_turn";
 }
 
-// Anthropic's usage from the chat usage: input tokens not read from or written to a cache,
-// and those that were.
-json usage_of(const json& u) {
-  const int64_t prompt = u.value("prompt_tokens", int64_t(0));
-  const int64_t read = u.contains("prompt_tokens_details") ? u["prompt_tokens_details"].value("cached_tokens", int64_t(0)) : 0;
-  const int64_t written = u.contains("hypic") ? u["hypic"].value("cached_new_tokens", int64_t(0)) : 0;
-  return json{{"input_tokens", std::max<int64_t>(0, prompt - read - written)},
-              {"output_tokens", u.value("completion_tokens", int64_t(0))},
+json stop_sequence(const ChoiceResult& c) { return c.stop_sequence.empty() ? json(nullptr) : json(c.stop_sequence); }
+
+// Anthropic's usage: input tokens not read from or written to a cache, and those that were.
+json usage_of(const Usage& u) {
+  const int64_t read = u.reused_tokens, written = u.cached_new_tokens;
+  return json{{"input_tokens", std::max<int64_t>(0, u.prompt_tokens - read - written)},
+              {"output_tokens", u.completion_tokens},
               {"cache_creation_input_tokens", written},
               {"cache_read_input_tokens", read},
-              {"hypic", u.contains("hypic") ? u["hypic"] : json(nullptr)}};
+              {"hypic", usage_json(u)["hypic"]}};
 }
 
-// A tool call of the reply ({"id", "name", "arguments"}) as a tool_use block.
-json tool_use(const json& call) {
-  json input = json::parse(call.value("arguments", "{}"), nullptr, /*allow_exceptions=*/false);
-  return json{{"type", "tool_use"}, {"id", call["id"]}, {"name", call["name"]},
+// A tool call of the reply as a tool_use block.
+json tool_use(const ToolCall& call) {
+  json input = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+  return json{{"type", "tool_use"}, {"id", call.id}, {"name", call.name},
               {"input", input.is_object() ? input : json::object()}};
 }
 
-json message_json(const ReplyMeta& m, const std::string& text, const json& result) {
+// The message of a finished reply (`result` its one choice and usage), or the one that
+// message_start opens (null: no stop reason, no usage yet).
+json message_json(const ReplyMeta& m, const CompletionResult* result) {
   json content = json::array();
-  const bool calls = result.contains("tool_calls") && !result["tool_calls"].empty();
-  if (!text.empty() || !calls) content.push_back(json{{"type", "text"}, {"text", text}});  // a message has a block
-  if (calls)
-    for (const json& c : result["tool_calls"]) content.push_back(tool_use(c));
+  const ChoiceResult none;
+  const ChoiceResult& c = result ? result->choices.front() : none;
+  if (!c.text.empty() || c.tool_calls.empty()) content.push_back(json{{"type", "text"}, {"text", c.text}});  // a message has a block
+  for (const ToolCall& call : c.tool_calls) content.push_back(tool_use(call));
   return json{{"id", m.id}, {"type", "message"}, {"role", "assistant"}, {"model", m.model}, {"content", content},
-              {"stop_reason", result.is_null() ? json(nullptr) : json(stop_reason(result))},
-              {"stop_sequence", result.contains("stop_sequence") ? result["stop_sequence"] : json(nullptr)},
-              {"usage", result.contains("usage") ? usage_of(result["usage"])
-                                                 : json{{"input_tokens", 0}, {"output_tokens", 0}}}};
+              {"stop_reason", result ? json(stop_reason(c)) : json(nullptr)},
+              {"stop_sequence", stop_sequence(c)},
+              {"usage", result ? usage_of(result->usage) : json{{"input_tokens", 0}, {"output_tokens", 0}}}};
 }
 
 std::string sse(const char* name, const json& data) { return std::string("event: ") + name + "\ndata: " + dump(data) + "\n\n"; }
@@ -73,7 +73,7 @@ class MessagesStream final : public TicketBodyStream {
 
  private:
   void start(std::string* out) override {
-    json msg = message_json(m_, "", nullptr);
+    json msg = message_json(m_, nullptr);
     msg["content"] = json::array();  // the blocks follow, each from its content_block_start
     *out += sse("message_start", json{{"type", "message_start"}, {"message", std::move(msg)}});
   }
@@ -83,13 +83,13 @@ class MessagesStream final : public TicketBodyStream {
                                             {"delta", {{"type", "text_delta"}, {"text", text}}}});
   }
   // A tool_use block of its own: start (input {}), the input as one input_json_delta, stop.
-  void tool_call(const json& call, int, std::string* out) override {
+  void tool_call(const ToolCall& call, int, int, std::string* out) override {
     close_block(out);
     json start = tool_use(call);
     start["input"] = json::object();
     *out += sse("content_block_start", json{{"type", "content_block_start"}, {"index", index_}, {"content_block", start}});
     *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", index_},
-                                            {"delta", {{"type", "input_json_delta"}, {"partial_json", call["arguments"]}}}});
+                                            {"delta", {{"type", "input_json_delta"}, {"partial_json", call.arguments}}}});
     *out += sse("content_block_stop", json{{"type", "content_block_stop"}, {"index", index_}});
     ++index_;
     blocks_ = true;
@@ -109,13 +109,13 @@ class MessagesStream final : public TicketBodyStream {
     blocks_ = true;
   }
   void finish(const Outcome& o, std::string* out) override {
-    if (!o.result.is_null() && o.result.contains("finish_reason")) {
+    if (o.completion) {
+      const ChoiceResult& c = o.completion->choices.front();
       if (!blocks_) open_text(out);  // a reply has at least one block
       close_block(out);
       *out += sse("message_delta", json{{"type", "message_delta"},
-                                        {"delta", {{"stop_reason", stop_reason(o.result)},
-                                                   {"stop_sequence", o.result.contains("stop_sequence") ? o.result["stop_sequence"] : json(nullptr)}}},
-                                        {"usage", usage_of(o.result["usage"])}});
+                                        {"delta", {{"stop_reason", stop_reason(c)}, {"stop_sequence", stop_sequence(c)}}},
+                                        {"usage", usage_of(o.completion->usage)}});
     }
     if (o.error) {
       *out += sse("error", error_json(o.error->http_status, o.error->message));
@@ -123,7 +123,7 @@ class MessagesStream final : public TicketBodyStream {
       return;
     }
     *out += sse("message_stop", json{{"type", "message_stop"}});
-    end()(200, o.result["usage"], "");
+    end()(200, o.completion ? usage_json(o.completion->usage) : json(nullptr), "");
   }
 
   ReplyMeta m_;
@@ -138,13 +138,13 @@ HttpResponse anthropic_error_reply(const ApiError& e) { return json_reply(error_
 
 void reply_messages(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, ReplyDone done) {
   if (!m.stream) {
-    return when_finished(std::move(ticket), [reply, m, done](std::string text, Outcome o) {
+    return when_finished(std::move(ticket), [reply, m, done](std::string, Outcome o) {
       if (o.error) {
         done(o.error->http_status, nullptr, o.error->code);
         return reply(anthropic_error_reply(*o.error));
       }
-      json body = message_json(m, o.result.value("text", text), o.result);
-      done(200, o.result["usage"], "");
+      json body = message_json(m, &*o.completion);
+      done(200, usage_json(o.completion->usage), "");
       reply(json_reply(body));
     });
   }

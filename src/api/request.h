@@ -143,15 +143,6 @@ struct ApiRequest {
   std::shared_ptr<const grammar::Grammar> grammar;
   std::string grammar_trigger;  // the grammar applies after this text (tool_choice auto)
   std::string tool_call_open, tool_call_close;
-  // Not parsed; set by the HTTP layer.
-  // A registration job (POST /v1/segments): build and pin the entry of parts.segments[0].
-  std::optional<SegmentRequest> registration;
-  // True once the client has disconnected; the runner polls it between tokens. Empty: no
-  // probe (streaming requests notice a failed write instead).
-  std::function<bool()> client_gone;
-  // Set by the Combine service (a router's forward): the scatter workers this request's cold
-  // segments may be built on, replacing the server's --scatter-workers.
-  std::vector<std::string> scatter_workers;
   int segment_count() const;
 };
 

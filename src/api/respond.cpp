@@ -22,6 +22,14 @@ json chunk(const ReplyMeta& m, json delta_or_text, json finish, json logprobs = 
 
 std::string event(const json& j) { return "data: " + dump(j) + "\n\n"; }
 
+// A choice's calls as OpenAI's message.tool_calls.
+json openai_tool_calls(const std::vector<ToolCall>& calls) {
+  json out = json::array();
+  for (const ToolCall& c : calls)
+    out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  return out;
+}
+
 // Collects the text until the outcome. The wake runs on the thread that fed the ticket;
 // steps never overlap (a wake is registered only by the step that then returns).
 struct Collector : std::enable_shared_from_this<Collector> {
@@ -36,7 +44,7 @@ struct Collector : std::enable_shared_from_this<Collector> {
       const auto n = ticket->poll(&piece, &o, [self = shared_from_this()] { self->step(); });
       if (n == Ticket::Next::kPending) return;
       if (n == Ticket::Next::kText) {
-        if (piece.choice == 0 && piece.tool_call.is_null()) text += piece.text;
+        if (piece.choice == 0 && !piece.tool_call) text += piece.text;
         continue;
       }
       return fn(std::move(text), std::move(o));
@@ -58,29 +66,29 @@ class ChunkStream final : public TicketBodyStream {
     *out += event(chunk(m_, m_.chat ? json{{"content", text}} : json(text), nullptr, std::move(logprobs), choice));
   }
   // As vLLM streams them: the id and name first, then the arguments.
-  void tool_call(const json& call, int choice, std::string* out) override {
-    const json head{{"index", call["index"]}, {"id", call["id"]}, {"type", "function"},
-                    {"function", {{"name", call["name"]}, {"arguments", ""}}}};
+  void tool_call(const ToolCall& call, int index, int choice, std::string* out) override {
+    const json head{{"index", index}, {"id", call.id}, {"type", "function"},
+                    {"function", {{"name", call.name}, {"arguments", ""}}}};
     *out += event(chunk(m_, json{{"tool_calls", json::array({head})}}, nullptr, nullptr, choice));
-    const json args{{"index", call["index"]}, {"function", {{"arguments", call["arguments"]}}}};
+    const json args{{"index", index}, {"function", {{"arguments", call.arguments}}}};
     *out += event(chunk(m_, json{{"tool_calls", json::array({args})}}, nullptr, nullptr, choice));
   }
   void finish(const Outcome& o, std::string* out) override {
-    if (!o.result.is_null() && o.result.contains("usage")) {
-      const json choices = choice_results(o.result);
+    if (o.completion) {
+      const auto& choices = o.completion->choices;
       for (size_t i = 0; i < choices.size(); ++i)
-        *out += event(chunk(m_, m_.chat ? json::object() : json(""), choices[i]["finish_reason"], nullptr, int(i)));
+        *out += event(chunk(m_, m_.chat ? json::object() : json(""), choices[i].finish_reason, nullptr, int(i)));
       if (m_.include_usage) {
         json u = chunk(m_, nullptr, nullptr);
         u["choices"] = json::array();
-        u["usage"] = o.result["usage"];
+        u["usage"] = usage_json(o.completion->usage);
         *out += event(u);
       }
     }
     if (o.error) *out += event(o.error->to_json());
     *out += "data: [DONE]\n\n";
     if (o.error) end()(o.error->http_status, nullptr, o.error->code);
-    else end()(200, o.result["usage"], "");
+    else end()(200, o.completion ? usage_json(o.completion->usage) : json(nullptr), "");
   }
 
   ReplyMeta m_;
@@ -99,7 +107,7 @@ BodyStream::Poll TicketBodyStream::poll(std::string* out, const std::function<vo
     const auto n = ticket_->poll(&p, &o, wake);
     if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
     if (n == Ticket::Next::kText) {
-      if (!p.tool_call.is_null()) tool_call(p.tool_call, p.choice, out);
+      if (p.tool_call) tool_call(*p.tool_call, p.call_index, p.choice, out);
       else piece(p.text, std::move(p.logprobs), p.choice, out);
       if (out->size() >= (64u << 10)) return Poll::kData;
       continue;
@@ -131,41 +139,27 @@ void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, 
         done(o.error->http_status, nullptr, o.error->code);
         return reply(error_reply(*o.error));
       }
+      const CompletionResult& result = *o.completion;  // a job without an error has one
       json choices = json::array();
-      for (const json& c : choice_results(o.result)) {
-        json choice{{"index", choices.size()}, {"finish_reason", c["finish_reason"]},
-                    {"logprobs", c.contains("logprobs") ? c["logprobs"] : json(nullptr)}};
+      for (const ChoiceResult& c : result.choices) {
+        json choice{{"index", choices.size()}, {"finish_reason", c.finish_reason}, {"logprobs", c.logprobs}};
         if (m.chat) {
-          json calls = openai_tool_calls(c);
-          const bool text = !c["text"].get_ref<const std::string&>().empty();
-          choice["message"] = {{"role", "assistant"}, {"content", text || calls.empty() ? c["text"] : json(nullptr)}};
-          if (!calls.empty()) choice["message"]["tool_calls"] = std::move(calls);
+          choice["message"] = {{"role", "assistant"},
+                               {"content", !c.text.empty() || c.tool_calls.empty() ? json(c.text) : json(nullptr)}};
+          if (!c.tool_calls.empty()) choice["message"]["tool_calls"] = openai_tool_calls(c.tool_calls);
         } else {
-          choice["text"] = c["text"];
+          choice["text"] = c.text;
         }
         choices.push_back(std::move(choice));
       }
+      json usage = usage_json(result.usage);
       json body{{"id", m.id}, {"object", m.chat ? "chat.completion" : "text_completion"},
-                {"created", m.created}, {"model", m.model}, {"choices", std::move(choices)},
-                {"usage", o.result["usage"]}};
-      done(200, o.result["usage"], "");
+                {"created", m.created}, {"model", m.model}, {"choices", std::move(choices)}, {"usage", usage}};
+      done(200, usage, "");
       reply(json_reply(body));
     });
   }
   reply(sse_response(std::make_shared<ChunkStream>(std::move(ticket), std::move(m), std::move(done))));
-}
-
-json openai_tool_calls(const json& result) {
-  json out = json::array();
-  if (auto it = result.find("tool_calls"); it != result.end() && it->is_array())
-    for (const json& c : *it)
-      out.push_back({{"id", c["id"]}, {"type", "function"}, {"function", {{"name", c["name"]}, {"arguments", c["arguments"]}}}});
-  return out;
-}
-
-json choice_results(const json& result) {
-  if (auto it = result.find("choices"); it != result.end() && it->is_array()) return *it;
-  return json::array({result});
 }
 
 HttpResponse sse_response(std::shared_ptr<BodyStream> stream) {

@@ -29,7 +29,7 @@ struct ReplyMeta {
 };
 
 // Called exactly once, on whichever thread ended the reply: the HTTP status (499: the
-// client left), the usage object (null unless it succeeded), the error code.
+// client left), the usage object (usage_json; null unless it succeeded), the error code.
 using ReplyDone = std::function<void(int status, const nlohmann::json& usage, const std::string& error_code)>;
 
 // Non-streaming: answers once the outcome is in (the text collected meanwhile). Streaming:
@@ -64,10 +64,10 @@ class TicketBodyStream : public BodyStream {
 
  protected:
   virtual void start(std::string* out) = 0;
-  // A text piece / a tool call read out of the reply ({"index", "id", "name", "arguments"})
-  // of choice `choice`.
+  // A text piece / a tool call read out of the reply (its number `index` in the choice) of
+  // choice `choice`.
   virtual void piece(const std::string& text, nlohmann::json logprobs, int choice, std::string* out) = 0;
-  virtual void tool_call(const nlohmann::json& call, int choice, std::string* out) = 0;
+  virtual void tool_call(const ToolCall& call, int index, int choice, std::string* out) = 0;
   // The last events; then reports the end through end().
   virtual void finish(const Outcome& o, std::string* out) = 0;
   ReplyOnce& end() { return *end_; }
@@ -77,14 +77,6 @@ class TicketBodyStream : public BodyStream {
   std::shared_ptr<ReplyOnce> end_;
   bool started_ = false;
 };
-
-// The OpenAI tool_calls array of a choice's result (its "tool_calls"; empty when none).
-nlohmann::json openai_tool_calls(const nlohmann::json& result);
-
-// The per-choice results of a job's result: its "choices" (n > 1: each with text,
-// finish_reason and, when there are, logprobs, tool_calls, stop_sequence), or the result
-// itself as the only one.
-nlohmann::json choice_results(const nlohmann::json& result);
 
 // A 200 text/event-stream response whose body comes from `stream`.
 HttpResponse sse_response(std::shared_ptr<BodyStream> stream);

@@ -15,33 +15,41 @@
 #include <nlohmann/json.hpp>
 
 #include "api/request.h"
+#include "api/result.h"
 
 namespace hypic::server {
 
-// What a finished request produced: a response body (usage etc., built by its job) or an
-// error. Opaque to the scheduler.
+// What a finished job produced: a completion's result, a registration's segment, or an
+// error — or a result and an error both (a completion cut at the drain deadline). Opaque to
+// the scheduler.
 struct Outcome {
   std::optional<ApiError> error;
-  nlohmann::json result;  // the job's summary (text, finish_reason, usage: server/jobs.h)
+  std::optional<CompletionResult> completion;
+  std::optional<SegmentInfo> segment;
+  static Outcome failed(ApiError e) { return Outcome{std::move(e), std::nullopt, std::nullopt}; }
 };
 
 // Channel between one job and one HTTP handler.
 class Ticket {
  public:
   // A piece of a reply: text (with, for a stream that asked for them, its logprobs object),
-  // or a tool call read out of the reply ({"index", "id", "name", "arguments"}: text empty);
+  // or a tool call read out of the reply (text empty), the choice's call number `call_index`;
   // `choice`: which of the request's n choices it belongs to.
   struct Piece {
     std::string text;
     nlohmann::json logprobs;
-    nlohmann::json tool_call;
+    std::optional<ToolCall> tool_call;
+    int call_index = 0;
     int choice = 0;
   };
 
   // Worker side. push returns false once the job is cancelled.
   bool push(Piece p);
+  bool push_call(ToolCall call, int call_index, int choice) {
+    return push(Piece{"", nullptr, std::move(call), call_index, choice});
+  }
   bool push_text(std::string text, nlohmann::json logprobs = nullptr, int choice = 0) {
-    return push(Piece{std::move(text), std::move(logprobs), nullptr, choice});
+    return push(Piece{std::move(text), std::move(logprobs), std::nullopt, 0, choice});
   }
   void finish(Outcome o);
   bool cancelled() const;

@@ -24,25 +24,24 @@ json parse_or_null(const std::string& text) {
   return j.is_discarded() ? json(nullptr) : j;
 }
 
-// The job's result as the instance's server built it (api/respond.h choice_results): one
-// choice flat, n > 1 as "choices"; texts and calls collected per choice from the events.
+// The job's result as the instance's server built it: texts and calls collected per choice
+// from the events, finish reasons, logprobs and usage from the final event.
 server::Outcome final_outcome(const pb::Final& fin, const std::vector<std::string>& texts,
-                              const std::vector<json>& calls, const std::string& addr) {
+                              const std::vector<std::vector<server::ToolCall>>& calls, const std::string& addr) {
   const size_t n = std::max<size_t>(1, std::max<size_t>(fin.choices_size(), texts.size()));
-  json choices = json::array();
+  server::Outcome o;
+  server::CompletionResult& r = o.completion.emplace();
   for (size_t i = 0; i < n; ++i) {
     const bool own = int(i) < fin.choices_size();
-    json c{{"text", i < texts.size() ? texts[i] : ""},
-           {"finish_reason", own ? fin.choices(int(i)).finish_reason() : fin.finish_reason()}};
+    server::ChoiceResult& c = r.choices.emplace_back();
+    c.text = i < texts.size() ? texts[i] : "";
+    c.finish_reason = own ? fin.choices(int(i)).finish_reason() : fin.finish_reason();
     const std::string& lp = own ? fin.choices(int(i)).logprobs_json() : (i == 0 ? fin.logprobs_json() : std::string());
-    if (json v = lp.empty() ? json() : parse_or_null(lp); !v.is_null()) c["logprobs"] = std::move(v);
-    if (i < calls.size() && !calls[i].empty()) c["tool_calls"] = calls[i];
-    choices.push_back(std::move(c));
+    if (!lp.empty()) c.logprobs = parse_or_null(lp);
+    if (i < calls.size()) c.tool_calls = calls[i];
   }
-  server::Outcome o;
-  o.result = n == 1 ? choices[0] : json{{"choices", choices}};
-  o.result["usage"] = server::usage_from_pb(fin.usage());
-  o.result["usage"]["hypic"]["instance"] = addr;
+  r.usage = server::usage_from_pb(fin.usage());
+  r.usage.instance = addr;
   return o;
 }
 
@@ -120,7 +119,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     bool relayed = false;  // the client has received some of this attempt's output (a stream)
     // Per choice: the whole text and the tool calls (the non-streaming body).
     std::vector<std::string> texts(1);
-    std::vector<json> calls(1, json::array());
+    std::vector<std::vector<server::ToolCall>> calls(1);
     bool heard = false;  // some event of this attempt arrived
     while (reader->Read(&ev)) {
       heard = true;
@@ -129,15 +128,16 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       const size_t ch = size_t(std::clamp(ev.choice(), 0, 1023));
       if (ch >= texts.size()) {
         texts.resize(ch + 1);
-        calls.resize(ch + 1, json::array());
+        calls.resize(ch + 1);
       }
       // A non-streaming client gets the whole body at the end: pieces are only collected.
       if (ev.has_tool_call_json()) {
-        json c = json::parse(ev.tool_call_json(), nullptr, /*allow_exceptions=*/false);
-        if (c.is_object()) {
+        server::ToolCall c;
+        int index = 0;
+        if (server::tool_call_from_json(parse_or_null(ev.tool_call_json()), &c, &index)) {
           calls[ch].push_back(c);
           relayed |= f->stream;
-          if (f->stream && !f->ticket->push(server::Ticket::Piece{"", nullptr, std::move(c), int(ch)})) f->try_cancel();
+          if (f->stream && !f->ticket->push_call(std::move(c), index, int(ch))) f->try_cancel();
         }
       } else if (ev.has_text()) {
         texts[ch] += ev.text();
@@ -182,7 +182,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       continue;
     }
     if (f->ticket->cancelled() || st.error_code() == grpc::StatusCode::CANCELLED) {
-      outcome = server::Outcome{cut_or_cancelled(), {}};
+      outcome = server::Outcome::failed(cut_or_cancelled());
       break;
     }
     last_error = "instance " + addr + " failed: " + (st.ok() ? "the stream ended without a result" : st.error_message());
@@ -203,16 +203,16 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     std::lock_guard<std::mutex> l(f->mu);
     cancelled = f->cancel;
   }
-  if (!outcome && cancelled) outcome = server::Outcome{cut_or_cancelled(), {}};
+  if (!outcome && cancelled) outcome = server::Outcome::failed(cut_or_cancelled());
   if (!outcome && last_busy) outcome = std::move(last_busy);
-  if (!outcome && busy) outcome = server::Outcome{server::make_error(429, "every instance is busy (at its request limit); retry later",
-                                                                     "rate_limit_error", "overloaded"), {}};
-  if (!outcome && late) outcome = server::Outcome{make_error(504, last_error, "server_error", "instance_timeout"), {}};
+  if (!outcome && busy)
+    outcome = server::Outcome::failed(server::make_error(429, "every instance is busy (at its request limit); retry later",
+                                                         "rate_limit_error", "overloaded"));
+  if (!outcome && late) outcome = server::Outcome::failed(make_error(504, last_error, "server_error", "instance_timeout"));
   if (!outcome) {
     const bool none = tried.empty();
-    outcome = server::Outcome{make_error(none ? 503 : 502, last_error + (none ? "; start `hypic serve --join` instances or pass --instances" : ""),
-                                         "server_error", none ? "no_instance" : "instance_failed"),
-                              {}};
+    outcome = server::Outcome::failed(make_error(none ? 503 : 502, last_error + (none ? "; start `hypic serve --join` instances or pass --instances" : ""),
+                                                 "server_error", none ? "no_instance" : "instance_failed"));
   }
   {
     std::lock_guard<std::mutex> l(mu_);

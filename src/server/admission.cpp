@@ -40,10 +40,9 @@ std::optional<ApiError> Admission::prepare(std::string_view body, Endpoint ep, A
   return build_prompt(tok_, chat_, *r, ctx - r->max_tokens, parts, resolve);
 }
 
-std::variant<ApiError, std::shared_ptr<Ticket>> Admission::submit(ApiRequest r, PromptParts parts,
-                                                                  const Timer& arrival) const {
+std::variant<ApiError, std::shared_ptr<Ticket>> Admission::submit(Work work, const Timer& arrival) const {
   Scheduler::Rejection why = Scheduler::Rejection::kNone;
-  auto ticket = scheduler_.submit(std::move(r), std::move(parts), arrival, &why);
+  auto ticket = scheduler_.submit(std::move(work), arrival, &why);
   if (ticket) return ticket;
   return why == Scheduler::Rejection::kQueueFull ? overloaded_error() : shutting_down_error();
 }

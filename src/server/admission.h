@@ -51,9 +51,8 @@ class Admission {
   // The completion `body` for endpoint `ep` checked and laid out: *r the request, *parts its
   // prompt; an error (as the client gets it) when it cannot be served.
   std::optional<ApiError> prepare(std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts) const;
-  // Queues the job: its ticket, or 429 (queue full) / 503 (shutting down).
-  std::variant<ApiError, std::shared_ptr<Ticket>> submit(ApiRequest r, PromptParts parts,
-                                                         const Timer& arrival) const;
+  // Queues the work: its ticket, or 429 (queue full) / 503 (shutting down).
+  std::variant<ApiError, std::shared_ptr<Ticket>> submit(Work work, const Timer& arrival) const;
 
   // Expired registrations dropped from the registry (each logged).
   void sweep(SegmentRegistry::Clock::time_point now) const;

@@ -56,9 +56,9 @@ struct CombineServer::Service final : pb::Combine::Service {
     if (auto e = admission.prepare(req->openai_body(), ep, &r, &parts)) return send_error(*e);
     log["stream"] = r.stream;
     log["mode"] = pic_mode_name(r.mode);
-    r.client_gone = [ctx] { return ctx->IsCancelled(); };
-    r.scatter_workers.assign(req->scatter_workers().begin(), req->scatter_workers().end());
-    auto admitted = admission.submit(std::move(r), std::move(parts), arrival);
+    CompletionJob job{std::move(r), std::move(parts), [ctx] { return ctx->IsCancelled(); },
+                      {req->scatter_workers().begin(), req->scatter_workers().end()}};
+    auto admitted = admission.submit(std::move(job), arrival);
     if (auto* e = std::get_if<ApiError>(&admitted)) return send_error(*e);
     std::shared_ptr<Ticket> ticket = std::get<std::shared_ptr<Ticket>>(std::move(admitted));
     Ticket::Piece piece;
@@ -73,7 +73,7 @@ struct CombineServer::Service final : pb::Combine::Service {
       if (n == Ticket::Next::kPending) {
         ev.set_working(true);  // a second without output: still here
       } else {
-        if (!piece.tool_call.is_null()) ev.set_tool_call_json(dump(piece.tool_call));
+        if (piece.tool_call) ev.set_tool_call_json(dump(tool_call_json(*piece.tool_call, piece.call_index)));
         else ev.set_text(std::move(piece.text));
         if (!piece.logprobs.is_null()) ev.set_piece_logprobs_json(dump(piece.logprobs));
         ev.set_choice(piece.choice);
@@ -89,18 +89,19 @@ struct CombineServer::Service final : pb::Combine::Service {
     }
     if (o.error) return send_error(*o.error);
     pb::GenerateEvent ev;
-    const nlohmann::json choices = choice_results(o.result);
-    ev.mutable_final()->set_finish_reason(choices[0].value("finish_reason", ""));
-    *ev.mutable_final()->mutable_usage() = usage_to_pb(o.result["usage"]);
-    if (choices[0].contains("logprobs")) ev.mutable_final()->set_logprobs_json(dump(choices[0]["logprobs"]));
+    const CompletionResult& result = *o.completion;  // a job without an error has one
+    const std::vector<ChoiceResult>& choices = result.choices;
+    ev.mutable_final()->set_finish_reason(choices[0].finish_reason);
+    *ev.mutable_final()->mutable_usage() = usage_to_pb(result.usage);
+    if (!choices[0].logprobs.is_null()) ev.mutable_final()->set_logprobs_json(dump(choices[0].logprobs));
     if (choices.size() > 1)
-      for (const nlohmann::json& c : choices) {
+      for (const ChoiceResult& c : choices) {
         pb::FinalChoice* fc = ev.mutable_final()->add_choices();
-        fc->set_finish_reason(c.value("finish_reason", ""));
-        if (c.contains("logprobs")) fc->set_logprobs_json(dump(c["logprobs"]));
+        fc->set_finish_reason(c.finish_reason);
+        if (!c.logprobs.is_null()) fc->set_logprobs_json(dump(c.logprobs));
       }
     w->Write(ev);
-    end(200, o.result["usage"], "");
+    end(200, usage_json(result.usage), "");
     return grpc::Status::OK;
   }
 

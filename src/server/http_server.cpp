@@ -160,8 +160,7 @@ void HttpServer::Impl::handle_completion(const HttpRequest& req, Reply reply, En
   log["mode"] = pic_mode_name(r.mode);
   // The front watches the socket: a client that leaves cancels the job (before its prefill,
   // or at its next token).
-  r.client_gone = req.client_gone();
-  auto admitted = admission->submit(std::move(r), std::move(parts), arrival);
+  auto admitted = admission->submit(CompletionJob{std::move(r), std::move(parts), req.client_gone(), {}}, arrival);
   if (auto* e = std::get_if<ApiError>(&admitted)) {
     done()(e->http_status, nullptr, e->code);
     return reply(error(*e));
@@ -194,23 +193,17 @@ void HttpServer::Impl::handle_register(const HttpRequest& req, Reply reply) {
   const auto now = Clock::now();
   admission->sweep(now);
   if (auto e = capacity_error(*registry, registry->would_admit(0, now), 0)) return fail(log, *e);  // before building
-  ApiRequest r;
-  r.cache_salt = sr.cache_salt;
-  r.seam = sr.seam;
   log["ttl"] = sr.ttl_seconds ? json(*sr.ttl_seconds) : json(nullptr);
-  sr.text.clear();  // the tokens travel in parts
-  r.registration = std::move(sr);
-  PromptParts parts;
-  parts.segments.push_back(std::move(ids));
-  auto admitted = admission->submit(std::move(r), std::move(parts), arrival);
+  auto admitted = admission->submit(RegistrationJob{std::move(ids), sr.cache_salt, sr.seam, sr.ttl_seconds}, arrival);
   if (auto* e = std::get_if<ApiError>(&admitted)) return fail(log, *e);
   when_finished(std::get<std::shared_ptr<Ticket>>(admitted), [this, reply, log, arrival, fail](std::string, Outcome o) mutable {
     if (o.error) return fail(log, *o.error);
-    for (const char* k : {"id", "tokens", "cached", "bytes", "seam"}) log[k] = o.result[k];
+    const json seg = segment_json(*o.segment);  // a registration without an error has one
+    for (const char* k : {"id", "tokens", "cached", "bytes", "seam"}) log[k] = seg[k];
     log["status"] = 200;
     log["ms"] = arrival.ms();
     log_line(log);
-    reply(json_reply(o.result));
+    reply(json_reply(seg));
   });
 }
 
@@ -225,7 +218,7 @@ void HttpServer::Impl::handle_segment(const HttpRequest& req, Reply reply, bool 
     SegmentRegistry::Ptr s = registry->find(sid, salt, now, &down);
     if (!down.is_ok()) return reply(error_reply(registry_unavailable(sid, down)));
     if (!s) return reply(error_reply(segment_not_found(sid)));
-    return reply(json_reply(segment_json(*s)));
+    return reply(json_reply(segment_json(segment_info(*s))));
   }
   Status why;
   const auto erased = registry->erase(sid, salt, now, &why);
@@ -245,7 +238,7 @@ void HttpServer::Impl::handle_segment_list(const HttpRequest& req, Reply reply) 
   const auto now = Clock::now();
   admission->sweep(now);
   json data = json::array();
-  for (const auto& s : registry->list(salt, now)) data.push_back(segment_json(*s));
+  for (const auto& s : registry->list(salt, now)) data.push_back(segment_json(segment_info(*s)));
   reply(json_reply(json{{"object", "list"}, {"data", data}}));
 }
 

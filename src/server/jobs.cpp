@@ -25,9 +25,8 @@ struct ToolReply {
     bool ok = true;
     for (auto& e : events) {
       if (e.is_call) {
-        json c{{"index", calls.size()}, {"id", e.call.id}, {"name", e.call.name}, {"arguments", e.call.arguments}};
-        calls.push_back(c);
-        ok = t.push(Ticket::Piece{"", nullptr, std::move(c), choice}) && ok;
+        calls.push_back(e.call);
+        ok = t.push_call(e.call, int(calls.size()) - 1, choice) && ok;
       } else {
         content += e.text;
         ok = t.push_text(e.text, std::exchange(lp, nullptr), choice) && ok;
@@ -38,31 +37,25 @@ struct ToolReply {
   ToolCallReader reader;
   int choice;
   std::string content;
-  json calls = json::array();
+  std::vector<ToolCall> calls;
 };
 
 }  // namespace
 
-// One outcome of the n choices' (n > 1: their results under "choices", the usage counting
-// every choice's tokens; an error without a result wins).
 Outcome combine_choices(std::vector<Outcome> outs) {
   if (outs.size() == 1) return std::move(outs[0]);
-  Outcome o;
   for (Outcome& c : outs)
-    if (c.error && c.result.is_null()) return std::move(c);
-  json usage = outs[0].result["usage"];  // the prompt's figures: the same for every choice
-  json choices = json::array();
-  int64_t completion = 0;
+    if (!c.completion) return std::move(c);
+  Outcome o;
+  o.completion.emplace();
+  CompletionResult& r = *o.completion;
+  r.usage = outs[0].completion->usage;  // the prompt's figures: the same for every choice
+  r.usage.completion_tokens = 0;
   for (Outcome& c : outs) {
     if (c.error) o.error = c.error;  // cut at the drain deadline: the results, then the error
-    completion += c.result["usage"].value("completion_tokens", int64_t(0));
-    json one = std::move(c.result);
-    one.erase("usage");
-    choices.push_back(std::move(one));
+    r.usage.completion_tokens += c.completion->usage.completion_tokens;
+    r.choices.push_back(std::move(c.completion->choices.front()));
   }
-  usage["completion_tokens"] = completion;
-  usage["total_tokens"] = usage.value("prompt_tokens", int64_t(0)) + completion;
-  o.result = json{{"choices", std::move(choices)}, {"usage", std::move(usage)}};
   return o;
 }
 
@@ -83,15 +76,16 @@ ApiError drain_cut_error() {
 
 }  // namespace
 
-json segment_json(const RegisteredSegment& s) {
-  return json{{"id", s.id},
-              {"object", "segment"},
-              {"tokens", s.tokens.size()},
-              {"cached", s.pin != nullptr},
-              {"bytes", s.bytes},
-              {"seam", s.seam},
-              {"created", s.created},
-              {"expires_at", s.expires_at ? json(*s.expires_at) : json(nullptr)}};
+SegmentInfo segment_info(const RegisteredSegment& s) {
+  SegmentInfo i;
+  i.id = s.id;
+  i.tokens = int64_t(s.tokens.size());
+  i.cached = s.pin != nullptr;
+  i.bytes = int64_t(s.bytes);
+  i.seam = s.seam;
+  i.created = s.created;
+  i.expires_at = s.expires_at;
+  return i;
 }
 
 std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentRegistry::Admit a,
@@ -135,13 +129,17 @@ Jobs::Jobs(const Runner& runner, SegmentRegistry& registry, ServerMetrics& metri
            std::function<bool()> cutting)
     : runner_(runner), registry_(registry), metrics_(metrics), opt_(opt), cutting_(std::move(cutting)) {}
 
-std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> Jobs::run(const Scheduler::Job& job) const {
-  Outcome out;
+Jobs::Ran Jobs::run(const Scheduler::Job& job) const {
   if (opt_.debug_delay_ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_delay_ms));
+  if (const auto* reg = std::get_if<RegistrationJob>(&job.work)) return run_registration(*reg);
+  return run_completion(std::get<CompletionJob>(job.work), job.arrival, job.ticket);
+}
+
+Jobs::Ran Jobs::run_completion(const CompletionJob& job, const Timer& arrival, const std::shared_ptr<Ticket>& ticket) const {
+  Outcome out;
   const ApiRequest& r = job.request;
-  if (r.registration) return run_registration(job);
-  if (r.client_gone && r.client_gone()) {  // left while queued
+  if (job.client_gone && job.client_gone()) {  // left while queued
     out.error = cancelled_error();
     return out;
   }
@@ -150,10 +148,10 @@ std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> Job
   ro.compose.seam = r.seam;
   ro.compose.salt = r.cache_salt;
   // A client that leaves, or the drain deadline, stops the prefill at its next layer.
-  ro.compose.cancelled = [gone = r.client_gone, this] { return (gone && gone()) || cutting_(); };
+  ro.compose.cancelled = [gone = job.client_gone, this] { return (gone && gone()) || cutting_(); };
   ro.decode_tokens = r.max_tokens;
-  ro.parallel = opt_.parallel || !r.scatter_workers.empty();
-  ro.workers = r.scatter_workers.empty() ? nullptr : &r.scatter_workers;
+  ro.parallel = opt_.parallel || !job.scatter_workers.empty();
+  ro.workers = job.scatter_workers.empty() ? nullptr : &job.scatter_workers;
   const TokenizedRequest req = make_request(runner_.model(), job.parts, r.seam, r.cache_salt);
   auto echo = std::make_shared<Echo>();
   if (r.echo && !opt_.tok) {
@@ -178,28 +176,28 @@ std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> Job
   // one sequence per choice, each from a copy of the prefilled state.
   if (r.echo && r.stream)  // the prompt first
     for (int i = 0; i < r.n; ++i)
-      job.ticket->push_text(echo->text, r.logprobs >= 0 ? logprobs_json(echo->logprobs, r.endpoint) : json(nullptr), i);
+      ticket->push_text(echo->text, r.logprobs >= 0 ? logprobs_json(echo->logprobs, r.endpoint) : json(nullptr), i);
   auto group = std::make_shared<ChoiceGroup>(r.n);
   std::vector<Scheduler::Decoding> seqs;
   for (int i = 0; i < r.n; ++i) {
     const bool last = i + 1 == r.n;
-    seqs.push_back(choice(job, i, last ? std::move(p->state) : p->state.copy(), last ? std::move(p->logits) : p->logits,
-                          p->figures, echo, group));
+    seqs.push_back(choice(job, arrival, ticket, i, last ? std::move(p->state) : p->state.copy(),
+                          last ? std::move(p->logits) : p->logits, p->figures, echo, group));
   }
   if (seqs.size() == 1) return std::move(seqs[0]);
   return seqs;
 }
 
-Scheduler::Decoding Jobs::choice(const Scheduler::Job& job, int index, SeqState state, std::vector<float> logits,
-                                 const RequestFigures& figures, std::shared_ptr<Echo> echo,
-                                 std::shared_ptr<ChoiceGroup> group) const {
+Scheduler::Decoding Jobs::choice(const CompletionJob& job, const Timer& arrival, const std::shared_ptr<Ticket>& ticket,
+                                 int index, SeqState state, std::vector<float> logits, const RequestFigures& figures,
+                                 std::shared_ptr<Echo> echo, std::shared_ptr<ChoiceGroup> group) const {
   const ApiRequest& r = job.request;
   Scheduler::Decoding d;
   d.state = std::move(state);
   d.logits = std::move(logits);
   d.options = generate_options(r);
   d.options.sampling.seed += uint64_t(index);  // each choice its own stream, reproducible with `seed`
-  d.start = job.arrival;
+  d.start = arrival;
   auto itl = std::make_shared<InterTokenTimer>(&metrics_.inter_token);
   // A stream with logprobs: each piece carries those of the tokens it came from.
   auto piece_lp = std::make_shared<json>(nullptr);
@@ -209,7 +207,7 @@ Scheduler::Decoding Jobs::choice(const Scheduler::Job& job, int index, SeqState 
       for (const PositionLogprobs& p : lp) offset += p.chosen.bytes.size();
     };
   auto tools = r.uses_tools() ? std::make_shared<ToolReply>(r, index) : nullptr;
-  d.on_text = [this, itl, ticket = job.ticket, gone = r.client_gone, piece_lp, tools, index](const std::string& t) {
+  d.on_text = [this, itl, ticket, gone = job.client_gone, piece_lp, tools, index](const std::string& t) {
     itl->tick();
     if (opt_.debug_piece_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_piece_delay_ms));
@@ -221,18 +219,19 @@ Scheduler::Decoding Jobs::choice(const Scheduler::Job& job, int index, SeqState 
     return ticket->push_text(t, std::exchange(*piece_lp, nullptr), index);
   };
   d.finish = [this, f = figures, ep = r.endpoint, lp = r.logprobs >= 0, made = r.auto_segments_made,
-              echo = r.echo ? echo : nullptr, tools, ticket = job.ticket, group, index](GenerateResult&& g, const Status& st) {
+              echo = r.echo ? echo : nullptr, tools, ticket, group, index](GenerateResult&& g, const Status& st) {
     if (echo) {  // the answer starts with the prompt
       g.text = echo->text + g.text;
       g.logprobs.insert(g.logprobs.begin(), echo->logprobs.begin(), echo->logprobs.end());
     }
     if (tools) tools->push(tools->reader.finish(), *ticket, nullptr);
     Outcome o = finish_generation(std::move(g), st, f, lp ? std::optional<Endpoint>(ep) : std::nullopt);
-    if (made > 0 && o.result.contains("usage")) o.result["usage"]["hypic"]["auto_segments"] = made;
-    if (tools && o.result.contains("text")) {  // the content without the calls, and the calls
-      o.result["text"] = tools->content;
-      o.result["tool_calls"] = tools->calls;
-      if (!tools->calls.empty() && o.result["finish_reason"] == "stop") o.result["finish_reason"] = "tool_calls";
+    if (o.completion) o.completion->usage.auto_segments = made;
+    if (tools && o.completion) {  // the content without the calls, and the calls
+      ChoiceResult& c = o.completion->choices.front();
+      c.text = tools->content;
+      c.tool_calls = tools->calls;
+      if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
     }
     return group->done(index, std::move(o));
   };
@@ -254,20 +253,22 @@ Outcome Jobs::finish_generation(GenerateResult&& g, const Status& d, RequestFigu
   if (cut) out.error = drain_cut_error();
   f.ttft_ms = g.ttft_ms;
   f.completion_tokens = int64_t(g.tokens.size());
-  out.result = json{{"text", g.text}, {"finish_reason", g.finish_reason}, {"usage", usage_json(f)}};
-  if (logprobs) out.result["logprobs"] = logprobs_json(g.logprobs, *logprobs);
-  if (!g.stop_sequence.empty()) out.result["stop_sequence"] = g.stop_sequence;
+  ChoiceResult c;
+  c.text = std::move(g.text);
+  c.finish_reason = std::move(g.finish_reason);
+  c.stop_sequence = std::move(g.stop_sequence);
+  if (logprobs) c.logprobs = logprobs_json(g.logprobs, *logprobs);
+  out.completion = CompletionResult{{std::move(c)}, usage_of(f)};
   return out;
 }
 
-Outcome Jobs::run_registration(const Scheduler::Job& job) const {
+Outcome Jobs::run_registration(const RegistrationJob& sr) const {
   Outcome out;
-  const SegmentRequest& sr = *job.request.registration;
   auto seg = std::make_shared<RegisteredSegment>();
   seg->id = SegmentRegistry::new_id();
-  seg->salt = job.request.cache_salt;
+  seg->salt = sr.cache_salt;
   seg->seam = sr.seam;
-  seg->tokens = job.parts.segments.front();
+  seg->tokens = sr.tokens;
   ComposeOptions co;
   co.seam = sr.seam;
   co.salt = seg->salt;
@@ -299,7 +300,7 @@ Outcome Jobs::run_registration(const Scheduler::Job& job) const {
     out.error = *e;
     return out;
   }
-  out.result = segment_json(*seg);
+  out.segment = segment_info(*seg);
   return out;
 }
 

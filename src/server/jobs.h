@@ -41,9 +41,9 @@ class ChoiceGroup {
   int left_;
 };
 
-// n > 1: the choices' results under "choices" (each its text, finish_reason, ... without
-// usage), one usage counting every choice's completion tokens; an error without a result
-// (cancelled, failed) is the outcome.
+// One outcome of the n choices' (each a one-choice result): their choices in order, one usage
+// counting every choice's completion tokens; an error without a result (cancelled, failed)
+// is the outcome.
 Outcome combine_choices(std::vector<Outcome> outs);
 
 class Jobs {
@@ -65,7 +65,8 @@ class Jobs {
   Jobs(const Runner& runner, SegmentRegistry& registry, ServerMetrics& metrics, Options opt,
        std::function<bool()> cutting);
 
-  std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> run(const Scheduler::Job& job) const;
+  using Ran = std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>>;
+  Ran run(const Scheduler::Job& job) const;
 
   // A restart: registers the durable records again, each entry from the disk tier or rebuilt
   // (progress in the log). Before serving; a record the registry no longer admits (limits
@@ -76,8 +77,10 @@ class Jobs {
   Result<Restored> restore(const std::vector<SegmentRecord>& records) const;
 
  private:
-  // Builds (or finds) the entry of parts.segments[0] and registers it, pinned.
-  Outcome run_registration(const Scheduler::Job& job) const;
+  // Prefills the prompt and hands a sequence per choice to the decode thread.
+  Ran run_completion(const CompletionJob& job, const Timer& arrival, const std::shared_ptr<Ticket>& ticket) const;
+  // Builds (or finds) the entry of the segment and registers it, pinned.
+  Outcome run_registration(const RegistrationJob& job) const;
   // A finished generation's outcome: text, finish_reason and usage, or its error.
   // Completions with echo: the prompt's text and logprobs, put before the answer's.
   struct Echo {
@@ -85,9 +88,9 @@ class Jobs {
     std::vector<PositionLogprobs> logprobs;
   };
   // Choice `index` of the job, decoded from `state` / `logits`; its outcome goes to `group`.
-  Scheduler::Decoding choice(const Scheduler::Job& job, int index, SeqState state, std::vector<float> logits,
-                             const RequestFigures& figures, std::shared_ptr<Echo> echo,
-                             std::shared_ptr<ChoiceGroup> group) const;
+  Scheduler::Decoding choice(const CompletionJob& job, const Timer& arrival, const std::shared_ptr<Ticket>& ticket,
+                             int index, SeqState state, std::vector<float> logits, const RequestFigures& figures,
+                             std::shared_ptr<Echo> echo, std::shared_ptr<ChoiceGroup> group) const;
   // `logprobs`: the endpoint whose logprobs form the result gets (none: not asked for).
   Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f,
                             std::optional<Endpoint> logprobs) const;
@@ -100,7 +103,7 @@ class Jobs {
 };
 
 // A registration as /v1/segments shows it.
-nlohmann::json segment_json(const RegisteredSegment& s);
+SegmentInfo segment_info(const RegisteredSegment& s);
 // The 507 for a registration the registry would not admit (nullopt for kOk); `bytes`: the
 // registration's pinned bytes.
 // 503 registry_unavailable: the shared registry (--segment-store) does not answer for `id`.

@@ -23,8 +23,7 @@ Scheduler::Scheduler(Options opt, Prefill prefill, const Model* model, const Tok
 
 Scheduler::~Scheduler() { shutdown(); }
 
-std::shared_ptr<Ticket> Scheduler::submit(ApiRequest request, PromptParts parts, Timer arrival,
-                                          Rejection* why) {
+std::shared_ptr<Ticket> Scheduler::submit(Work work, Timer arrival, Rejection* why) {
   std::lock_guard<std::mutex> lk(mu_);
   if (stopping_) {
     *why = Rejection::kShuttingDown;
@@ -38,7 +37,7 @@ std::shared_ptr<Ticket> Scheduler::submit(ApiRequest request, PromptParts parts,
   }
   *why = Rejection::kNone;
   auto t = std::make_shared<Ticket>();
-  queue_.push_back(Job{std::move(request), std::move(parts), arrival, t});
+  queue_.push_back(Job{std::move(work), arrival, t});
   cv_.notify_all();
   return t;
 }
@@ -59,7 +58,7 @@ void Scheduler::worker_loop() {
     }
     std::variant<Outcome, Decoding, std::vector<Decoding>> r;
     if (job.ticket->cancelled()) {
-      r = Outcome{cancelled(), {}};
+      r = Outcome::failed(cancelled());
     } else {
       r = prefill_(job);
     }
@@ -69,7 +68,7 @@ void Scheduler::worker_loop() {
     if (!seqs.empty() && !model_) {
       for (Decoding& d : seqs) static_cast<void>(d.finish(GenerateResult{}, internal_error("the scheduler has no model to decode with")));
       seqs.clear();
-      r = Outcome{ApiError{500, "no decoder", "server_error", "", "internal_error"}, {}};
+      r = Outcome::failed(ApiError{500, "no decoder", "server_error", "", "internal_error"});
     }
     {
       std::lock_guard<std::mutex> lk(mu_);  // counts are exact before the outcome is visible

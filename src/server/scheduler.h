@@ -38,15 +38,15 @@
 #include "engine/generate.h"
 #include "engine/tokenized_request.h"
 #include "model/model.h"
+#include "server/job.h"
 
 namespace hypic::server {
 
 class Scheduler {
  public:
   struct Job {
-    ApiRequest request;
-    PromptParts parts;  // tokenised and length-checked before submission
-    Timer arrival;      // TTFT is measured from here
+    Work work;
+    Timer arrival;  // TTFT is measured from here
     std::shared_ptr<Ticket> ticket;
   };
   // A prefilled sequence for the decode thread. on_text runs on the decode thread (return
@@ -81,8 +81,7 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Enqueues; on rejection returns nullptr and says why. Never blocks.
-  std::shared_ptr<Ticket> submit(ApiRequest request, PromptParts parts, Timer arrival,
-                                 Rejection* why);
+  std::shared_ptr<Ticket> submit(Work work, Timer arrival, Rejection* why);
 
   // Stops accepting, answers queued jobs with 503 and lets in-flight ones finish (unless
   // their clients cancel) — with a `deadline`, for at most that long: then every sequence

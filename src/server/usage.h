@@ -1,15 +1,13 @@
-// A completion's usage object from the request's figures (engine/runner.h): OpenAI's token
-// counts, and hypic's own under "hypic" (mode, segment hits and misses, reused / recomputed /
-// seam tokens, TTFT, and "scatter" when segment parallelism built the missed segments). The
-// Combine service's protobuf form mirrors it (usage_to_pb / usage_from_pb).
+// A completion's usage (api/result.h) from the request's figures (engine/runner.h): the
+// prompt's token counts and PIC figures, the scatter figures when segment parallelism built
+// its missed segments. completion_tokens is the generation's (set by the caller).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
+#include "api/result.h"
 #include "engine/runner.h"
 
 namespace hypic::server {
 
-nlohmann::json usage_json(const RequestFigures& f);
+Usage usage_of(const RequestFigures& f);
 
 }  // namespace hypic::server

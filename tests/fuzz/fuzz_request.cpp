@@ -62,7 +62,6 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
   FUZZ_CHECK(r.seam >= 0 && r.seam <= lim.max_seam);
   FUZZ_CHECK(r.cache_salt.size() <= lim.max_salt_bytes);
   FUZZ_CHECK(!r.include_usage || r.stream, "include_usage without stream");
-  FUZZ_CHECK(!r.registration);
   if (ep == Endpoint::kCompletions) {
     FUZZ_CHECK(r.prompt.empty() != r.prompt_tokens.empty(), "a prompt is text or token ids");
     for (int32_t id : r.prompt_tokens) FUZZ_CHECK(id >= 0);

@@ -19,19 +19,20 @@ TEST(Scheduler, RunsJobsAndStreamsText) {
     j.ticket->push_text("a");
     j.ticket->push_text("b");
     Outcome o;
-    o.result = {{"n", j.request.max_tokens}};
+    o.completion.emplace().usage.prompt_tokens = std::get<CompletionJob>(j.work).request.max_tokens;
     return o;
   });
   Scheduler::Rejection why;
   ApiRequest r;
   r.max_tokens = 3;
-  auto t = s.submit(r, {}, Timer(), &why);
+  auto t = s.submit(CompletionJob{r, {}, {}, {}}, Timer(), &why);
   ASSERT_TRUE(t);
   std::string text;
   Outcome o = t->wait(&text);
   EXPECT_FALSE(o.error);
   EXPECT_EQ(text, "ab");
-  EXPECT_EQ(o.result["n"], 3);
+  ASSERT_TRUE(o.completion);
+  EXPECT_EQ(o.completion->usage.prompt_tokens, 3);
 }
 
 TEST(Scheduler, FullQueueIsRejectedAtOnce) {
@@ -41,17 +42,17 @@ TEST(Scheduler, FullQueueIsRejectedAtOnce) {
     return Outcome{};
   });
   Scheduler::Rejection why;
-  auto a = s.submit({}, {}, Timer(), &why);
-  auto b = s.submit({}, {}, Timer(), &why);
+  auto a = s.submit(CompletionJob{}, Timer(), &why);
+  auto b = s.submit(CompletionJob{}, Timer(), &why);
   ASSERT_TRUE(a && b);
-  auto c = s.submit({}, {}, Timer(), &why);
+  auto c = s.submit(CompletionJob{}, Timer(), &why);
   EXPECT_FALSE(c);
   EXPECT_EQ(why, Scheduler::Rejection::kQueueFull);
   release = true;
   std::string t;
   EXPECT_FALSE(a->wait(&t).error);
   EXPECT_FALSE(b->wait(&t).error);
-  auto d = s.submit({}, {}, Timer(), &why);  // room again
+  auto d = s.submit(CompletionJob{}, Timer(), &why);  // room again
   EXPECT_TRUE(d);
 }
 
@@ -67,7 +68,7 @@ TEST(Scheduler, CancelStopsTheRunner) {
     return o;
   });
   Scheduler::Rejection why;
-  auto t = s.submit({}, {}, Timer(), &why);
+  auto t = s.submit(CompletionJob{}, Timer(), &why);
   ASSERT_TRUE(t);
   std::string piece;
   Outcome o;
@@ -87,9 +88,9 @@ TEST(Scheduler, ShutdownFinishesRunningAndRejectsQueued) {
     return Outcome{};
   });
   Scheduler::Rejection why;
-  auto running = s.submit({}, {}, Timer(), &why);
+  auto running = s.submit(CompletionJob{}, Timer(), &why);
   while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  auto queued = s.submit({}, {}, Timer(), &why);
+  auto queued = s.submit(CompletionJob{}, Timer(), &why);
   ASSERT_TRUE(running && queued);
   s.shutdown();
   std::string t;
@@ -97,7 +98,7 @@ TEST(Scheduler, ShutdownFinishesRunningAndRejectsQueued) {
   Outcome q = queued->wait(&t);
   ASSERT_TRUE(q.error);
   EXPECT_EQ(q.error->http_status, 503);
-  EXPECT_FALSE(s.submit({}, {}, Timer(), &why));
+  EXPECT_FALSE(s.submit(CompletionJob{}, Timer(), &why));
   EXPECT_EQ(why, Scheduler::Rejection::kShuttingDown);
 }
 
@@ -126,11 +127,11 @@ TEST(Scheduler, ContinuousBatchingGivesEachRequestItsOwnText) {
   std::atomic<int> max_decoding{0};
   Scheduler* self = nullptr;
   Scheduler s({1, 8, 8}, [&](const Scheduler::Job& j) -> std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>> {
-    const auto ids = tok->encode(j.request.prompt);
+    const auto ids = tok->encode(std::get<CompletionJob>(j.work).request.prompt);
     Scheduler::Decoding d;
     d.state = m.new_state(int64_t(ids.size()) + 16);
     if (Status st = m.forward(d.state, ids, LogitsFor::kLast, &d.logits); !st)
-      return Outcome{ApiError{500, st.message(), "server_error", "", ""}, {}};
+      return Outcome::failed(ApiError{500, st.message(), "server_error", "", ""});
     d.options.max_tokens = 12;
     d.start = j.arrival;
     d.on_text = [t = j.ticket, &max_decoding, &self](const std::string& piece) {
@@ -141,7 +142,7 @@ TEST(Scheduler, ContinuousBatchingGivesEachRequestItsOwnText) {
     d.finish = [](GenerateResult&& g, const Status& st) {
       Outcome o;
       if (!st) o.error = ApiError{500, st.message(), "server_error", "", ""};
-      o.result = {{"text", g.text}};
+      o.completion.emplace().choices.push_back(ChoiceResult{g.text, g.finish_reason, "", nullptr, {}});
       return o;
     };
     return d;
@@ -152,7 +153,7 @@ TEST(Scheduler, ContinuousBatchingGivesEachRequestItsOwnText) {
     ApiRequest r;
     r.prompt = p;
     Scheduler::Rejection why;
-    tickets.push_back(s.submit(r, {}, Timer(), &why));
+    tickets.push_back(s.submit(CompletionJob{r, {}, {}, {}}, Timer(), &why));
     ASSERT_TRUE(tickets.back());
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -160,7 +161,8 @@ TEST(Scheduler, ContinuousBatchingGivesEachRequestItsOwnText) {
     Outcome o = tickets[i]->wait(&streamed);
     ASSERT_FALSE(o.error) << o.error->message;
     EXPECT_EQ(streamed, want[i]) << prompts[i];
-    EXPECT_EQ(o.result["text"], want[i]) << prompts[i];
+    ASSERT_TRUE(o.completion);
+    EXPECT_EQ(o.completion->choices.at(0).text, want[i]) << prompts[i];
   }
   EXPECT_GE(max_decoding.load(), 2);
   EXPECT_EQ(s.running(), 0);
