@@ -2,7 +2,7 @@
 
 #include "api/http_util.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 using nlohmann::json;
 
@@ -151,4 +151,4 @@ void reply_messages(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, Re
   reply(sse_response(std::make_shared<MessagesStream>(std::move(ticket), std::move(m), std::move(done))));
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

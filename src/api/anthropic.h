@@ -27,7 +27,7 @@
 #include "api/anthropic_request.h"
 #include "api/respond.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 // The route of Anthropic's Messages API: the front answers its own errors there in this shape.
 inline constexpr const char* kMessagesPath = "/v1/messages";
@@ -38,4 +38,4 @@ HttpResponse anthropic_error_reply(const ApiError& e);
 // reply_completion's Anthropic form (meta.stream: the SSE events).
 void reply_messages(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta meta, ReplyDone done);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace hypic::server {
+namespace hypic::api {
 
 // Ordered: a tool's input_schema keeps its properties' order (the order a model writes them).
 using json = nlohmann::ordered_json;
@@ -199,4 +199,4 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
   return chat.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -8,9 +8,9 @@
 
 #include "api/request.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 // The chat completions body for a Messages body, or the error (400 / 413).
 std::variant<ApiError, std::string> messages_to_chat(std::string_view body, const RequestLimits& lim);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-namespace hypic::server {
+namespace hypic::api {
 namespace {
 
 // `text` cut at every `sep` (the separators dropped).
@@ -127,4 +127,4 @@ std::optional<ApiError> apply_auto_segments(ApiRequest* r, const AutoSegments& s
   return std::nullopt;
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -25,7 +25,7 @@
 
 #include "api/request.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 inline constexpr std::string_view kDefaultSegmentSeparator = "<<PIC_SEP>>";
 
@@ -46,4 +46,4 @@ bool parse_auto_segments(std::string_view list, AutoSegments* out, std::string* 
 std::optional<ApiError> apply_auto_segments(ApiRequest* r, const AutoSegments& server_default,
                                             const RequestLimits& lim);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -14,7 +14,7 @@
 #include "api/http_front_impl.h"
 #include "api/http_util.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
@@ -667,4 +667,4 @@ void HttpFront::Impl::close_idle() {
   for (Connection* c : idle) c->on_drain();
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -10,7 +10,7 @@
 #include "api/http_front_impl.h"
 #include "api/http_util.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 bool iequal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -246,4 +246,4 @@ HttpFrontStats HttpFront::stats() const {
   return s;
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -40,7 +40,7 @@
 
 #include "core/status.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 struct HttpRequest {
   std::string method;  // as sent ("GET")
@@ -160,4 +160,4 @@ class HttpFront {
   std::shared_ptr<Impl> impl_;
 };
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -18,7 +18,7 @@
 #include "api/http_front.h"
 #include "api/request.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
@@ -116,4 +116,4 @@ struct HttpFront::Impl : std::enable_shared_from_this<HttpFront::Impl> {
   bool authorized(const HttpRequest& r) const;
 };
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -2,7 +2,7 @@
 
 #include "api/http_front.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 using nlohmann::json;
 
@@ -63,4 +63,4 @@ HttpResponse json_reply(const json& j, int status) {
   return r;
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -9,7 +9,7 @@
 #include "core/status.h"
 #include "api/request.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 struct HttpResponse;
 
@@ -33,4 +33,4 @@ HttpResponse json_reply(const nlohmann::json& j, int status = 200);
 // Equal strings, in time that depends on the lengths only (API keys).
 bool constant_time_equal(const std::string& a, const std::string& b);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -1,6 +1,6 @@
 #include "api/outcome_pb.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 namespace pb = cluster::pb;
 
@@ -67,4 +67,4 @@ ApiError error_from_pb(const pb::ApiError& p) {
   return e;
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

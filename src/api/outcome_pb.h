@@ -7,11 +7,11 @@
 #include "api/result.h"
 #include "hypic_cluster.pb.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 cluster::pb::Usage usage_to_pb(const Usage& u);
 Usage usage_from_pb(const cluster::pb::Usage& u);
 cluster::pb::ApiError error_to_pb(const ApiError& e);
 ApiError error_from_pb(const cluster::pb::ApiError& e);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -8,7 +8,7 @@
 #include "api/request_tools.h"
 #include "tokenizer/chat_template.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 using nlohmann::json;
 
@@ -580,4 +580,4 @@ std::string prompt_text(const ChatTemplate& chat, const ApiRequest& r) {
   return chat.render(msgs, /*add_generation_prompt=*/true);
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -27,7 +27,7 @@ class Grammar;
 }
 }
 
-namespace hypic::server {
+namespace hypic::api {
 
 struct ApiError {
   int http_status = 400;
@@ -168,4 +168,4 @@ std::string_view role_name(Role r);
 // nothing), a completions prompt as given (empty when given as token ids). For reference runs and logs.
 std::string prompt_text(const ChatTemplate& chat, const ApiRequest& r);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

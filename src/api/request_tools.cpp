@@ -6,7 +6,7 @@
 #include "grammar/json_schema.h"
 #include "tokenizer/chat_template.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 using nlohmann::json;
 using OJson = nlohmann::ordered_json;
@@ -336,4 +336,4 @@ std::optional<ApiError> request_grammar(const ChatTemplate& chat, ApiRequest* r)
   return std::nullopt;
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -23,7 +23,7 @@
 
 #include "api/request.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 // Limits on what a request may declare.
 inline constexpr size_t kMaxTools = 128;
@@ -50,4 +50,4 @@ std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiReq
 // Sets r->grammar (and the call delimiters) for the request's tool choice and response format.
 std::optional<ApiError> request_grammar(const ChatTemplate& chat, ApiRequest* r);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

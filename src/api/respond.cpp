@@ -6,7 +6,7 @@
 #include "api/anthropic.h"
 #include "api/http_util.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 using nlohmann::json;
 
@@ -170,4 +170,4 @@ HttpResponse sse_response(std::shared_ptr<BodyStream> stream) {
   return r;
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

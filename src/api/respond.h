@@ -15,7 +15,7 @@
 #include "api/http_front.h"
 #include "api/ticket.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 struct ReplyMeta {
   std::string id;  // "chatcmpl-N" / "cmpl-N"
@@ -85,4 +85,4 @@ HttpResponse sse_response(std::shared_ptr<BodyStream> stream);
 // ticket, or on this one if it already has. Never blocks.
 void when_finished(std::shared_ptr<Ticket> ticket, std::function<void(std::string text, Outcome o)> fn);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

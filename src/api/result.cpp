@@ -1,6 +1,6 @@
 #include "api/result.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 using nlohmann::json;
 
@@ -54,4 +54,4 @@ bool tool_call_from_json(const json& j, ToolCall* c, int* index) {
   return str("id", &c->id) && str("name", &c->name) && str("arguments", &c->arguments);
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -13,7 +13,7 @@
 
 #include "api/tool_calls.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 // Built by segment parallelism: where the request's missed segments were built.
 struct ScatterUsage {
@@ -70,4 +70,4 @@ nlohmann::json tool_call_json(const ToolCall& c, int index);
 // Back; false when `j` is not such an object.
 bool tool_call_from_json(const nlohmann::json& j, ToolCall* c, int* index);
 
-}  // namespace hypic::server
+}  // namespace hypic::api

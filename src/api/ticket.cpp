@@ -1,6 +1,6 @@
 #include "api/ticket.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 std::function<void()> Ticket::take_wake() {
   std::function<void()> w;
@@ -98,4 +98,4 @@ void Ticket::cancel() {
   if (wake) wake();
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

@@ -17,7 +17,7 @@
 #include "api/request.h"
 #include "api/result.h"
 
-namespace hypic::server {
+namespace hypic::api {
 
 // What a finished job produced: a completion's result, a registration's segment, or an
 // error — or a result and an error both (a completion cut at the drain deadline). Opaque to
@@ -82,4 +82,4 @@ class Ticket {
   bool cancelled_ = false;
 };
 
-}  // namespace hypic::server
+}  // namespace hypic::api

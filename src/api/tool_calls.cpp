@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <random>
 
-namespace hypic::server {
+namespace hypic::api {
 
 using OJson = nlohmann::ordered_json;
 
@@ -231,4 +231,4 @@ ParsedReply read_tool_calls(std::string_view text, const std::string& open, cons
   return out;
 }
 
-}  // namespace hypic::server
+}  // namespace hypic::api

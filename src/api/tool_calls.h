@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace hypic::server {
+namespace hypic::api {
 
 struct ToolCall {
   std::string id;         // "call_..." (ours on output; the client's in history)
@@ -80,4 +80,4 @@ ParsedReply read_tool_calls(std::string_view text, const std::string& open, cons
 // A fresh call id: "call_" and 24 random hex digits.
 std::string new_tool_call_id();
 
-}  // namespace hypic::server
+}  // namespace hypic::api

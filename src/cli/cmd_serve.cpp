@@ -107,7 +107,7 @@ int cmd_serve(int argc, char** argv) {
   so.segment_store = a.str("segment-store");
   {
     std::string why;
-    if (!server::parse_auto_segments(a.str("auto-segments"), &so.auto_segments, &why))
+    if (!api::parse_auto_segments(a.str("auto-segments"), &so.auto_segments, &why))
       return report_error("serve", invalid_argument("--auto-segments: " + why));
     so.auto_segments.sep = a.str("segment-separator");
     if (so.auto_segments.sep.empty()) return report_error("serve", invalid_argument("--segment-separator must not be empty"));

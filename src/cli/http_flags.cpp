@@ -14,7 +14,7 @@ void add_http_flags(Args& a) {
                                  "(a stream ends with an error event, code shutting_down); new requests get 503", "30");
 }
 
-Status read_http_flags(const Args& a, server::HttpFrontOptions* o, int* drain_timeout_ms) {
+Status read_http_flags(const Args& a, api::HttpFrontOptions* o, int* drain_timeout_ms) {
   struct Flag {
     const char* name;
     int64_t lo, hi, scale;

@@ -10,6 +10,6 @@ namespace hypic::cli {
 // --keep-alive-timeout, --write-timeout, --http-threads, --drain-timeout.
 void add_http_flags(Args& a);
 // Reads them (validated) into *o and *drain_timeout_ms.
-Status read_http_flags(const Args& a, server::HttpFrontOptions* o, int* drain_timeout_ms);
+Status read_http_flags(const Args& a, api::HttpFrontOptions* o, int* drain_timeout_ms);
 
 }  // namespace hypic::cli

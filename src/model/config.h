@@ -1,9 +1,10 @@
 // Model hyper-parameters from a Hugging Face config.json (SPEC §6).
 //
-// config.json's model_type picks the architecture (model/arch.h; the built-in families are
-// Qwen3-Next and Qwen3.5 dense / MoE, see model/arch/), which reads its keys and
-// transformers' defaults for absent ones. The fields below are the union of what the
-// families' mixers need; a family leaves the others at zero.
+// config.json's model_type picks the architecture (model/arch.h, the families in model/arch/),
+// which reads its keys and transformers' defaults for absent ones. The fields every family
+// has (sizes, attention heads, RoPE, norms, the head) are top-level; what one kind of mixer
+// reads is in its section (linear, kda, mla, lightning, moe, residual), which a family whose
+// layers do not use that mixer leaves at its defaults.
 #pragma once
 
 #include <cstdint>
@@ -81,19 +82,23 @@ struct ModelConfig {
   // to the layer norms, the final norm and attention's q/k norms.
   bool zero_centred_norms = true;
 
-  // Gated DeltaNet.
-  int64_t linear_num_key_heads = 0;
-  int64_t linear_num_value_heads = 0;
-  int64_t linear_key_head_dim = 0;
-  int64_t linear_value_head_dim = 0;
-  int64_t linear_conv_kernel_dim = 0;
+  // Linear attention with a short convolution: Gated DeltaNet (model/mixers/gated_deltanet.h;
+  // config keys linear_num_key_heads, linear_num_value_heads, linear_key_head_dim,
+  // linear_value_head_dim, linear_conv_kernel_dim) and KDA (key heads = value heads).
+  struct Linear {
+    int64_t key_heads = 0, value_heads = 0;
+    int64_t key_head_dim = 0, value_head_dim = 0;
+    int64_t conv_kernel = 0;
+  } linear;
 
-  // KDA (model/mixers/kda.h; Kimi-Linear, Ling-3.0) uses the linear_* sizes above (key heads
-  // = value heads) and its forget gate g = −exp(A_log)·softplus(f + dt_bias), or with the
-  // safe gate g = kda_lower_bound·σ(exp(A_log)·(f + dt_bias)) (Ling-3.0's kda_safe_gate).
-  bool kda_safe_gate = false;
-  double kda_lower_bound = -5.0;
-  bool kda_low_rank_gates = false;  // forget / output gate inputs in rank head_dim (Kimi)
+  // KDA (model/mixers/kda.h; Kimi-Linear, Ling-3.0), on the `linear` sizes: its forget gate
+  // g = −exp(A_log)·softplus(f + dt_bias), or with the safe gate
+  // g = lower_bound·σ(exp(A_log)·(f + dt_bias)) (Ling-3.0's kda_safe_gate, kda_lower_bound).
+  struct Kda {
+    bool safe_gate = false;
+    double lower_bound = -5.0;
+    bool low_rank_gates = false;  // forget / output gate inputs in rank head_dim (Kimi)
+  } kda;
 
   // Multi-head latent attention (model/mixers/mla.h; Kimi-Linear, Ling-3.0): num_attention_heads
   // query heads of qk_nope + qk_rope dims and values of v_head_dim; keys and values come per
@@ -122,32 +127,40 @@ struct ModelConfig {
     int layer_offset = 0;  // kAlibi: l counted from this layer (ports differ; SPEC §2)
   } lightning;
 
-  // MLP. intermediate_size is the dense MLP width (0 for qwen3_5_moe, which has none).
+  // Dense MLP width (0 for qwen3_5_moe, which has none).
   int64_t intermediate_size = 0;
-  int64_t num_experts = 0;  // 0: every layer is dense
-  int64_t num_experts_per_tok = 0;
-  int64_t moe_intermediate_size = 0;
-  int64_t shared_expert_intermediate_size = 0;
-  bool norm_topk_prob = false;        // renormalise top-k router weights (3.5-MoE: always)
-  bool shared_expert_gated = true;    // the shared expert is × sigmoid(shared_expert_gate·x)
-  // Router variant (model/mixers/moe_router.h): Qwen's softmax, or Bailing's sigmoid scores
-  // with a selection bias, group-limited choice and a scaling factor.
-  bool router_sigmoid = false;
-  bool router_bias = false;  // a per-expert selection bias tensor (e_score_correction_bias)
-  int64_t router_groups = 1, router_topk_groups = 1;
-  double routed_scaling_factor = 1.0;
-  // Per decoder layer (Ling-3.0's expert_swiglu_limit_list / share_expert_swiglu_limit_list),
-  // empty when absent: a non-zero limit clamps that layer's routed (shared) experts' SwiGLU,
-  // min(silu(gate), l) · clamp(up, −l, l), as transformers' BailingHybrid does.
-  std::vector<double> swiglu_limits, swiglu_limits_shared;
-  int64_t decoder_sparse_step = 1;    // Qwen3-Next only
-  std::vector<int64_t> mlp_only_layers;  // Qwen3-Next only
+
+  // Mixture of SwiGLU experts (model/mixers/moe.h, moe_router.h): config keys num_experts,
+  // num_experts_per_tok, moe_intermediate_size, shared_expert_intermediate_size, ... as each
+  // family names them.
+  struct Moe {
+    int64_t experts = 0;  // 0: every layer is dense
+    int64_t experts_per_tok = 0;
+    int64_t intermediate_size = 0;
+    int64_t shared_intermediate_size = 0;
+    bool norm_topk_prob = false;  // renormalise top-k router weights (3.5-MoE: always)
+    bool shared_gated = true;     // the shared expert is × sigmoid(shared_expert_gate·x)
+    // Router variant: Qwen's softmax, or Bailing's sigmoid scores with a selection bias,
+    // group-limited choice and a scaling factor.
+    bool router_sigmoid = false;
+    bool router_bias = false;  // a per-expert selection bias tensor (e_score_correction_bias)
+    int64_t router_groups = 1, router_topk_groups = 1;
+    double routed_scaling_factor = 1.0;
+    // Per decoder layer (Ling-3.0's expert_swiglu_limit_list / share_expert_swiglu_limit_list),
+    // empty when absent: a non-zero limit clamps that layer's routed (shared) experts' SwiGLU,
+    // min(silu(gate), l) · clamp(up, −l, l), as transformers' BailingHybrid does.
+    std::vector<double> swiglu_limits, swiglu_limits_shared;
+    int64_t decoder_sparse_step = 1;       // Qwen3-Next only
+    std::vector<int64_t> mlp_only_layers;  // Qwen3-Next only
+  } moe;
 
   // Residual joins (weights.h: Residual): MiniMax's "postnorm" (the residual is the normed
   // input) and its α (residual) / β (mixer output) factors per kind of join; 1 elsewhere.
-  bool residual_from_norm = false;
-  double full_attn_alpha = 1, full_attn_beta = 1, linear_attn_alpha = 1, linear_attn_beta = 1;
-  double mlp_alpha = 1, mlp_beta = 1;
+  struct Residual {
+    bool from_norm = false;
+    double full_attn_alpha = 1, full_attn_beta = 1, linear_attn_alpha = 1, linear_attn_beta = 1;
+    double mlp_alpha = 1, mlp_beta = 1;
+  } residual;
 
   bool tie_word_embeddings = false;
   // The family's transformers class never ties (Kimi-Linear, Ling-3.0: `_tied_weights_keys`

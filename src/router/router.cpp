@@ -26,39 +26,39 @@ json parse_or_null(const std::string& text) {
 
 // The job's result as the instance's server built it: texts and calls collected per choice
 // from the events, finish reasons, logprobs and usage from the final event.
-server::Outcome final_outcome(const pb::Final& fin, const std::vector<std::string>& texts,
-                              const std::vector<std::vector<server::ToolCall>>& calls, const std::string& addr) {
+api::Outcome final_outcome(const pb::Final& fin, const std::vector<std::string>& texts,
+                              const std::vector<std::vector<api::ToolCall>>& calls, const std::string& addr) {
   const size_t n = std::max<size_t>(1, std::max<size_t>(fin.choices_size(), texts.size()));
-  server::Outcome o;
-  server::CompletionResult& r = o.completion.emplace();
+  api::Outcome o;
+  api::CompletionResult& r = o.completion.emplace();
   for (size_t i = 0; i < n; ++i) {
     const bool own = int(i) < fin.choices_size();
-    server::ChoiceResult& c = r.choices.emplace_back();
+    api::ChoiceResult& c = r.choices.emplace_back();
     c.text = i < texts.size() ? texts[i] : "";
     c.finish_reason = own ? fin.choices(int(i)).finish_reason() : fin.finish_reason();
     const std::string& lp = own ? fin.choices(int(i)).logprobs_json() : (i == 0 ? fin.logprobs_json() : std::string());
     if (!lp.empty()) c.logprobs = parse_or_null(lp);
     if (i < calls.size()) c.tool_calls = calls[i];
   }
-  r.usage = server::usage_from_pb(fin.usage());
+  r.usage = api::usage_from_pb(fin.usage());
   r.usage.instance = addr;
   return o;
 }
 
 }  // namespace
 
-std::vector<SegKey> affinity_keys(const server::ApiRequest& r, const std::map<std::string, int64_t>& id_bytes) {
+std::vector<SegKey> affinity_keys(const api::ApiRequest& r, const std::map<std::string, int64_t>& id_bytes) {
   std::vector<SegKey> keys;
   const bool pic = r.mode == PicMode::kHypic || r.mode == PicMode::kNaive;
   const std::string mode = pic_mode_name(r.mode);
   const std::string seg_ns = r.cache_salt + '\0' + std::to_string(r.seam) + '\0' + mode;
   std::string chain;  // the prompt's other text, in order (parts separated by NUL)
-  if (r.endpoint == server::Endpoint::kCompletions)
+  if (r.endpoint == api::Endpoint::kCompletions)
     chain = r.prompt_tokens.empty() ? r.prompt
                                     : std::string(reinterpret_cast<const char*>(r.prompt_tokens.data()),
                                                   r.prompt_tokens.size() * sizeof(int32_t));
-  for (const server::Message& m : r.messages)
-    for (const server::ContentPart& p : m.parts) {
+  for (const api::Message& m : r.messages)
+    for (const api::ContentPart& p : m.parts) {
       if (!p.segment_id.empty() && pic) {
         const auto it = id_bytes.find(p.segment_id);
         keys.push_back({hash_text(3, seg_ns, p.segment_id), it != id_bytes.end() ? it->second : kUnknownSegmentBytes});
@@ -88,11 +88,11 @@ void Router::Impl::reap_loop() {
   }
 }
 
-void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, server::Endpoint ep,
+void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, api::Endpoint ep,
                                std::vector<SegKey> keys, std::string id) {
   std::set<std::string> tried;
-  std::optional<server::Outcome> outcome;
-  std::optional<server::Outcome> last_busy;  // the last 429 / 503 an instance answered
+  std::optional<api::Outcome> outcome;
+  std::optional<api::Outcome> last_busy;  // the last 429 / 503 an instance answered
   std::string last_error = "no instance is available (none has joined or answered a health check)";
   bool busy = false;  // healthy instances exist, but all are full or answered 429 / 503
   bool late = false;  // the last attempt was cut for sending nothing in time
@@ -106,7 +106,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       affinity_bytes += uint64_t(choice->affinity_bytes);
     }
     pb::GenerateRequest req;
-    req.set_endpoint(ep == server::Endpoint::kChat ? pb::GenerateRequest::CHAT : pb::GenerateRequest::COMPLETIONS);
+    req.set_endpoint(ep == api::Endpoint::kChat ? pb::GenerateRequest::CHAT : pb::GenerateRequest::COMPLETIONS);
     req.set_openai_body(body);
     for (const std::string& w : cluster.healthy_workers()) req.add_scatter_workers(w);
     req.set_request_id(id);
@@ -119,7 +119,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     bool relayed = false;  // the client has received some of this attempt's output (a stream)
     // Per choice: the whole text and the tool calls (the non-streaming body).
     std::vector<std::string> texts(1);
-    std::vector<std::vector<server::ToolCall>> calls(1);
+    std::vector<std::vector<api::ToolCall>> calls(1);
     bool heard = false;  // some event of this attempt arrived
     while (reader->Read(&ev)) {
       heard = true;
@@ -132,9 +132,9 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       }
       // A non-streaming client gets the whole body at the end: pieces are only collected.
       if (ev.has_tool_call_json()) {
-        server::ToolCall c;
+        api::ToolCall c;
         int index = 0;
-        if (server::tool_call_from_json(parse_or_null(ev.tool_call_json()), &c, &index)) {
+        if (api::tool_call_from_json(parse_or_null(ev.tool_call_json()), &c, &index)) {
           calls[ch].push_back(c);
           relayed |= f->stream;
           if (f->stream && !f->ticket->push_call(std::move(c), index, int(ch))) f->try_cancel();
@@ -149,8 +149,8 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       } else if (ev.has_final()) {
         outcome = final_outcome(ev.final(), texts, calls, addr);
       } else if (ev.has_error()) {
-        server::Outcome o;
-        o.error = server::error_from_pb(ev.error());
+        api::Outcome o;
+        o.error = api::error_from_pb(ev.error());
         outcome = std::move(o);
       }
     }
@@ -182,7 +182,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
       continue;
     }
     if (f->ticket->cancelled() || st.error_code() == grpc::StatusCode::CANCELLED) {
-      outcome = server::Outcome::failed(cut_or_cancelled());
+      outcome = api::Outcome::failed(cut_or_cancelled());
       break;
     }
     last_error = "instance " + addr + " failed: " + (st.ok() ? "the stream ended without a result" : st.error_message());
@@ -203,15 +203,15 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, ser
     std::lock_guard<std::mutex> l(f->mu);
     cancelled = f->cancel;
   }
-  if (!outcome && cancelled) outcome = server::Outcome::failed(cut_or_cancelled());
+  if (!outcome && cancelled) outcome = api::Outcome::failed(cut_or_cancelled());
   if (!outcome && last_busy) outcome = std::move(last_busy);
   if (!outcome && busy)
-    outcome = server::Outcome::failed(server::make_error(429, "every instance is busy (at its request limit); retry later",
+    outcome = api::Outcome::failed(api::make_error(429, "every instance is busy (at its request limit); retry later",
                                                          "rate_limit_error", "overloaded"));
-  if (!outcome && late) outcome = server::Outcome::failed(make_error(504, last_error, "server_error", "instance_timeout"));
+  if (!outcome && late) outcome = api::Outcome::failed(make_error(504, last_error, "server_error", "instance_timeout"));
   if (!outcome) {
     const bool none = tried.empty();
-    outcome = server::Outcome::failed(make_error(none ? 503 : 502, last_error + (none ? "; start `hypic serve --join` instances or pass --instances" : ""),
+    outcome = api::Outcome::failed(make_error(none ? 503 : 502, last_error + (none ? "; start `hypic serve --join` instances or pass --instances" : ""),
                                                  "server_error", none ? "no_instance" : "instance_failed"));
   }
   {

@@ -21,7 +21,7 @@
 //
 // Threading: the HTTP front (api/http_front.h: one I/O thread, handler threads) runs the
 // handlers; one thread per forwarded request
-// reads its gRPC stream into a server::Ticket (the handler writes the response from it); a
+// reads its gRPC stream into an api::Ticket (the handler writes the response from it); a
 // prober thread; a reaper thread cancels forwards whose client left. State: Cluster (own
 // lock), the stubs map and the active forwards (mu_), counters (atomics).
 #pragma once
@@ -46,7 +46,7 @@ struct RouterOptions {
   std::string api_key;    // non-empty: "Authorization: Bearer KEY" required
   std::string model_name; // "": whatever the instances serve
   std::vector<std::string> instances, workers;  // static members (host:port of their gRPC)
-  server::RequestLimits limits;
+  api::RequestLimits limits;
   ClusterOptions cluster;
   int probe_interval_ms = 1000;
   int probe_timeout_ms = 500;
@@ -58,7 +58,7 @@ struct RouterOptions {
   // instance if its client has received nothing yet, else it ends with a 504 error.
   int first_byte_timeout_ms = 15000;
   int idle_timeout_ms = 30000;
-  server::HttpFrontOptions http;  // connection limits and deadlines of the HTTP front
+  api::HttpFrontOptions http;  // connection limits and deadlines of the HTTP front
   bool log_requests = true;  // one JSON line per request on stderr
   // The cluster's TLS and token: the Router service requires them, calls to members send them.
   rpc::CredentialsPtr creds = rpc::Credentials::insecure();
@@ -97,6 +97,6 @@ class Router {
 // A registered segment (segment_id) of such a request is a key of (salt, seam, mode, id),
 // weighted by id_bytes[id] (4 bytes a token) or, when unknown, by kUnknownSegmentBytes.
 inline constexpr int64_t kUnknownSegmentBytes = 4096;
-std::vector<SegKey> affinity_keys(const server::ApiRequest& r, const std::map<std::string, int64_t>& id_bytes = {});
+std::vector<SegKey> affinity_keys(const api::ApiRequest& r, const std::map<std::string, int64_t>& id_bytes = {});
 
 }  // namespace hypic::router

@@ -3,17 +3,17 @@
 
 namespace hypic::router {
 
-void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep,
+void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, api::Endpoint ep,
                                      const std::string* messages_body) {
   const Timer arrival;
-  server::ReplyMeta m;
-  m.chat = ep == server::Endpoint::kChat;
+  api::ReplyMeta m;
+  m.chat = ep == api::Endpoint::kChat;
   m.anthropic = messages_body != nullptr;
   m.id = (m.anthropic ? "msg_r" : m.chat ? "chatcmpl-r" : "cmpl-r") + std::to_string(next_id++);
   const std::string& body = messages_body ? *messages_body : req.body;
   json log{{"id", m.id}, {"path", req.path}};
   auto done = [this, &log, arrival] {
-    return server::ReplyDone([this, log, arrival](int status, const json& usage, const std::string& code) mutable {
+    return api::ReplyDone([this, log, arrival](int status, const json& usage, const std::string& code) mutable {
       log["status"] = status;
       log["ms"] = arrival.ms();
       if (!code.empty()) log["error"] = code;
@@ -26,16 +26,16 @@ void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server
     });
   };
   auto fail = [&](const ApiError& e) {
-    reply(m.anthropic ? server::anthropic_error_reply(e) : error_reply(e));
+    reply(m.anthropic ? api::anthropic_error_reply(e) : error_reply(e));
     done()(e.http_status, nullptr, e.code);
   };
-  server::ApiRequest r;
-  if (auto e = server::parse_request(body, ep, opt.limits, &r)) return fail(*e);
+  api::ApiRequest r;
+  if (auto e = api::parse_request(body, ep, opt.limits, &r)) return fail(*e);
   const std::string served = served_model();
   if (served.empty())
     return fail(make_error(503, "no instance is available (none has joined or answered a health check); start `hypic serve --join` instances or pass --instances",
                            "server_error", "no_instance"));
-  if (r.model != served) return fail(server::model_not_found(r.model, served));
+  if (r.model != served) return fail(api::model_not_found(r.model, served));
   std::map<std::string, int64_t> id_bytes;
   if (auto e = resolve_ids(r, &id_bytes)) return fail(*e);
   m.model = served;
@@ -46,26 +46,26 @@ void Router::Impl::handle_completion(const HttpRequest& req, Reply reply, server
   log["stream"] = r.stream;
   log["mode"] = pic_mode_name(r.mode);
   auto f = std::make_shared<Forward>();
-  f->ticket = std::make_shared<server::Ticket>();
+  f->ticket = std::make_shared<api::Ticket>();
   f->client_gone = req.client_gone();
   f->stream = r.stream;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (stopping) return fail(server::shutting_down_error());
+    if (stopping) return fail(api::shutting_down_error());
     active.insert(f);
     forwarding += 1;
   }
   std::thread(&Impl::run_forward, this, f, body, ep, affinity_keys(r, id_bytes), m.id).detach();
-  server::reply_completion(std::move(reply), f->ticket, std::move(m), done());
+  api::reply_completion(std::move(reply), f->ticket, std::move(m), done());
 }
 
-std::optional<ApiError> Router::Impl::resolve_ids(const server::ApiRequest& r, std::map<std::string, int64_t>* bytes) {
+std::optional<ApiError> Router::Impl::resolve_ids(const api::ApiRequest& r, std::map<std::string, int64_t>* bytes) {
   const int64_t now = int64_t(std::time(nullptr));
   for (const auto& msg : r.messages)
     for (const auto& p : msg.parts) {
       if (p.segment_id.empty() || bytes->count(p.segment_id)) continue;
       if (!records)
-        return server::bad_request("registered segments ('segment_id') are per instance unless the cluster shares a registry: "
+        return api::bad_request("registered segments ('segment_id') are per instance unless the cluster shares a registry: "
                                    "start the router and every instance with --segment-store redis://HOST:PORT, or send the "
                                    "text as an inline segment (cache_control), which the router routes by cache affinity",
                                    "messages", "unsupported_via_router");
@@ -74,7 +74,7 @@ std::optional<ApiError> Router::Impl::resolve_ids(const server::ApiRequest& r, s
         HYPIC_LOG_DEBUG("router: %s", rec.status().to_string().c_str());
         (*bytes)[p.segment_id] = kUnknownSegmentBytes;
       } else if (!*rec || (*rec)->salt != r.cache_salt) {
-        return server::segment_not_found(p.segment_id);
+        return api::segment_not_found(p.segment_id);
       } else {
         (*bytes)[p.segment_id] = int64_t((*rec)->tokens.size()) * 4;
       }
@@ -123,20 +123,20 @@ json Router::Impl::cluster_json() {
 }
 
 void Router::Impl::setup_routes() {
-  server::HttpFrontOptions fo = opt.http;
+  api::HttpFrontOptions fo = opt.http;
   fo.host = opt.host;
   fo.port = opt.port;
   fo.api_key = opt.api_key;
   fo.max_body_bytes = opt.limits.max_body_bytes;
-  http = std::make_unique<server::HttpFront>(fo);
-  const server::RouteOptions cheap{/*inline_ok=*/true, /*json_body=*/false};
-  const server::RouteOptions json_body{/*inline_ok=*/false, /*json_body=*/true};
+  http = std::make_unique<api::HttpFront>(fo);
+  const api::RouteOptions cheap{/*inline_ok=*/true, /*json_body=*/false};
+  const api::RouteOptions json_body{/*inline_ok=*/false, /*json_body=*/true};
   http->route("GET", "/health", [this](const HttpRequest&, Reply reply) {
     if (served_model().empty()) return reply(error_reply(make_error(503, "no healthy instance", "server_error", "no_instance")));
     reply(json_reply(json{{"status", "ok"}}));
   }, cheap);
   http->route("GET", "/metrics", [this](const HttpRequest&, Reply reply) {
-    server::HttpResponse r;
+    api::HttpResponse r;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     r.body = metrics_text();
     reply(std::move(r));
@@ -153,26 +153,26 @@ void Router::Impl::setup_routes() {
   http->route("GET", "/v1/models/{path}", [this, model_object](const HttpRequest& req, Reply reply) {
     const std::string name = served_model();
     if (!name.empty() && req.matches[1] == name) return reply(json_reply(model_object(name)));
-    reply(error_reply(server::model_not_found(req.matches[1], name)));
+    reply(error_reply(api::model_not_found(req.matches[1], name)));
   }, cheap);
   http->route("POST", "/v1/chat/completions", [this](const HttpRequest& req, Reply reply) {
-    handle_completion(req, std::move(reply), server::Endpoint::kChat);
+    handle_completion(req, std::move(reply), api::Endpoint::kChat);
   }, json_body);
   http->route("POST", "/v1/completions", [this](const HttpRequest& req, Reply reply) {
-    handle_completion(req, std::move(reply), server::Endpoint::kCompletions);
+    handle_completion(req, std::move(reply), api::Endpoint::kCompletions);
   }, json_body);
   // Anthropic's Messages API: translated here, forwarded as chat, answered in its shapes.
-  http->route("POST", server::kMessagesPath, [this](const HttpRequest& req, Reply reply) {
-    auto chat = server::messages_to_chat(req.body, opt.limits);
+  http->route("POST", api::kMessagesPath, [this](const HttpRequest& req, Reply reply) {
+    auto chat = api::messages_to_chat(req.body, opt.limits);
     if (auto* e = std::get_if<ApiError>(&chat)) {
       count(e->http_status);
       log_line(json{{"path", req.path}, {"status", e->http_status}, {"error", e->code}});
-      return reply(server::anthropic_error_reply(*e));
+      return reply(api::anthropic_error_reply(*e));
     }
-    handle_completion(req, std::move(reply), server::Endpoint::kChat, &std::get<std::string>(chat));
+    handle_completion(req, std::move(reply), api::Endpoint::kChat, &std::get<std::string>(chat));
   }, json_body);
   auto per_instance = [](const HttpRequest&, Reply reply) {
-    reply(error_reply(server::bad_request("segment registration is per instance (its ids are that instance's): register on an "
+    reply(error_reply(api::bad_request("segment registration is per instance (its ids are that instance's): register on an "
                                           "instance directly, or send the text as an inline segment, which the router routes by cache affinity",
                                           "", "unsupported_via_router")));
   };

@@ -34,13 +34,13 @@ namespace hypic::router {
 
 using nlohmann::json;
 namespace pb = cluster::pb;
-using server::ApiError;
-using server::dump;
-using server::make_error;
-using server::error_reply;
-using server::HttpRequest;
-using server::json_reply;
-using server::Reply;
+using api::ApiError;
+using api::dump;
+using api::make_error;
+using api::error_reply;
+using api::HttpRequest;
+using api::json_reply;
+using api::Reply;
 
 namespace detail {
 
@@ -53,7 +53,7 @@ inline std::chrono::system_clock::time_point after_ms(int ms) {
 // One forwarded request: its gRPC call in flight, for the reaper and stop().
 struct Forward {
   using Clock = std::chrono::steady_clock;
-  std::shared_ptr<server::Ticket> ticket;
+  std::shared_ptr<api::Ticket> ticket;
   std::function<bool()> client_gone;  // the client's connection has closed
   bool stream = false;                // the client reads pieces as they come
   std::mutex mu;
@@ -100,7 +100,7 @@ struct Forward {
 struct Router::Impl {
   RouterOptions opt;
   Cluster cluster;
-  std::unique_ptr<server::HttpFront> http;
+  std::unique_ptr<api::HttpFront> http;
   std::unique_ptr<grpc::Server> grpc_server;
   int grpc_port = -1;
   struct Service;  // pb::Router (Join / Leave), router_members.cpp
@@ -120,7 +120,7 @@ struct Router::Impl {
   std::unique_ptr<SegmentRecords> records;  // the shared registry (--segment-store), or null
   // The token bytes of the request's registered segments (for affinity weights); an error
   // when one is unknown to the shared registry or the request names ids without one.
-  std::optional<ApiError> resolve_ids(const server::ApiRequest& r, std::map<std::string, int64_t>* bytes);
+  std::optional<ApiError> resolve_ids(const api::ApiRequest& r, std::map<std::string, int64_t>* bytes);
 
   std::atomic<uint64_t> next_id{1}, retries{0}, affinity_hits{0}, affinity_bytes{0};
   std::mutex count_mu;
@@ -133,11 +133,11 @@ struct Router::Impl {
   void probe_all();
   void probe_loop();
   void reap_loop();
-  void run_forward(std::shared_ptr<Forward> f, std::string body, server::Endpoint ep,
+  void run_forward(std::shared_ptr<Forward> f, std::string body, api::Endpoint ep,
                    std::vector<SegKey> keys, std::string id);
   // messages_body: the chat body of a POST /v1/messages (forwarded as chat, answered in
   // Anthropic's shapes).
-  void handle_completion(const HttpRequest& req, Reply reply, server::Endpoint ep,
+  void handle_completion(const HttpRequest& req, Reply reply, api::Endpoint ep,
                          const std::string* messages_body = nullptr);
   std::string served_model() const {
     return opt.model_name.empty() ? cluster.model_name() : opt.model_name;
@@ -155,7 +155,7 @@ struct Router::Impl {
   // client left (499).
   ApiError cut_or_cancelled() {
     std::lock_guard<std::mutex> l(mu_);
-    if (!stopping) return server::cancelled_error();
+    if (!stopping) return api::cancelled_error();
     return make_error(503, "the router is shutting down: this reply was cut at the drain deadline (--drain-timeout); retry the request",
                       "server_error", "shutting_down");
   }

@@ -11,6 +11,8 @@
 
 namespace hypic::server {
 
+using namespace api;  // the server speaks the API's types
+
 using nlohmann::json;
 
 Admission::Admission(const Model& model, const Tokenizer& tok, SegmentRegistry& registry, Scheduler& scheduler,

@@ -37,8 +37,8 @@ class Admission {
  public:
   struct Options {
     std::string model_name;  // the id clients must send
-    RequestLimits limits;
-    AutoSegments auto_segments;  // the server's default (a request's own overrides it)
+    api::RequestLimits limits;
+    api::AutoSegments auto_segments;  // the server's default (a request's own overrides it)
     int max_batch = 0, max_queue = 0;  // the scheduler's, reported in load()
     bool log_requests = true;
   };
@@ -50,9 +50,9 @@ class Admission {
 
   // The completion `body` for endpoint `ep` checked and laid out: *r the request, *parts its
   // prompt; an error (as the client gets it) when it cannot be served.
-  std::optional<ApiError> prepare(std::string_view body, Endpoint ep, ApiRequest* r, PromptParts* parts) const;
+  std::optional<api::ApiError> prepare(std::string_view body, api::Endpoint ep, api::ApiRequest* r, PromptParts* parts) const;
   // Queues the work: its ticket, or 429 (queue full) / 503 (shutting down).
-  std::variant<ApiError, std::shared_ptr<Ticket>> submit(Work work, const Timer& arrival) const;
+  std::variant<api::ApiError, std::shared_ptr<api::Ticket>> submit(Work work, const Timer& arrival) const;
 
   // Expired registrations dropped from the registry (each logged).
   void sweep(SegmentRegistry::Clock::time_point now) const;

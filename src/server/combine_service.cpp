@@ -15,6 +15,8 @@
 
 namespace hypic::server {
 
+using namespace api;  // the server speaks the API's types
+
 using nlohmann::json;
 namespace pb = cluster::pb;
 

@@ -6,6 +6,8 @@
 
 namespace hypic::server {
 
+using namespace api;  // the server speaks the API's types
+
 GenerateOptions generate_options(const ApiRequest& r) {
   GenerateOptions g;
   g.max_tokens = r.max_tokens;

@@ -21,7 +21,7 @@ class Tokenizer;
 namespace hypic::server {
 
 // Sampling / stop options for the engine from a validated request.
-GenerateOptions generate_options(const ApiRequest& r);
+GenerateOptions generate_options(const api::ApiRequest& r);
 
 // Chat messages -> prompt parts, each message a turn of `chat`. System messages form the
 // prefix turn; in the last user message, parts marked as segments become independent
@@ -34,9 +34,9 @@ GenerateOptions generate_options(const ApiRequest& r);
 // segment_not_found, is returned with the part's param filled in); without a resolver a
 // reference is answered segment_not_found.
 using SegmentResolver =
-    std::function<std::optional<ApiError>(const std::string& id, std::vector<int32_t>* tokens)>;
-std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& chat,
-                                     const ApiRequest& r, int64_t max_prompt_tokens,
+    std::function<std::optional<api::ApiError>(const std::string& id, std::vector<int32_t>* tokens)>;
+std::optional<api::ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& chat,
+                                     const api::ApiRequest& r, int64_t max_prompt_tokens,
                                      PromptParts* out, const SegmentResolver& resolve = {});
 
 }  // namespace hypic::server

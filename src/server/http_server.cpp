@@ -29,6 +29,8 @@
 
 namespace hypic::server {
 
+using namespace api;  // the server speaks the API's types
+
 using nlohmann::json;
 
 namespace {

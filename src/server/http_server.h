@@ -42,7 +42,7 @@ struct ServerOptions {
   int port = 8080;                  // 0: an ephemeral port (see HttpServer::port())
   std::string api_key;              // non-empty: "Authorization: Bearer KEY" required
   std::string model_name = "hypic";
-  RequestLimits limits;
+  api::RequestLimits limits;
   Scheduler::Options scheduler;
   size_t cache_mem_bytes = size_t(1) << 30;
   // The disk tier and the durable registry of /v1/segments (kRegistryFile there): a restart
@@ -54,7 +54,7 @@ struct ServerOptions {
   std::string segment_store;
   // Segments made for clients that do not mark them (api/auto_segments.h); a request's
   // "hypic": {"auto_segments": ...} overrides it.
-  AutoSegments auto_segments;
+  api::AutoSegments auto_segments;
   // Segment parallelism (combine worker): when scatter.workers is non-empty or
   // scatter.local_lanes > 1, the cold segments of hypic / naive requests are built by
   // cluster::Scatter (remote `hypic worker`s and local lanes) before the composition.
@@ -63,7 +63,7 @@ struct ServerOptions {
   int max_registered_segments = 1024;
   // The HTTP front's connection limits and deadlines (host, port, api_key and the body
   // limit are taken from the fields above and from `limits`).
-  HttpFrontOptions http;
+  api::HttpFrontOptions http;
   // SIGTERM / stop(): streams in flight get this long, then are cut (finish_reason "abort",
   // a final error event); new requests get 503 meanwhile.
   int drain_timeout_ms = 30000;

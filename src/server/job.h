@@ -16,7 +16,7 @@
 namespace hypic::server {
 
 struct CompletionJob {
-  ApiRequest request;
+  api::ApiRequest request;
   PromptParts parts;  // tokenised and length-checked before submission
   // True once the client has disconnected; polled between layers and tokens. Empty: no
   // probe (a stream notices a failed write instead).

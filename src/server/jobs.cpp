@@ -12,6 +12,8 @@
 
 namespace hypic::server {
 
+using namespace api;  // the server speaks the API's types
+
 using nlohmann::json;
 
 namespace {

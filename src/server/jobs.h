@@ -33,18 +33,18 @@ namespace hypic::server {
 class ChoiceGroup {
  public:
   explicit ChoiceGroup(int n) : outs_(size_t(n)), left_(n) {}
-  std::optional<Outcome> done(int index, Outcome o);
+  std::optional<api::Outcome> done(int index, api::Outcome o);
 
  private:
   std::mutex mu_;
-  std::vector<Outcome> outs_;
+  std::vector<api::Outcome> outs_;
   int left_;
 };
 
 // One outcome of the n choices' (each a one-choice result): their choices in order, one usage
 // counting every choice's completion tokens; an error without a result (cancelled, failed)
 // is the outcome.
-Outcome combine_choices(std::vector<Outcome> outs);
+api::Outcome combine_choices(std::vector<api::Outcome> outs);
 
 class Jobs {
  public:
@@ -65,7 +65,7 @@ class Jobs {
   Jobs(const Runner& runner, SegmentRegistry& registry, ServerMetrics& metrics, Options opt,
        std::function<bool()> cutting);
 
-  using Ran = std::variant<Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>>;
+  using Ran = std::variant<api::Outcome, Scheduler::Decoding, std::vector<Scheduler::Decoding>>;
   Ran run(const Scheduler::Job& job) const;
 
   // A restart: registers the durable records again, each entry from the disk tier or rebuilt
@@ -78,9 +78,9 @@ class Jobs {
 
  private:
   // Prefills the prompt and hands a sequence per choice to the decode thread.
-  Ran run_completion(const CompletionJob& job, const Timer& arrival, const std::shared_ptr<Ticket>& ticket) const;
+  Ran run_completion(const CompletionJob& job, const Timer& arrival, const std::shared_ptr<api::Ticket>& ticket) const;
   // Builds (or finds) the entry of the segment and registers it, pinned.
-  Outcome run_registration(const RegistrationJob& job) const;
+  api::Outcome run_registration(const RegistrationJob& job) const;
   // A finished generation's outcome: text, finish_reason and usage, or its error.
   // Completions with echo: the prompt's text and logprobs, put before the answer's.
   struct Echo {
@@ -88,12 +88,12 @@ class Jobs {
     std::vector<PositionLogprobs> logprobs;
   };
   // Choice `index` of the job, decoded from `state` / `logits`; its outcome goes to `group`.
-  Scheduler::Decoding choice(const CompletionJob& job, const Timer& arrival, const std::shared_ptr<Ticket>& ticket,
+  Scheduler::Decoding choice(const CompletionJob& job, const Timer& arrival, const std::shared_ptr<api::Ticket>& ticket,
                              int index, SeqState state, std::vector<float> logits, const RequestFigures& figures,
                              std::shared_ptr<Echo> echo, std::shared_ptr<ChoiceGroup> group) const;
   // `logprobs`: the endpoint whose logprobs form the result gets (none: not asked for).
-  Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f,
-                            std::optional<Endpoint> logprobs) const;
+  api::Outcome finish_generation(GenerateResult&& g, const Status& st, RequestFigures f,
+                            std::optional<api::Endpoint> logprobs) const;
 
   const Runner& runner_;
   SegmentRegistry& registry_;
@@ -103,17 +103,17 @@ class Jobs {
 };
 
 // A registration as /v1/segments shows it.
-SegmentInfo segment_info(const RegisteredSegment& s);
+api::SegmentInfo segment_info(const RegisteredSegment& s);
 // The 507 for a registration the registry would not admit (nullopt for kOk); `bytes`: the
 // registration's pinned bytes.
 // 503 registry_unavailable: the shared registry (--segment-store) does not answer for `id`.
-ApiError registry_unavailable(const std::string& id, const Status& why);
+api::ApiError registry_unavailable(const std::string& id, const Status& why);
 // kUnavailable: `why` the record write failed (see record_write_error).
-std::optional<ApiError> capacity_error(const SegmentRegistry& registry, SegmentRegistry::Admit a,
+std::optional<api::ApiError> capacity_error(const SegmentRegistry& registry, SegmentRegistry::Admit a,
                                        size_t bytes, const Status& why = Status::ok());
 // A registration's record could not be written or erased (`what`: "registered" / "deleted"):
 // 507 insufficient_storage when its storage is full and no room could be made (it resumes
 // by itself when space returns), else 503 registry_unavailable. Nothing changed either way.
-ApiError record_write_error(const Status& why, const std::string& what);
+api::ApiError record_write_error(const Status& why, const std::string& what);
 
 }  // namespace hypic::server

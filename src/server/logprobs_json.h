@@ -13,6 +13,6 @@
 namespace hypic::server {
 
 // `offset`: completions' text_offset of the first token (a stream's later pieces).
-nlohmann::json logprobs_json(const std::vector<PositionLogprobs>& lp, Endpoint ep, size_t offset = 0);
+nlohmann::json logprobs_json(const std::vector<PositionLogprobs>& lp, api::Endpoint ep, size_t offset = 0);
 
 }  // namespace hypic::server

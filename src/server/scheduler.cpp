@@ -6,6 +6,8 @@
 
 namespace hypic::server {
 
+using namespace api;  // the server speaks the API's types
+
 namespace {
 
 ApiError cancelled() { return ApiError{499, "cancelled by the client", "invalid_request_error", "", "cancelled"}; }

@@ -47,7 +47,7 @@ class Scheduler {
   struct Job {
     Work work;
     Timer arrival;  // TTFT is measured from here
-    std::shared_ptr<Ticket> ticket;
+    std::shared_ptr<api::Ticket> ticket;
   };
   // A prefilled sequence for the decode thread. on_text runs on the decode thread (return
   // false to stop); finish turns the generation into the job's outcome (status: ok,
@@ -58,12 +58,12 @@ class Scheduler {
     std::vector<float> logits;  // [V], the prompt's last token
     GenerateOptions options;
     TextCallback on_text;
-    std::function<std::optional<Outcome>(GenerateResult&&, const Status&)> finish;
+    std::function<std::optional<api::Outcome>(GenerateResult&&, const Status&)> finish;
     Timer start;  // the request's arrival: TTFT is measured from here
   };
   // Runs on a prefill thread; must not throw. Several Decodings: the job's choices, each a
   // sequence of the batch.
-  using Prefill = std::function<std::variant<Outcome, Decoding, std::vector<Decoding>>(const Job& job)>;
+  using Prefill = std::function<std::variant<api::Outcome, Decoding, std::vector<Decoding>>(const Job& job)>;
 
   struct Options {
     int workers = 1;     // prefill threads
@@ -81,7 +81,7 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Enqueues; on rejection returns nullptr and says why. Never blocks.
-  std::shared_ptr<Ticket> submit(Work work, Timer arrival, Rejection* why);
+  std::shared_ptr<api::Ticket> submit(Work work, Timer arrival, Rejection* why);
 
   // Stops accepting, answers queued jobs with 503 and lets in-flight ones finish (unless
   // their clients cancel) — with a `deadline`, for at most that long: then every sequence
@@ -101,7 +101,7 @@ class Scheduler {
 
  private:
   struct Ready {
-    std::shared_ptr<Ticket> ticket;
+    std::shared_ptr<api::Ticket> ticket;
     Decoding d;
   };
   void worker_loop();

@@ -2,6 +2,8 @@
 
 namespace hypic::server {
 
+using namespace api;  // the server speaks the API's types
+
 Usage usage_of(const RequestFigures& f) {
   const ComposeStats& cs = f.compose;
   Usage u;

@@ -8,6 +8,6 @@
 
 namespace hypic::server {
 
-Usage usage_of(const RequestFigures& f);
+api::Usage usage_of(const RequestFigures& f);
 
 }  // namespace hypic::server

@@ -19,7 +19,7 @@
 
 #include "api/http_front.h"
 
-namespace hypic::server::framing {
+namespace hypic::api::framing {
 
 // The source of every choice: a seeded generator, or the fuzzer's bytes.
 using Next = std::function<uint32_t()>;
@@ -176,4 +176,4 @@ inline std::string check_pipeline(int port, const std::vector<Wire>& wires, cons
   return "";
 }
 
-}  // namespace hypic::server::framing
+}  // namespace hypic::api::framing

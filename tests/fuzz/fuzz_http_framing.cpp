@@ -9,7 +9,7 @@
 #include "../common/http_framing.h"
 #include "fuzz_common.h"
 
-using namespace hypic::server::framing;
+using namespace hypic::api::framing;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Front* front = new Front();  // lives as long as the process

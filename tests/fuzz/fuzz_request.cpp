@@ -25,12 +25,12 @@
 
 namespace {
 
-using hypic::server::ApiError;
-using hypic::server::ApiRequest;
-using hypic::server::Endpoint;
-using hypic::server::RequestLimits;
-using hypic::server::Role;
-using hypic::server::SegmentRequest;
+using hypic::api::ApiError;
+using hypic::api::ApiRequest;
+using hypic::api::Endpoint;
+using hypic::api::RequestLimits;
+using hypic::api::Role;
+using hypic::api::SegmentRequest;
 
 // The error object as the HTTP layer sends it (http_util.cpp: invalid UTF-8 replaced).
 void check_error(const ApiError& e) {
@@ -47,13 +47,13 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 bool forced_call(const ApiRequest& r) {
-  return r.tool_choice == hypic::server::ToolChoice::kRequired || r.tool_choice == hypic::server::ToolChoice::kNamed;
+  return r.tool_choice == hypic::api::ToolChoice::kRequired || r.tool_choice == hypic::api::ToolChoice::kNamed;
 }
 
 void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
   FUZZ_CHECK(r.endpoint == ep);
   FUZZ_CHECK(r.max_tokens >= (r.echo ? 0 : 1) && r.max_tokens <= lim.max_tokens, "max_tokens %d", r.max_tokens);
-  FUZZ_CHECK(r.logprobs >= -1 && r.logprobs <= hypic::server::kMaxTopLogprobs, "logprobs %d", r.logprobs);
+  FUZZ_CHECK(r.logprobs >= -1 && r.logprobs <= hypic::api::kMaxTopLogprobs, "logprobs %d", r.logprobs);
   FUZZ_CHECK(!r.echo || ep == Endpoint::kCompletions, "echo on chat");
   FUZZ_CHECK(r.temperature >= 0.0 && r.temperature <= 2.0);
   FUZZ_CHECK(r.top_p > 0.0 && r.top_p <= 1.0);
@@ -70,11 +70,11 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
     FUZZ_CHECK(r.prompt.empty() && r.prompt_tokens.empty());
     FUZZ_CHECK(!r.messages.empty() && int(r.messages.size()) <= lim.max_messages);
     FUZZ_CHECK(r.messages.back().role == Role::kUser || r.messages.back().role == Role::kTool);
-    FUZZ_CHECK(r.tools.size() <= hypic::server::kMaxTools);
-    for (const auto& t : r.tools) FUZZ_CHECK(!t.name.empty() && t.name.size() <= hypic::server::kMaxToolNameBytes);
+    FUZZ_CHECK(r.tools.size() <= hypic::api::kMaxTools);
+    for (const auto& t : r.tools) FUZZ_CHECK(!t.name.empty() && t.name.size() <= hypic::api::kMaxToolNameBytes);
     const bool forced = forced_call(r);
     FUZZ_CHECK(!forced || !r.tools.empty(), "a required tool call without tools");
-    FUZZ_CHECK(!forced || r.response_format == hypic::server::ResponseFormat::kText, "a forced call with a JSON format");
+    FUZZ_CHECK(!forced || r.response_format == hypic::api::ResponseFormat::kText, "a forced call with a JSON format");
     FUZZ_CHECK(r.segment_count() <= lim.max_segments);
     for (size_t i = 0; i < r.messages.size(); ++i) {
       const auto& m = r.messages[i];
@@ -102,7 +102,7 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
   // Both tool formats (Qwen3's JSON calls, Qwen3.5's XML calls with the tools first).
   for (const char* name : {"chatml", "qwen3.5"}) {
     const hypic::ChatTemplate& chat = *hypic::chat_template_for(name).value();
-    const std::string chatml = hypic::server::prompt_text(chat, r);
+    const std::string chatml = hypic::api::prompt_text(chat, r);
     if (ep == Endpoint::kCompletions) {
       FUZZ_CHECK(chatml == r.prompt);
     } else {
@@ -114,10 +114,10 @@ void check_request(const ApiRequest& r, Endpoint ep, const RequestLimits& lim) {
     }
     if (ep == Endpoint::kChat) {  // the grammar of every accepted request builds
       ApiRequest copy = r;
-      const std::optional<ApiError> err = hypic::server::request_grammar(chat, &copy);
+      const std::optional<ApiError> err = hypic::api::request_grammar(chat, &copy);
       FUZZ_CHECK(!err, "an accepted request whose grammar fails: %s", err ? err->message.c_str() : "");
-      FUZZ_CHECK(bool(copy.grammar) == (copy.uses_tools() || copy.response_format != hypic::server::ResponseFormat::kText));
-      FUZZ_CHECK(copy.grammar_trigger.empty() || (copy.tool_choice == hypic::server::ToolChoice::kAuto && copy.grammar));
+      FUZZ_CHECK(bool(copy.grammar) == (copy.uses_tools() || copy.response_format != hypic::api::ResponseFormat::kText));
+      FUZZ_CHECK(copy.grammar_trigger.empty() || (copy.tool_choice == hypic::api::ToolChoice::kAuto && copy.grammar));
     }
   }
   const hypic::GenerateOptions g = hypic::server::generate_options(r);
@@ -145,28 +145,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
   static const RequestLimits lim{};
 
-  hypic::server::AutoSegments both;
+  hypic::api::AutoSegments both;
   both.separator = both.parts = true;
   const auto parse_and_cut = [&](std::string_view b, Endpoint e) {
     ApiRequest r;
-    if (std::optional<ApiError> err = hypic::server::parse_request(b, e, lim, &r)) return check_error(*err);
+    if (std::optional<ApiError> err = hypic::api::parse_request(b, e, lim, &r)) return check_error(*err);
     check_request(r, e, lim);
-    if (std::optional<ApiError> err = hypic::server::apply_auto_segments(&r, both, lim)) return check_error(*err);
+    if (std::optional<ApiError> err = hypic::api::apply_auto_segments(&r, both, lim)) return check_error(*err);
     FUZZ_CHECK(r.auto_segments_made >= 0 && r.auto_segments_made <= lim.max_segments);
     if (e == Endpoint::kChat) check_request(r, e, lim);  // the cut layout obeys every rule too
   };
   parse_and_cut(body, ep);
-  auto chat = hypic::server::messages_to_chat(body, lim);
+  auto chat = hypic::api::messages_to_chat(body, lim);
   if (auto* err = std::get_if<ApiError>(&chat)) check_error(*err);
   else parse_and_cut(std::get<std::string>(chat), Endpoint::kChat);
 
   SegmentRequest s;
-  if (std::optional<ApiError> e = hypic::server::parse_segment_request(body, lim, &s)) {
+  if (std::optional<ApiError> e = hypic::api::parse_segment_request(body, lim, &s)) {
     check_error(*e);
   } else {
     check_segment_request(s, lim);
     // The 404 for an unknown id echoes a prefix of it, cut at any byte.
-    const ApiError nf = hypic::server::segment_not_found(s.text, "messages");
+    const ApiError nf = hypic::api::segment_not_found(s.text, "messages");
     FUZZ_CHECK(nf.http_status == 404);
     (void)nf.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }

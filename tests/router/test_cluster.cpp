@@ -216,13 +216,13 @@ TEST(Cluster, ModelNameAndMixedModels) {
   EXPECT_TRUE(mixed);
 }
 
-server::ApiRequest chat(std::vector<std::string> segs, std::string question, std::string salt = "") {
-  server::ApiRequest r;
+api::ApiRequest chat(std::vector<std::string> segs, std::string question, std::string salt = "") {
+  api::ApiRequest r;
   r.cache_salt = std::move(salt);
-  server::Message sys;
-  sys.role = server::Role::kSystem;
+  api::Message sys;
+  sys.role = api::Role::kSystem;
   sys.parts.push_back({"Answer from the documents.", false, ""});
-  server::Message user;
+  api::Message user;
   for (auto& s : segs) user.parts.push_back({s, true, ""});
   user.parts.push_back({std::move(question), false, ""});
   r.messages = {sys, user};

@@ -4,7 +4,7 @@
 
 #include "api/auto_segments.h"
 
-namespace hypic::server {
+namespace hypic::api {
 namespace {
 
 ApiRequest chat_request(const std::string& body) {
@@ -113,4 +113,4 @@ TEST(AutoSegments, CompletionsAndLimits) {
 }
 
 }  // namespace
-}  // namespace hypic::server
+}  // namespace hypic::api

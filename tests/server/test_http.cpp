@@ -18,6 +18,8 @@
 #include "server/http_server.h"
 
 namespace hypic::server {
+
+using namespace api;
 namespace {
 
 using nlohmann::json;

@@ -12,7 +12,7 @@
 
 #include "common/http_framing.h"
 
-namespace hypic::server::framing {
+namespace hypic::api::framing {
 namespace {
 
 TEST(HttpFraming, NoBodyIsEverRunAsARequest) {
@@ -38,4 +38,4 @@ TEST(HttpFraming, NoBodyIsEverRunAsARequest) {
 }
 
 }  // namespace
-}  // namespace hypic::server::framing
+}  // namespace hypic::api::framing

@@ -9,6 +9,8 @@
 #include "tokenizer/tokenizer.h"
 
 namespace hypic::server {
+
+using namespace api;
 namespace {
 
 const Tokenizer& tok() {

@@ -8,6 +8,8 @@
 #include "server/engine_request.h"
 
 namespace hypic::server {
+
+using namespace api;
 namespace {
 
 RequestLimits limits() {

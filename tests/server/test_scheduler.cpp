@@ -12,6 +12,8 @@
 #include "tokenizer/tokenizer.h"
 
 namespace hypic::server {
+
+using namespace api;
 namespace {
 
 TEST(Scheduler, RunsJobsAndStreamsText) {

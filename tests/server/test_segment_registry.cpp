@@ -299,7 +299,7 @@ TEST(SegmentRegistry, AFullDiskIsRetriedWhileRoomCanBeMadeAndThenChangesNothing)
   EXPECT_EQ(reg.find(b->id, "A", t0), nullptr);
   EXPECT_EQ(rec->rows.count(b->id), 0u);
   EXPECT_EQ(reg.totals(t0).count, 1u);
-  const ApiError e = *capacity_error(reg, SegmentRegistry::Admit::kUnavailable, 10, why);
+  const api::ApiError e = *capacity_error(reg, SegmentRegistry::Admit::kUnavailable, 10, why);
   EXPECT_EQ(e.http_status, 507);
   EXPECT_EQ(e.code, "insufficient_storage");
   EXPECT_NE(e.message.find("--cache-dir"), std::string::npos) << e.message;

@@ -12,6 +12,8 @@
 #include "tokenizer/tokenizer.h"
 
 namespace hypic::server {
+
+using namespace api;
 namespace {
 
 using nlohmann::json;
