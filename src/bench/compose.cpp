@@ -335,8 +335,8 @@ Result<ModelForward> measure_forward(const std::string& dir, int tokens, int rep
   ModelForward r;
   r.dir = dir;
   for (int l = 0; l < int(c.layers.size()); ++l) r.linear_layers += !c.is_full(l);
-  r.dims = {int(c.linear_num_key_heads), int(c.linear_num_value_heads), int(c.linear_key_head_dim),
-            int(c.linear_value_head_dim)};
+  r.dims = {int(c.linear.key_heads), int(c.linear.value_heads), int(c.linear.key_head_dim),
+            int(c.linear.value_head_dim)};
   if (c.uses(lightning_type())) {
     const ModelConfig::Lightning& l = c.lightning;
     r.family = Family::kLightning;

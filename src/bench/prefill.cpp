@@ -24,9 +24,9 @@ Result<nlohmann::json> bench_prefill(const PrefillBenchOptions& o) {
   // Dominant GEMM: routed experts' gate/up for MoE models (M = tokens per expert), the
   // dense MLP's gate/up otherwise.
   int64_t M = o.tokens, K = c.hidden_size, N = 2 * c.intermediate_size;
-  if (c.num_experts > 0) {
-    M = std::max<int64_t>(1, o.tokens * c.num_experts_per_tok / c.num_experts);
-    N = 2 * c.moe_intermediate_size;
+  if (c.moe.experts > 0) {
+    M = std::max<int64_t>(1, o.tokens * c.moe.experts_per_tok / c.moe.experts);
+    N = 2 * c.moe.intermediate_size;
   }
   // The peak is measured before and after the forward runs and the best is kept, the
   // forward time is the best repetition: on a shared machine both are then best cases.

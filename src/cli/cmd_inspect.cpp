@@ -20,8 +20,9 @@ int cmd_inspect(int argc, char** argv) {
   if (!dt) return report_error("inspect", dt.status());
   auto cfg = ModelConfig::from_dir(a.str("model"));
   if (!cfg) return report_error("inspect", cfg.status());
-  std::printf("%s\n", cfg->summary().c_str());
   auto ck = Checkpoint::open(a.str("model"));
+  if (ck) cfg->resolve_head(ck->has("lm_head.weight"));
+  std::printf("%s\n", cfg->summary().c_str());
   if (!ck) return report_error("inspect", ck.status());
   std::printf("checkpoint: %zu tensors in %zu file(s), %.1f MiB\n", ck->num_tensors(),
               ck->files().size(), double(ck->total_bytes()) / (1 << 20));

@@ -145,17 +145,17 @@ Status ModelConfig::validate() const {
     return unsupported("field '" + p + "hidden_act' is '" + hidden_act + "'; hypic implements "
                        "only silu");
 
-  if (num_experts < 0) return invalid_argument("field '" + p + "num_experts' is negative");
+  if (moe.experts < 0) return invalid_argument("field '" + p + "num_experts' is negative");
   HYPIC_RETURN_IF_ERROR(arch->validate(*this));
   if (uses(ChannelMixerKind::kSwiGlu))
     HYPIC_RETURN_IF_ERROR(positive("intermediate_size", intermediate_size));
   if (uses(ChannelMixerKind::kMoe)) {
-    HYPIC_RETURN_IF_ERROR(positive("moe_intermediate_size", moe_intermediate_size));
-    if (num_experts_per_tok <= 0 || num_experts_per_tok > num_experts)
+    HYPIC_RETURN_IF_ERROR(positive("moe_intermediate_size", moe.intermediate_size));
+    if (moe.experts_per_tok <= 0 || moe.experts_per_tok > moe.experts)
       return invalid_argument("field '" + p + "num_experts_per_tok' (" +
-                              std::to_string(num_experts_per_tok) + ") must be in [1, " +
-                              "num_experts = " + std::to_string(num_experts) + "]");
-    if (shared_expert_intermediate_size < 0)
+                              std::to_string(moe.experts_per_tok) + ") must be in [1, " +
+                              "num_experts = " + std::to_string(moe.experts) + "]");
+    if (moe.shared_intermediate_size < 0)
       return invalid_argument("field '" + p + "shared_expert_intermediate_size' is negative");
   }
   return Status::ok();
@@ -202,11 +202,11 @@ ParamCounts count_params(const ModelConfig& c) {
     add(n, n);
     switch (l.channel) {
       case ChannelMixerKind::kMoe: {
-        const int64_t expert = 3 * H * c.moe_intermediate_size;
-        int64_t shared = H * c.num_experts + (c.router_bias ? c.num_experts : 0);  // router
-        if (c.shared_expert_intermediate_size > 0)  // + shared_expert_gate
-          shared += 3 * H * c.shared_expert_intermediate_size + (c.shared_expert_gated ? H : 0);
-        add(c.num_experts * expert + shared, c.num_experts_per_tok * expert + shared);
+        const int64_t expert = 3 * H * c.moe.intermediate_size;
+        int64_t shared = H * c.moe.experts + (c.moe.router_bias ? c.moe.experts : 0);  // router
+        if (c.moe.shared_intermediate_size > 0)  // + shared_expert_gate
+          shared += 3 * H * c.moe.shared_intermediate_size + (c.moe.shared_gated ? H : 0);
+        add(c.moe.experts * expert + shared, c.moe.experts_per_tok * expert + shared);
         break;
       }
       case ChannelMixerKind::kSwiGlu:

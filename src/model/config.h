@@ -167,6 +167,11 @@ struct ModelConfig {
   // empty): lm_head.weight, when the checkpoint has it, is the head whatever
   // tie_word_embeddings says; without it the embedding is.
   bool head_ignores_tie = false;
+  // Once the checkpoint is open: with head_ignores_tie and an lm_head.weight, the model is
+  // untied whatever config.json says (the head, the parameter count and `inspect` follow).
+  void resolve_head(bool has_lm_head) {
+    if (head_ignores_tie && has_lm_head) tie_word_embeddings = false;
+  }
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id, pad_token_id;
   std::string hidden_act;

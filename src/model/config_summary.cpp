@@ -45,9 +45,9 @@ std::string ModelConfig::summary() const {
   if (moe_layers > 0) {
     std::snprintf(buf, sizeof buf, "mlp: MoE in %d/%lld layers, %lld experts, top-%lld%s, "
                   "expert width %lld, shared expert width %lld",
-                  moe_layers, (long long)num_hidden_layers, (long long)num_experts,
-                  (long long)num_experts_per_tok, norm_topk_prob ? " renormalised" : "",
-                  (long long)moe_intermediate_size, (long long)shared_expert_intermediate_size);
+                  moe_layers, (long long)num_hidden_layers, (long long)moe.experts,
+                  (long long)moe.experts_per_tok, moe.norm_topk_prob ? " renormalised" : "",
+                  (long long)moe.intermediate_size, (long long)moe.shared_intermediate_size);
     line(buf);
   }
   if (moe_layers < num_hidden_layers) {

@@ -105,6 +105,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
   HYPIC_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir));
   HYPIC_ASSIGN_OR_RETURN(cfg.weight_prefix, detect_weight_prefix(ck.names()));
   HYPIC_RETURN_IF_ERROR(check_no_unused_layers(ck, cfg, dir));
+  const bool has_head = ck.has("lm_head.weight");
+  cfg.resolve_head(has_head);
   std::unique_ptr<Model> m(new Model());
   m->cfg_ = cfg;
   m->compute_ = opt.compute;
@@ -146,8 +148,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     if (!n.is_ok()) return n.status().with_context(ctx("final norm"));
     w.final_norm = n.value();
   }
-  const bool has_head = ck.has("lm_head.weight");
-  if (!has_head || (cfg.tie_word_embeddings && !cfg.head_ignores_tie)) {
+  if (!has_head || cfg.tie_word_embeddings) {
     if (!cfg.tie_word_embeddings)
       return not_found("lm_head.weight is missing from " + dir +
                        " and tie_word_embeddings is false; the checkpoint is incomplete");

@@ -49,19 +49,19 @@ class LightningType final : public TokenMixerType {
   const char* id() const override { return "test_lightning"; }
   LayerKind state() const override { return LayerKind::kLinear; }
   Status validate(const ModelConfig& c) const override {
-    if (c.linear_num_value_heads <= 0 || c.linear_key_head_dim <= 0 ||
-        c.linear_key_head_dim != c.linear_value_head_dim)
+    if (c.linear.value_heads <= 0 || c.linear.key_head_dim <= 0 ||
+        c.linear.key_head_dim != c.linear.value_head_dim)
       return invalid_argument("lightning needs linear_num_value_heads > 0 and equal key/value "
                               "head dims");
     return Status::ok();
   }
   int64_t params(const ModelConfig& c) const override {
-    const int64_t vd = c.linear_num_value_heads * c.linear_value_head_dim;
-    return 4 * vd * c.hidden_size + c.linear_value_head_dim;
+    const int64_t vd = c.linear.value_heads * c.linear.value_head_dim;
+    return 4 * vd * c.hidden_size + c.linear.value_head_dim;
   }
   std::string describe(const ModelConfig& c) const override {
-    return "lightning: " + std::to_string(c.linear_num_value_heads) + " heads x " +
-           std::to_string(c.linear_value_head_dim);
+    return "lightning: " + std::to_string(c.linear.value_heads) + " heads x " +
+           std::to_string(c.linear.value_head_dim);
   }
 };
 
@@ -76,8 +76,8 @@ struct LightningWeights {
 class Lightning final : public TokenMixer {
  public:
   Lightning(const ModelConfig& c, LightningWeights w, int layer)
-      : w_(std::move(w)), nv_(int(c.linear_num_value_heads)),
-        d_(int(c.linear_value_head_dim)), eps_(float(c.rms_norm_eps)),
+      : w_(std::move(w)), nv_(int(c.linear.value_heads)),
+        d_(int(c.linear.value_head_dim)), eps_(float(c.rms_norm_eps)),
         decay_(kernels::lightning_log_decay(nv_, layer, int(c.num_hidden_layers), 0)),
         la_(kernels::make_linear_attention(kernels::Family::kLightning, {nv_, nv_, d_, d_})) {}
 
@@ -188,8 +188,8 @@ class TestLightningArch final : public Architecture {
                     const std::string& p, DecoderLayer* out) const override {
     HYPIC_RETURN_IF_ERROR(load_layer_norms(rd, c, p, out));
     if (c.layer(layer).token == &kLightningType) {
-      const int64_t H = c.hidden_size, d = c.linear_value_head_dim;
-      const int64_t vd = c.linear_num_value_heads * d;
+      const int64_t H = c.hidden_size, d = c.linear.value_head_dim;
+      const int64_t vd = c.linear.value_heads * d;
       LightningWeights w;
       HYPIC_ASSIGN_OR_RETURN(w.qkv, rd.mat(p + "linear_attn.qkv_proj.weight", {3 * vd, H}));
       HYPIC_ASSIGN_OR_RETURN(w.norm_w, rd.vec(p + "linear_attn.norm.weight", {d}));

@@ -153,17 +153,17 @@ TEST(Config, Qwen3NextFlat) {
   EXPECT_EQ(c.rotary_dim(), 64);
   EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
   EXPECT_EQ(c.max_position_embeddings, 262144);
-  EXPECT_EQ(c.linear_num_key_heads, 16);
-  EXPECT_EQ(c.linear_num_value_heads, 32);
-  EXPECT_EQ(c.linear_key_head_dim, 128);
-  EXPECT_EQ(c.linear_value_head_dim, 128);
-  EXPECT_EQ(c.linear_conv_kernel_dim, 4);
+  EXPECT_EQ(c.linear.key_heads, 16);
+  EXPECT_EQ(c.linear.value_heads, 32);
+  EXPECT_EQ(c.linear.key_head_dim, 128);
+  EXPECT_EQ(c.linear.value_head_dim, 128);
+  EXPECT_EQ(c.linear.conv_kernel, 4);
   EXPECT_EQ(c.intermediate_size, 5120);
-  EXPECT_EQ(c.num_experts, 512);
-  EXPECT_EQ(c.num_experts_per_tok, 10);
-  EXPECT_EQ(c.moe_intermediate_size, 512);
-  EXPECT_EQ(c.shared_expert_intermediate_size, 512);
-  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.moe.experts, 512);
+  EXPECT_EQ(c.moe.experts_per_tok, 10);
+  EXPECT_EQ(c.moe.intermediate_size, 512);
+  EXPECT_EQ(c.moe.shared_intermediate_size, 512);
+  EXPECT_TRUE(c.moe.norm_topk_prob);
   EXPECT_FALSE(c.tie_word_embeddings);
   EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{151645});
   EXPECT_EQ(c.bos_token_id, 151643);
@@ -202,9 +202,9 @@ TEST(Config, Qwen35NestedDense) {
   EXPECT_EQ(c.num_hidden_layers, 64);
   EXPECT_EQ(c.num_attention_heads, 24);
   EXPECT_EQ(c.num_key_value_heads, 4);
-  EXPECT_EQ(c.linear_num_value_heads, 48);
+  EXPECT_EQ(c.linear.value_heads, 48);
   EXPECT_EQ(c.intermediate_size, 17408);
-  EXPECT_EQ(c.num_experts, 0);
+  EXPECT_EQ(c.moe.experts, 0);
   EXPECT_EQ(c.vocab_size, 248320);
   EXPECT_DOUBLE_EQ(c.rope_theta, 1e7);  // from rope_parameters
   EXPECT_EQ(c.rotary_dim(), 64);
@@ -229,10 +229,10 @@ TEST(Config, Qwen35NestedMoe) {
   EXPECT_STREQ(c.arch_name(), "Qwen3.5-MoE");
   EXPECT_EQ(c.text_model_type, "qwen3_5_moe_text");
   EXPECT_EQ(c.num_hidden_layers, 40);
-  EXPECT_EQ(c.num_experts, 256);
-  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe.experts, 256);
+  EXPECT_EQ(c.moe.experts_per_tok, 8);
   EXPECT_EQ(c.intermediate_size, 0);  // Qwen3_5MoeTextConfig has no dense MLP
-  EXPECT_TRUE(c.norm_topk_prob);      // always renormalised
+  EXPECT_TRUE(c.moe.norm_topk_prob);      // always renormalised
   for (int i = 0; i < 40; ++i) EXPECT_TRUE(c.is_moe(i));
   EXPECT_EQ(c.layer_pattern(), "LLLF×10");
   EXPECT_EQ(c.weight_prefix, "model.language_model.");
@@ -251,9 +251,9 @@ TEST(Config, TransformersDefaultsForAbsentFields) {
   EXPECT_EQ(next->max_position_embeddings, 32768);
   EXPECT_DOUBLE_EQ(next->rope_theta, 10000.0);  // default_theta, not the checkpoints' 1e7
   EXPECT_DOUBLE_EQ(next->partial_rotary_factor, 0.25);
-  EXPECT_EQ(next->num_experts, 512);
-  EXPECT_EQ(next->num_experts_per_tok, 10);
-  EXPECT_TRUE(next->norm_topk_prob);
+  EXPECT_EQ(next->moe.experts, 512);
+  EXPECT_EQ(next->moe.experts_per_tok, 10);
+  EXPECT_TRUE(next->moe.norm_topk_prob);
   EXPECT_EQ(next->layer_pattern(), "LLLF×12");
   EXPECT_TRUE(next->eos_token_ids.empty());
   EXPECT_TRUE(defaulted(*next, "hidden_size"));
@@ -273,8 +273,8 @@ TEST(Config, TransformersDefaultsForAbsentFields) {
   ASSERT_TRUE(moe.is_ok()) << moe.status().to_string();
   EXPECT_EQ(moe->hidden_size, 2048);
   EXPECT_EQ(moe->num_hidden_layers, 40);
-  EXPECT_EQ(moe->num_experts, 256);
-  EXPECT_EQ(moe->num_experts_per_tok, 8);
+  EXPECT_EQ(moe->moe.experts, 256);
+  EXPECT_EQ(moe->moe.experts_per_tok, 8);
 }
 
 TEST(Config, TextOnlyConfigsAreFlat) {

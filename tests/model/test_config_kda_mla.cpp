@@ -69,18 +69,18 @@ TEST(KimiConfig, ReleasedConfigParses) {
   EXPECT_EQ(c.layer_pattern(), "LLLFLLLFLLLFLLLFLLLFLLLFLLF");
   EXPECT_EQ(c.layer(0).token, &kda_type());
   EXPECT_EQ(c.layer(26).token, &mla_type());
-  EXPECT_EQ(c.linear_num_key_heads, 32);
-  EXPECT_EQ(c.linear_key_head_dim, 128);  // linear_attn_config's, not the top-level 72
-  EXPECT_TRUE(c.kda_low_rank_gates);
-  EXPECT_FALSE(c.kda_safe_gate);
+  EXPECT_EQ(c.linear.key_heads, 32);
+  EXPECT_EQ(c.linear.key_head_dim, 128);  // linear_attn_config's, not the top-level 72
+  EXPECT_TRUE(c.kda.low_rank_gates);
+  EXPECT_FALSE(c.kda.safe_gate);
   EXPECT_EQ(c.mla.kv_lora_rank, 512);
   EXPECT_EQ(c.mla.q_lora_rank, 0);
   EXPECT_FALSE(c.mla.rope);
   EXPECT_FALSE(c.is_moe(0));
   EXPECT_TRUE(c.is_moe(1));
-  EXPECT_EQ(c.num_experts_per_tok, 8);
-  EXPECT_DOUBLE_EQ(c.routed_scaling_factor, 2.446);
-  EXPECT_EQ(c.shared_expert_intermediate_size, 1024);
+  EXPECT_EQ(c.moe.experts_per_tok, 8);
+  EXPECT_DOUBLE_EQ(c.moe.routed_scaling_factor, 2.446);
+  EXPECT_EQ(c.moe.shared_intermediate_size, 1024);
   EXPECT_EQ(c.max_position_embeddings, 1048576);
   // 48B parameters, 3B active (the model's name).
   EXPECT_NEAR(double(c.param_count()), 48.5e9, 1.5e9);
@@ -129,17 +129,17 @@ TEST(LingConfig, ParsesWithMtpAndSafeGate) {
   const ModelConfig& c = *r;
   EXPECT_STREQ(c.arch_name(), "Ling-3.0");
   EXPECT_EQ(c.layer_pattern(), "LLLLLF×7");
-  EXPECT_TRUE(c.kda_safe_gate);
-  EXPECT_DOUBLE_EQ(c.kda_lower_bound, -5.0);
-  EXPECT_FALSE(c.kda_low_rank_gates);
+  EXPECT_TRUE(c.kda.safe_gate);
+  EXPECT_DOUBLE_EQ(c.kda.lower_bound, -5.0);
+  EXPECT_FALSE(c.kda.low_rank_gates);
   EXPECT_TRUE(c.mla.rope);
   EXPECT_TRUE(c.mla.head_gate);
   EXPECT_DOUBLE_EQ(c.rope_theta, 6e6);
   EXPECT_EQ(c.trailing_mtp_layers, 1);
   EXPECT_FALSE(c.is_moe(1));
   EXPECT_TRUE(c.is_moe(2));
-  EXPECT_EQ(c.router_groups, 8);
-  EXPECT_EQ(c.router_topk_groups, 4);
+  EXPECT_EQ(c.moe.router_groups, 8);
+  EXPECT_EQ(c.moe.router_topk_groups, 4);
 }
 
 // transformers 5.25's BailingHybrid: q through q_a_proj / q_a_layernorm / q_b_proj when
@@ -156,8 +156,8 @@ TEST(LingConfig, LowRankQAndSwigluLimits) {
   auto c = ModelConfig::from_json(j.dump());
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ(c->mla.q_lora_rank, 64);
-  EXPECT_EQ(c->swiglu_limits, lim);
-  EXPECT_EQ(c->swiglu_limits_shared, shared);
+  EXPECT_EQ(c->moe.swiglu_limits, lim);
+  EXPECT_EQ(c->moe.swiglu_limits_shared, shared);
 }
 
 TEST(LingConfig, InconsistentConfigsAreRejected) {

@@ -77,13 +77,13 @@ TEST(RingConfig, RingMiniParses) {
   EXPECT_FALSE(c.lightning.silu_qkv);
   EXPECT_FALSE(c.is_moe(0));
   for (int i = 1; i < 20; ++i) EXPECT_TRUE(c.is_moe(i)) << i;
-  EXPECT_TRUE(c.router_sigmoid);
-  EXPECT_TRUE(c.router_bias);
-  EXPECT_EQ(c.router_groups, 8);
-  EXPECT_EQ(c.router_topk_groups, 4);
-  EXPECT_DOUBLE_EQ(c.routed_scaling_factor, 2.5);
-  EXPECT_EQ(c.shared_expert_intermediate_size, 512);
-  EXPECT_FALSE(c.shared_expert_gated);
+  EXPECT_TRUE(c.moe.router_sigmoid);
+  EXPECT_TRUE(c.moe.router_bias);
+  EXPECT_EQ(c.moe.router_groups, 8);
+  EXPECT_EQ(c.moe.router_topk_groups, 4);
+  EXPECT_DOUBLE_EQ(c.moe.routed_scaling_factor, 2.5);
+  EXPECT_EQ(c.moe.shared_intermediate_size, 512);
+  EXPECT_FALSE(c.moe.shared_gated);
   EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{156892});
   // 16.4B parameters in total, about 1B active (the model card's figures: 16.4B, 957M
   // without the embeddings).
@@ -158,12 +158,12 @@ TEST(MiniMaxConfig, OriginalFormatParses) {
   EXPECT_FALSE(c.lightning.scale_q);
   EXPECT_EQ(c.lightning.norm_groups, 1);
   EXPECT_FALSE(c.attn_qk_norm);
-  EXPECT_TRUE(c.residual_from_norm);
-  EXPECT_DOUBLE_EQ(c.linear_attn_alpha, 3.5565588200778455);
-  EXPECT_DOUBLE_EQ(c.mlp_beta, 1.0);
-  EXPECT_EQ(c.num_experts, 32);
-  EXPECT_EQ(c.moe_intermediate_size, 9216);
-  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_TRUE(c.residual.from_norm);
+  EXPECT_DOUBLE_EQ(c.residual.linear_attn_alpha, 3.5565588200778455);
+  EXPECT_DOUBLE_EQ(c.residual.mlp_beta, 1.0);
+  EXPECT_EQ(c.moe.experts, 32);
+  EXPECT_EQ(c.moe.intermediate_size, 9216);
+  EXPECT_TRUE(c.moe.norm_topk_prob);
   for (int i = 0; i < 8; ++i) EXPECT_TRUE(c.is_moe(i));
 }
 
@@ -181,10 +181,10 @@ TEST(MiniMaxConfig, TransformersFormatParses) {
   EXPECT_EQ(r->layer_pattern(), "LF×2");
   EXPECT_EQ(r->rotary_dim(), 16);  // transformers rotates the whole head
   EXPECT_DOUBLE_EQ(r->rope_theta, 1e6);
-  EXPECT_TRUE(r->residual_from_norm);
-  EXPECT_DOUBLE_EQ(r->full_attn_alpha, 1.5);
-  EXPECT_DOUBLE_EQ(r->mlp_beta, 0.8);
-  EXPECT_DOUBLE_EQ(r->linear_attn_beta, 1.0);
+  EXPECT_TRUE(r->residual.from_norm);
+  EXPECT_DOUBLE_EQ(r->residual.full_attn_alpha, 1.5);
+  EXPECT_DOUBLE_EQ(r->residual.mlp_beta, 0.8);
+  EXPECT_DOUBLE_EQ(r->residual.linear_attn_beta, 1.0);
   j.erase("layer_types");  // transformers' default: softmax on even layers
   EXPECT_EQ(parse(j)->layer_pattern(), "FL×2");
 }

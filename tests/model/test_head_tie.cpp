@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/model_logits.h"
+#include "model/model.h"
 
 namespace hypic {
 namespace {
@@ -43,6 +44,11 @@ TEST(HeadTie, KimiAndLingUseLmHeadWhateverTheFlagSays) {
     const auto want = test::prompt_logits(model_dir(name), DType::kF32), got = test::prompt_logits(dir, DType::kF32);
     ASSERT_FALSE(want.empty());
     EXPECT_EQ(got, want) << name;
+    // The loaded model says it is untied and counts its head's parameters.
+    auto tied = Model::load(dir, LoadOptions{}), untied = Model::load(model_dir(name), LoadOptions{});
+    ASSERT_TRUE(tied.is_ok() && untied.is_ok()) << name;
+    EXPECT_FALSE((*tied)->config().tie_word_embeddings) << name;
+    EXPECT_EQ((*tied)->config().param_count(), (*untied)->config().param_count()) << name;
     fs::remove_all(dir);
   }
 }

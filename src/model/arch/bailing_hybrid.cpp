@@ -45,7 +45,7 @@ class BailingHybrid final : public Architecture {
     auto key = [&](const char* a, const char* b) { return f.has(a) ? a : b; };
     read_common(f, {157184, 2560, 42, 32, 0, 1e-6, 262144, "model_max_length"}, &c);
     c.intermediate_size = f.i64("intermediate_size", 6144);
-    c.moe_intermediate_size = f.i64("moe_intermediate_size", 768);
+    c.moe.intermediate_size = f.i64("moe_intermediate_size", 768);
     c.zero_centred_norms = false;
     HYPIC_RETURN_IF_ERROR(parse_rope(f, source, &c));
     ModelConfig::Mla& m = c.mla;
@@ -63,20 +63,20 @@ class BailingHybrid final : public Architecture {
     // KDA sizes: head_dim / num_attention_heads / short_conv_kernel_size (released), or the
     // linear_* keys transformers adds when saving (its DeepseekV3Config base then rewrites
     // head_dim to qk_rope_head_dim, so linear_head_dim wins where present).
-    c.linear_num_key_heads = c.linear_num_value_heads =
+    c.linear.key_heads = c.linear.value_heads =
         f.i64(key("linear_num_heads", "num_attention_heads"), c.num_attention_heads);
-    c.linear_key_head_dim = c.linear_value_head_dim = f.i64(key("linear_head_dim", "head_dim"), 128);
-    c.linear_conv_kernel_dim = f.i64(key("linear_conv_kernel_dim", "short_conv_kernel_size"), 4);
+    c.linear.key_head_dim = c.linear.value_head_dim = f.i64(key("linear_head_dim", "head_dim"), 128);
+    c.linear.conv_kernel = f.i64(key("linear_conv_kernel_dim", "short_conv_kernel_size"), 4);
     HYPIC_RETURN_IF_ERROR(refuse_rotated_kda(f, nullptr, source));
-    c.kda_low_rank_gates = false;
-    c.kda_safe_gate = f.boolean("kda_safe_gate", true);
-    c.kda_lower_bound = f.f64("kda_lower_bound", -5.0);
+    c.kda.low_rank_gates = false;
+    c.kda.safe_gate = f.boolean("kda_safe_gate", true);
+    c.kda.lower_bound = f.f64("kda_lower_bound", -5.0);
 
     parse_deepseek_moe(f, {512, 8, 1, 8, 4, 2.5}, &c);
-    c.swiglu_limits = f.f64_list("expert_swiglu_limit_list");
-    c.swiglu_limits_shared = f.f64_list("share_expert_swiglu_limit_list");
-    for (const auto& [name, v] : {std::pair{"expert_swiglu_limit_list", &c.swiglu_limits},
-                                  {"share_expert_swiglu_limit_list", &c.swiglu_limits_shared}})
+    c.moe.swiglu_limits = f.f64_list("expert_swiglu_limit_list");
+    c.moe.swiglu_limits_shared = f.f64_list("share_expert_swiglu_limit_list");
+    for (const auto& [name, v] : {std::pair{"expert_swiglu_limit_list", &c.moe.swiglu_limits},
+                                  {"share_expert_swiglu_limit_list", &c.moe.swiglu_limits_shared}})
       if (!v->empty() && int64_t(v->size()) != c.num_hidden_layers)
         return invalid_argument(source + ": '" + name + "' has " + std::to_string(v->size()) +
                                 " limits for " + std::to_string(c.num_hidden_layers) +

@@ -81,22 +81,22 @@ class BailingMoeLinear final : public Architecture {
     l.layer_offset = 0;
 
     const int64_t first_dense = f.i64("first_k_dense_replace", 1);
-    c.num_experts = f.i64("num_experts", 256);
-    c.num_experts_per_tok = f.i64("num_experts_per_tok", 8);
-    c.moe_intermediate_size = f.i64("moe_intermediate_size", 512);
+    c.moe.experts = f.i64("num_experts", 256);
+    c.moe.experts_per_tok = f.i64("num_experts_per_tok", 8);
+    c.moe.intermediate_size = f.i64("moe_intermediate_size", 512);
     const int64_t shared = f.i64("num_shared_experts", 1);
-    c.shared_expert_intermediate_size =
-        shared * f.i64("moe_shared_expert_intermediate_size", c.moe_intermediate_size);
-    c.shared_expert_gated = false;
-    c.norm_topk_prob = f.boolean("norm_topk_prob", true);
+    c.moe.shared_intermediate_size =
+        shared * f.i64("moe_shared_expert_intermediate_size", c.moe.intermediate_size);
+    c.moe.shared_gated = false;
+    c.moe.norm_topk_prob = f.boolean("norm_topk_prob", true);
     const std::string score = f.str("score_function", "sigmoid");
     if (score != "sigmoid" && score != "softmax")
       return unsupported(source + ": score_function '" + score + "' (expected sigmoid or softmax)");
-    c.router_sigmoid = score == "sigmoid";
-    c.router_bias = f.boolean("moe_router_enable_expert_bias", true);
-    c.router_groups = std::max<int64_t>(f.i64("n_group", 1), 1);
-    c.router_topk_groups = std::max<int64_t>(f.i64("topk_group", 1), 1);
-    c.routed_scaling_factor = f.f64("routed_scaling_factor", 1.0);
+    c.moe.router_sigmoid = score == "sigmoid";
+    c.moe.router_bias = f.boolean("moe_router_enable_expert_bias", true);
+    c.moe.router_groups = std::max<int64_t>(f.i64("n_group", 1), 1);
+    c.moe.router_topk_groups = std::max<int64_t>(f.i64("topk_group", 1), 1);
+    c.moe.routed_scaling_factor = f.f64("routed_scaling_factor", 1.0);
 
     c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
     c.eos_token_ids = f.i64_list("eos_token_id", /*allow_scalar=*/true);
@@ -116,7 +116,7 @@ class BailingMoeLinear final : public Architecture {
       LayerSpec s;
       s.token = is_attention_layer(i, c.num_hidden_layers, group) ? &attention_type()
                                                                   : &lightning_type();
-      s.channel = c.num_experts > 1 && i >= first_dense ? ChannelMixerKind::kMoe
+      s.channel = c.moe.experts > 1 && i >= first_dense ? ChannelMixerKind::kMoe
                                                         : ChannelMixerKind::kSwiGlu;
       c.layers.push_back(s);
     }
@@ -125,7 +125,7 @@ class BailingMoeLinear final : public Architecture {
 
   Status validate(const ModelConfig& c) const override {
     if (!c.uses(ChannelMixerKind::kMoe)) return Status::ok();
-    if (c.router_bias && !c.router_sigmoid)
+    if (c.moe.router_bias && !c.moe.router_sigmoid)
       return invalid_argument("moe_router_enable_expert_bias needs score_function 'sigmoid' "
                               "(the Bailing router pairs the expert bias with sigmoid scores)");
     return config_router(c).status();
@@ -180,19 +180,19 @@ class BailingMoeLinear final : public Architecture {
         return Status::ok();
       }
       case ChannelMixerKind::kMoe: {
-        const int64_t E = c.num_experts;
+        const int64_t E = c.moe.experts;
         MoeWeights w;
         HYPIC_ASSIGN_OR_RETURN(w.router, rd.vec(p + "gate.weight", {E, H}));
         HYPIC_ASSIGN_OR_RETURN(w.routing, config_router(c));
-        if (c.router_bias) {
+        if (c.moe.router_bias) {
           HYPIC_ASSIGN_OR_RETURN(w.routing.selection_bias, rd.vec(p + "gate.expert_bias", {E}));
         }
-        HYPIC_RETURN_IF_ERROR(load_experts(rd, E, H, c.moe_intermediate_size, p + "experts.", {},
+        HYPIC_RETURN_IF_ERROR(load_experts(rd, E, H, c.moe.intermediate_size, p + "experts.", {},
                                            &w.experts));
-        w.has_shared = c.shared_expert_intermediate_size > 0;
+        w.has_shared = c.moe.shared_intermediate_size > 0;
         if (w.has_shared)
           HYPIC_RETURN_IF_ERROR(
-              load_swiglu(rd, H, c.shared_expert_intermediate_size, p + "shared_experts.", w.shared));
+              load_swiglu(rd, H, c.moe.shared_intermediate_size, p + "shared_experts.", w.shared));
         out->channel = make_moe(std::move(w));
         return Status::ok();
       }

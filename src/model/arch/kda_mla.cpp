@@ -40,17 +40,17 @@ Result<Tensor> load_conv(const WeightReader& rd, const std::string& p, int64_t D
 
 void parse_deepseek_moe(Fields& f, const DeepseekMoeDefaults& d, ModelConfig* c) {
   auto key = [&](const char* released, const char* hf) { return f.has(released) ? released : hf; };
-  c->num_experts = f.i64(key("num_experts", "num_local_experts"), d.experts);
-  c->num_experts_per_tok = f.i64(key("num_experts_per_token", "num_experts_per_tok"), d.top_k);
-  c->shared_expert_intermediate_size =
-      c->moe_intermediate_size * f.i64(key("num_shared_experts", "n_shared_experts"), d.shared);
-  c->shared_expert_gated = false;
-  c->norm_topk_prob = f.boolean(key("moe_renormalize", "norm_topk_prob"), true);
-  c->router_sigmoid = true;
-  c->router_bias = true;  // e_score_correction_bias (a buffer: zeros when untrained)
-  c->router_groups = std::max<int64_t>(f.i64(key("num_expert_group", "n_group"), d.groups), 1);
-  c->router_topk_groups = std::max<int64_t>(f.i64("topk_group", d.topk_groups), 1);
-  c->routed_scaling_factor = f.f64("routed_scaling_factor", d.scaling);
+  c->moe.experts = f.i64(key("num_experts", "num_local_experts"), d.experts);
+  c->moe.experts_per_tok = f.i64(key("num_experts_per_token", "num_experts_per_tok"), d.top_k);
+  c->moe.shared_intermediate_size =
+      c->moe.intermediate_size * f.i64(key("num_shared_experts", "n_shared_experts"), d.shared);
+  c->moe.shared_gated = false;
+  c->moe.norm_topk_prob = f.boolean(key("moe_renormalize", "norm_topk_prob"), true);
+  c->moe.router_sigmoid = true;
+  c->moe.router_bias = true;  // e_score_correction_bias (a buffer: zeros when untrained)
+  c->moe.router_groups = std::max<int64_t>(f.i64(key("num_expert_group", "n_group"), d.groups), 1);
+  c->moe.router_topk_groups = std::max<int64_t>(f.i64("topk_group", d.topk_groups), 1);
+  c->moe.routed_scaling_factor = f.f64("routed_scaling_factor", d.scaling);
 }
 
 Status deepseek_mlp_kinds(Fields& f, const std::string& source, int64_t n, int64_t dense,
@@ -104,8 +104,8 @@ Status refuse_rotated_kda(Fields& f, Fields* la, const std::string& source) {
 
 Status load_kda_layer(const WeightReader& rd, const ModelConfig& c, const std::string& p,
                       const char* out, DecoderLayer* layer) {
-  const int64_t H = c.hidden_size, nh = c.linear_num_key_heads, hd = c.linear_key_head_dim;
-  const int64_t D = nh * hd, K = c.linear_conv_kernel_dim;
+  const int64_t H = c.hidden_size, nh = c.linear.key_heads, hd = c.linear.key_head_dim;
+  const int64_t D = nh * hd, K = c.linear.conv_kernel;
   const std::string fg = rd.has(p + "forget_gate.dt_bias") ? p + "forget_gate." : p;
   KdaWeights w;
   std::vector<Tensor> rows;
@@ -113,7 +113,7 @@ Status load_kda_layer(const WeightReader& rd, const ModelConfig& c, const std::s
     HYPIC_ASSIGN_OR_RETURN(Tensor t, rd.raw(p + n, {D, H}));
     rows.push_back(t);
   }
-  if (c.kda_low_rank_gates) {  // Kimi: rank head_dim
+  if (c.kda.low_rank_gates) {  // Kimi: rank head_dim
     HYPIC_ASSIGN_OR_RETURN(Tensor fa, rd.raw(fg + "f_a_proj.weight", {hd, H}));
     HYPIC_ASSIGN_OR_RETURN(Tensor ga, rd.raw(p + "g_a_proj.weight", {hd, H}));
     rows.push_back(fa);
@@ -181,26 +181,26 @@ Status load_mla_layer(const WeightReader& rd, const ModelConfig& c, const std::s
 
 Status load_deepseek_moe(const WeightReader& rd, const ModelConfig& c, int layer_index,
                          const std::string& p, const char* bias, DecoderLayer* layer) {
-  const int64_t H = c.hidden_size, E = c.num_experts;
+  const int64_t H = c.hidden_size, E = c.moe.experts;
   MoeWeights w;
   HYPIC_ASSIGN_OR_RETURN(w.router, rd.vec(p + "gate.weight", {E, H}));
   HYPIC_ASSIGN_OR_RETURN(w.routing, config_router(c));
-  if (c.router_bias) {
+  if (c.moe.router_bias) {
     HYPIC_ASSIGN_OR_RETURN(w.routing.selection_bias, rd.vec(p + "gate." + bias, {E}));
   }
   ExpertNames names;
   if (rd.has(p + "experts.0.w1.weight")) names = {"w1", "w3", "w2"};
   HYPIC_RETURN_IF_ERROR(
-      load_experts(rd, E, H, c.moe_intermediate_size, p + "experts.", names, &w.experts));
-  w.has_shared = c.shared_expert_intermediate_size > 0;
+      load_experts(rd, E, H, c.moe.intermediate_size, p + "experts.", names, &w.experts));
+  w.has_shared = c.moe.shared_intermediate_size > 0;
   if (w.has_shared)
     HYPIC_RETURN_IF_ERROR(
-        load_swiglu(rd, H, c.shared_expert_intermediate_size, p + "shared_experts.", w.shared));
+        load_swiglu(rd, H, c.moe.shared_intermediate_size, p + "shared_experts.", w.shared));
   const auto limit = [&](const std::vector<double>& v) {
     return v.empty() ? 0.0f : float(v.at(size_t(layer_index)));
   };
-  for (MlpWeights& e : w.experts) e.limit = limit(c.swiglu_limits);
-  w.shared.limit = limit(c.swiglu_limits_shared);
+  for (MlpWeights& e : w.experts) e.limit = limit(c.moe.swiglu_limits);
+  w.shared.limit = limit(c.moe.swiglu_limits_shared);
   layer->channel = make_moe(std::move(w));
   return Status::ok();
 }

@@ -45,7 +45,7 @@ class KimiLinear final : public Architecture {
     Fields f(root, "", source, &c.defaulted_fields);
     read_common(f, {163840, 2304, 27, 32, 0, 1e-5, 1048576, "model_max_length"}, &c);
     c.intermediate_size = f.i64("intermediate_size", 9216);
-    c.moe_intermediate_size = f.i64("moe_intermediate_size", 1024);
+    c.moe.intermediate_size = f.i64("moe_intermediate_size", 1024);
     c.zero_centred_norms = false;
     if (f.has("mla_use_nope") && !f.boolean("mla_use_nope", true))
       return unsupported(source + ": 'mla_use_nope' is false; hypic implements Kimi-Linear's MLA "
@@ -63,15 +63,15 @@ class KimiLinear final : public Architecture {
     Fields la = f.object("linear_attn_config");
     HYPIC_RETURN_IF_ERROR(f.status());
     HYPIC_RETURN_IF_ERROR(refuse_rotated_kda(f, &la, source));
-    c.linear_num_key_heads = c.linear_num_value_heads =
+    c.linear.key_heads = c.linear.value_heads =
         la.has("num_heads") ? la.i64("num_heads", 32) : f.i64("linear_num_heads", 32);
-    c.linear_key_head_dim = c.linear_value_head_dim =
+    c.linear.key_head_dim = c.linear.value_head_dim =
         la.has("head_dim") ? la.i64("head_dim", 128) : f.i64("linear_head_dim", 128);
-    c.linear_conv_kernel_dim = la.has("short_conv_kernel_size")
+    c.linear.conv_kernel = la.has("short_conv_kernel_size")
                                    ? la.i64("short_conv_kernel_size", 4)
                                    : f.i64("linear_conv_kernel_dim", 4);
-    c.kda_low_rank_gates = true;
-    c.kda_safe_gate = false;
+    c.kda.low_rank_gates = true;
+    c.kda.safe_gate = false;
 
     parse_deepseek_moe(f, {256, 8, 1, 1, 1, 2.446}, &c);
     if (f.has("moe_router_activation_func") && f.str("moe_router_activation_func", "") != "sigmoid")

@@ -53,13 +53,13 @@ Status load_experts(const WeightReader& rd, int64_t E, int64_t H, int64_t I,
 
 Result<MoeRouter> config_router(const ModelConfig& c) {
   MoeRouter r;
-  r.scoring = c.router_sigmoid ? RouterScoring::kSigmoid : RouterScoring::kSoftmax;
-  r.top_k = int(c.num_experts_per_tok);
-  r.norm_topk_prob = c.norm_topk_prob;
-  r.routed_scaling_factor = float(c.routed_scaling_factor);
-  r.n_group = int(c.router_groups);
-  r.topk_group = int(c.router_topk_groups);
-  HYPIC_RETURN_IF_ERROR(r.validate(c.num_experts));
+  r.scoring = c.moe.router_sigmoid ? RouterScoring::kSigmoid : RouterScoring::kSoftmax;
+  r.top_k = int(c.moe.experts_per_tok);
+  r.norm_topk_prob = c.moe.norm_topk_prob;
+  r.routed_scaling_factor = float(c.moe.routed_scaling_factor);
+  r.n_group = int(c.moe.router_groups);
+  r.topk_group = int(c.moe.router_topk_groups);
+  HYPIC_RETURN_IF_ERROR(r.validate(c.moe.experts));
   return r;
 }
 

@@ -58,10 +58,10 @@ class MiniMax final : public Architecture {
       return unsupported(source + ": field 'sliding_window' is set; hypic's MiniMax attention is "
                          "global (set it to null)");
     // Experts: intermediate_size is the expert width; every layer is MoE.
-    c.num_experts = f.i64("num_local_experts", 8);
-    c.num_experts_per_tok = f.i64("num_experts_per_tok", 2);
-    c.moe_intermediate_size = f.i64("intermediate_size", 14336);
-    c.norm_topk_prob = true;
+    c.moe.experts = f.i64("num_local_experts", 8);
+    c.moe.experts_per_tok = f.i64("num_experts_per_tok", 2);
+    c.moe.intermediate_size = f.i64("intermediate_size", 14336);
+    c.moe.norm_topk_prob = true;
     if (f.i64("shared_intermediate_size", 0) != 0)
       return unsupported(source + ": field 'shared_intermediate_size' is non-zero; hypic "
                          "implements MiniMax without a shared expert (as MiniMax-M1 and "
@@ -75,12 +75,12 @@ class MiniMax final : public Architecture {
         {"linear_attn_beta_factor", "layernorm_linear_attention_beta"},
         {"mlp_alpha_factor", "layernorm_mlp_alpha"},
         {"mlp_beta_factor", "layernorm_mlp_beta"}};
-    double* factors[6] = {&c.full_attn_alpha, &c.full_attn_beta, &c.linear_attn_alpha,
-                          &c.linear_attn_beta, &c.mlp_alpha, &c.mlp_beta};
+    double* factors[6] = {&c.residual.full_attn_alpha, &c.residual.full_attn_beta, &c.residual.linear_attn_alpha,
+                          &c.residual.linear_attn_beta, &c.residual.mlp_alpha, &c.residual.mlp_beta};
     for (int i = 0; i < 6; ++i) *factors[i] = f.f64(names[i][original ? 1 : 0], 1.0);
     // transformers' MiniMaxDecoderLayer always joins the normed input; the original code
     // does when its config says postnorm.
-    c.residual_from_norm = original ? f.boolean("postnorm", false) : true;
+    c.residual.from_norm = original ? f.boolean("postnorm", false) : true;
 
     c.zero_centred_norms = false;
     c.attn_qk_norm = false;
@@ -116,10 +116,10 @@ class MiniMax final : public Architecture {
                     const std::string& p, DecoderLayer* out) const override {
     HYPIC_RETURN_IF_ERROR(load_layer_norms(rd, c, p, out));
     const bool linear = c.layer(layer).token == &lightning_type();
-    out->token_residual = {c.residual_from_norm,
-                           float(linear ? c.linear_attn_alpha : c.full_attn_alpha),
-                           float(linear ? c.linear_attn_beta : c.full_attn_beta)};
-    out->channel_residual = {c.residual_from_norm, float(c.mlp_alpha), float(c.mlp_beta)};
+    out->token_residual = {c.residual.from_norm,
+                           float(linear ? c.residual.linear_attn_alpha : c.residual.full_attn_alpha),
+                           float(linear ? c.residual.linear_attn_beta : c.residual.full_attn_beta)};
+    out->channel_residual = {c.residual.from_norm, float(c.residual.mlp_alpha), float(c.residual.mlp_beta)};
     HYPIC_RETURN_IF_ERROR(load_token_mixer(rd, c, layer, p + "self_attn.", out));
     const std::string moe = rd.has(p + "mlp.gate.weight") ? p + "mlp." : p + "block_sparse_moe.";
     return load_moe(rd, c, moe, out);
@@ -205,11 +205,11 @@ class MiniMax final : public Architecture {
 
   static Status load_moe(const WeightReader& rd, const ModelConfig& c, const std::string& p,
                          DecoderLayer* out) {
-    const int64_t H = c.hidden_size, E = c.num_experts;
+    const int64_t H = c.hidden_size, E = c.moe.experts;
     MoeWeights w;
     HYPIC_ASSIGN_OR_RETURN(w.router, rd.vec(p + "gate.weight", {E, H}));
     HYPIC_ASSIGN_OR_RETURN(w.routing, config_router(c));
-    HYPIC_RETURN_IF_ERROR(load_experts(rd, E, H, c.moe_intermediate_size, p + "experts.",
+    HYPIC_RETURN_IF_ERROR(load_experts(rd, E, H, c.moe.intermediate_size, p + "experts.",
                                        {"w1", "w3", "w2"}, &w.experts));
     out->channel = make_moe(std::move(w));
     return Status::ok();

@@ -35,7 +35,7 @@ class Qwen3_5 final : public Architecture {
       // No dense MLP, no decoder_sparse_step / mlp_only_layers (modeling_qwen3_5_moe.py).
       fam.read_mlp = [](Fields& f, const QwenDefaults& d, ModelConfig* m) {
         read_qwen_experts(f, d, m);
-        m->norm_topk_prob = true;
+        m->moe.norm_topk_prob = true;
       };
     } else {
       fam.defaults = {248320, 4096, 12288, 32, 16, 4, 0, 0};
@@ -49,9 +49,9 @@ class Qwen3_5 final : public Architecture {
   }
 
   Status validate(const ModelConfig& c) const override {
-    if (moe_ && c.num_experts <= 0)
+    if (moe_ && c.moe.experts <= 0)
       return invalid_argument("field '" + c.text_prefix + "num_experts' must be positive, got " +
-                              std::to_string(c.num_experts));
+                              std::to_string(c.moe.experts));
     return Status::ok();
   }
 

@@ -26,25 +26,25 @@ class Qwen3Next final : public Architecture {
     fam.read_mlp = [](Fields& f, const QwenDefaults& d, ModelConfig* m) {
       m->intermediate_size = f.i64("intermediate_size", d.intermediate);
       read_qwen_experts(f, d, m);
-      m->norm_topk_prob = f.boolean("norm_topk_prob", true);
-      m->decoder_sparse_step = f.i64("decoder_sparse_step", 1);
-      m->mlp_only_layers = f.i64_list("mlp_only_layers");
+      m->moe.norm_topk_prob = f.boolean("norm_topk_prob", true);
+      m->moe.decoder_sparse_step = f.i64("decoder_sparse_step", 1);
+      m->moe.mlp_only_layers = f.i64_list("mlp_only_layers");
     };
     // Qwen3NextDecoderLayer.__init__
     fam.is_moe = [](const ModelConfig& m, int layer) {
-      return m.num_experts > 0 && m.decoder_sparse_step > 0 &&
-             (layer + 1) % m.decoder_sparse_step == 0 &&
-             std::find(m.mlp_only_layers.begin(), m.mlp_only_layers.end(), layer) ==
-                 m.mlp_only_layers.end();
+      return m.moe.experts > 0 && m.moe.decoder_sparse_step > 0 &&
+             (layer + 1) % m.moe.decoder_sparse_step == 0 &&
+             std::find(m.moe.mlp_only_layers.begin(), m.moe.mlp_only_layers.end(), layer) ==
+                 m.moe.mlp_only_layers.end();
     };
     return parse_qwen_config(root, source, fam, c);
   }
 
   Status validate(const ModelConfig& c) const override {
-    if (c.decoder_sparse_step <= 0)
+    if (c.moe.decoder_sparse_step <= 0)
       return invalid_argument("field 'decoder_sparse_step' must be positive, got " +
-                              std::to_string(c.decoder_sparse_step));
-    for (int64_t l : c.mlp_only_layers)
+                              std::to_string(c.moe.decoder_sparse_step));
+    for (int64_t l : c.moe.mlp_only_layers)
       if (l < 0 || l >= c.num_hidden_layers)
         return invalid_argument("field 'mlp_only_layers' has layer " + std::to_string(l) +
                                 ", outside [0, " + std::to_string(c.num_hidden_layers) + ")");

@@ -16,10 +16,10 @@ namespace hypic {
 using json = nlohmann::json;
 
 void read_qwen_experts(Fields& f, const QwenDefaults& d, ModelConfig* c) {
-  c->num_experts = f.i64("num_experts", d.experts);
-  c->num_experts_per_tok = f.i64("num_experts_per_tok", d.experts_per_tok);
-  c->moe_intermediate_size = f.i64("moe_intermediate_size", 512);
-  c->shared_expert_intermediate_size = f.i64("shared_expert_intermediate_size", 512);
+  c->moe.experts = f.i64("num_experts", d.experts);
+  c->moe.experts_per_tok = f.i64("num_experts_per_tok", d.experts_per_tok);
+  c->moe.intermediate_size = f.i64("moe_intermediate_size", 512);
+  c->moe.shared_intermediate_size = f.i64("shared_expert_intermediate_size", 512);
 }
 
 Status parse_qwen_config(const json& root, const std::string& source, const QwenFamily& fam,
@@ -57,11 +57,11 @@ Status parse_qwen_config(const json& root, const std::string& source, const Qwen
   read_common(f, {d.vocab, d.hidden, d.layers, d.heads, d.kv_heads, 1e-6, 32768}, &c);
   c.head_dim = f.i64("head_dim", 256);
   c.attention_bias = f.boolean("attention_bias", false);
-  c.linear_conv_kernel_dim = f.i64("linear_conv_kernel_dim", 4);
-  c.linear_key_head_dim = f.i64("linear_key_head_dim", 128);
-  c.linear_value_head_dim = f.i64("linear_value_head_dim", 128);
-  c.linear_num_key_heads = f.i64("linear_num_key_heads", 16);
-  c.linear_num_value_heads = f.i64("linear_num_value_heads", 32);
+  c.linear.conv_kernel = f.i64("linear_conv_kernel_dim", 4);
+  c.linear.key_head_dim = f.i64("linear_key_head_dim", 128);
+  c.linear.value_head_dim = f.i64("linear_value_head_dim", 128);
+  c.linear.key_heads = f.i64("linear_num_key_heads", 16);
+  c.linear.value_heads = f.i64("linear_num_value_heads", 32);
   c.mtp_num_hidden_layers = f.has("mtp_num_hidden_layers") ? f.i64("mtp_num_hidden_layers", 0) : 0;
 
   fam.read_mlp(f, d, &c);
@@ -153,8 +153,8 @@ Tensor row_block(const Tensor& m, int64_t r0, int64_t n) { return m.rows(r0, r0 
 // [z], [b | a].
 Status load_gdn_interleaved(const WeightReader& rd, const ModelConfig& c, const std::string& p,
                             GdnWeights& w) {
-  const int64_t H = c.hidden_size, nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
-  const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim, r = nv / nk;
+  const int64_t H = c.hidden_size, nk = c.linear.key_heads, nv = c.linear.value_heads;
+  const int64_t dk = c.linear.key_head_dim, dv = c.linear.value_head_dim, r = nv / nk;
   const int64_t G = 2 * dk + 2 * r * dv;
   HYPIC_ASSIGN_OR_RETURN(Tensor qkvz, rd.raw(p + "in_proj_qkvz.weight", {nk * G, H}));
   HYPIC_ASSIGN_OR_RETURN(Tensor bam, rd.raw(p + "in_proj_ba.weight", {2 * nv, H}));
@@ -181,9 +181,9 @@ Status load_gdn_interleaved(const WeightReader& rd, const ModelConfig& c, const 
 // Qwen3.5: separate contiguous projections.
 Status load_gdn_contiguous(const WeightReader& rd, const ModelConfig& c, const std::string& p,
                            GdnWeights& w) {
-  const int64_t H = c.hidden_size, nv = c.linear_num_value_heads;
-  const int64_t vd = nv * c.linear_value_head_dim;
-  const int64_t conv_dim = 2 * c.linear_num_key_heads * c.linear_key_head_dim + vd;
+  const int64_t H = c.hidden_size, nv = c.linear.value_heads;
+  const int64_t vd = nv * c.linear.value_head_dim;
+  const int64_t conv_dim = 2 * c.linear.key_heads * c.linear.key_head_dim + vd;
   HYPIC_ASSIGN_OR_RETURN(w.in_qkv, rd.mat(p + "in_proj_qkv.weight", {conv_dim, H}));
   HYPIC_ASSIGN_OR_RETURN(w.in_z, rd.mat(p + "in_proj_z.weight", {vd, H}));
   HYPIC_ASSIGN_OR_RETURN(Tensor b, rd.raw(p + "in_proj_b.weight", {nv, H}));
@@ -195,9 +195,9 @@ Status load_gdn_contiguous(const WeightReader& rd, const ModelConfig& c, const s
 // The rest of a Gated DeltaNet layer, named alike in both families.
 Status load_gdn_common(const WeightReader& rd, const ModelConfig& c, const std::string& p,
                        GdnWeights& w) {
-  const int64_t H = c.hidden_size, nv = c.linear_num_value_heads;
-  const int64_t dv = c.linear_value_head_dim, vd = nv * dv, K = c.linear_conv_kernel_dim;
-  const int64_t conv_dim = 2 * c.linear_num_key_heads * c.linear_key_head_dim + vd;
+  const int64_t H = c.hidden_size, nv = c.linear.value_heads;
+  const int64_t dv = c.linear.value_head_dim, vd = nv * dv, K = c.linear.conv_kernel;
+  const int64_t conv_dim = 2 * c.linear.key_heads * c.linear.key_head_dim + vd;
   HYPIC_ASSIGN_OR_RETURN(Tensor conv, rd.vec(p + "conv1d.weight", {conv_dim, 1, K}));
   w.conv_w = Tensor::zeros_f32({K, conv_dim});  // transposed: [K, conv_dim]
   for (int64_t c = 0; c < conv_dim; ++c)
@@ -225,15 +225,15 @@ Status load_attn(const WeightReader& rd, const ModelConfig& c, const std::string
 }
 
 Status load_moe(const WeightReader& rd, const ModelConfig& c, const std::string& p, MoeWeights& w) {
-  const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
+  const int64_t H = c.hidden_size, E = c.moe.experts, I = c.moe.intermediate_size;
   HYPIC_ASSIGN_OR_RETURN(w.router, rd.vec(p + "gate.weight", {E, H}));
   // Qwen's router: softmax over the experts, top-k, optional renormalisation.
   HYPIC_ASSIGN_OR_RETURN(w.routing, config_router(c));
   HYPIC_RETURN_IF_ERROR(load_experts(rd, E, H, I, p + "experts.", {}, &w.experts));
-  w.has_shared = c.shared_expert_intermediate_size > 0;
+  w.has_shared = c.moe.shared_intermediate_size > 0;
   if (w.has_shared) {
     HYPIC_RETURN_IF_ERROR(
-        load_swiglu(rd, H, c.shared_expert_intermediate_size, p + "shared_expert.", w.shared));
+        load_swiglu(rd, H, c.moe.shared_intermediate_size, p + "shared_expert.", w.shared));
     HYPIC_ASSIGN_OR_RETURN(w.shared_gate, rd.vec(p + "shared_expert_gate.weight", {1, H}));
   }
   return Status::ok();

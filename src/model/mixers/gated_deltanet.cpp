@@ -26,8 +26,8 @@ class GatedDeltaNet final : public TokenMixer {
  public:
   GatedDeltaNet(const ModelConfig& c, GdnWeights w)
       : w_(std::move(w)),
-        s_{int(c.linear_num_key_heads), int(c.linear_num_value_heads), int(c.linear_key_head_dim),
-           int(c.linear_value_head_dim), int(c.linear_conv_kernel_dim), c.linear_num_value_heads},
+        s_{int(c.linear.key_heads), int(c.linear.value_heads), int(c.linear.key_head_dim),
+           int(c.linear.value_head_dim), int(c.linear.conv_kernel), c.linear.value_heads},
         eps_(c.rms_norm_eps),
         la_(kernels::make_linear_attention(kernels::Family::kGatedDeltaNet,
                                            {s_.nk, s_.nv, s_.dk, s_.dv})) {}
@@ -128,39 +128,39 @@ class GatedDeltaNetType final : public TokenMixerType {
 
   Status validate(const ModelConfig& c) const override {
     const std::string& p = c.text_prefix;
-    for (auto [field, v] : {std::pair{"linear_num_key_heads", c.linear_num_key_heads},
-                            {"linear_num_value_heads", c.linear_num_value_heads},
-                            {"linear_key_head_dim", c.linear_key_head_dim},
-                            {"linear_value_head_dim", c.linear_value_head_dim},
-                            {"linear_conv_kernel_dim", c.linear_conv_kernel_dim}})
+    for (auto [field, v] : {std::pair{"linear_num_key_heads", c.linear.key_heads},
+                            {"linear_num_value_heads", c.linear.value_heads},
+                            {"linear_key_head_dim", c.linear.key_head_dim},
+                            {"linear_value_head_dim", c.linear.value_head_dim},
+                            {"linear_conv_kernel_dim", c.linear.conv_kernel}})
       if (v <= 0)
         return invalid_argument("field '" + p + field + "' must be positive, got " +
                                 std::to_string(v));
-    if (c.linear_num_value_heads % c.linear_num_key_heads != 0)
+    if (c.linear.value_heads % c.linear.key_heads != 0)
       return invalid_argument("field '" + p + "linear_num_value_heads' (" +
-                              std::to_string(c.linear_num_value_heads) + ") must be a multiple of '" +
+                              std::to_string(c.linear.value_heads) + ") must be a multiple of '" +
                               p + "linear_num_key_heads' (" +
-                              std::to_string(c.linear_num_key_heads) +
+                              std::to_string(c.linear.key_heads) +
                               "): each key head serves a whole group of value heads");
     return Status::ok();
   }
 
   int64_t params(const ModelConfig& c) const override {
-    const int64_t H = c.hidden_size, nv = c.linear_num_value_heads;
-    const int64_t kd = c.linear_num_key_heads * c.linear_key_head_dim;
-    const int64_t vd = nv * c.linear_value_head_dim;
+    const int64_t H = c.hidden_size, nv = c.linear.value_heads;
+    const int64_t kd = c.linear.key_heads * c.linear.key_head_dim;
+    const int64_t vd = nv * c.linear.value_head_dim;
     return H * (2 * kd + 2 * vd) + H * 2 * nv            // qkv, z, b, a projections
-           + (2 * kd + vd) * c.linear_conv_kernel_dim    // depthwise conv
-           + 2 * nv + c.linear_value_head_dim + vd * H;  // A_log, dt_bias, norm, out_proj
+           + (2 * kd + vd) * c.linear.conv_kernel    // depthwise conv
+           + 2 * nv + c.linear.value_head_dim + vd * H;  // A_log, dt_bias, norm, out_proj
   }
 
   std::string describe(const ModelConfig& c) const override {
     char buf[256];
     std::snprintf(buf, sizeof buf, "gated deltanet: %lld key heads x %lld, %lld value heads x "
                   "%lld, conv %lld",
-                  (long long)c.linear_num_key_heads, (long long)c.linear_key_head_dim,
-                  (long long)c.linear_num_value_heads, (long long)c.linear_value_head_dim,
-                  (long long)c.linear_conv_kernel_dim);
+                  (long long)c.linear.key_heads, (long long)c.linear.key_head_dim,
+                  (long long)c.linear.value_heads, (long long)c.linear.value_head_dim,
+                  (long long)c.linear.conv_kernel);
     return buf;
   }
 };

@@ -31,10 +31,10 @@ class Kda final : public TokenMixer {
  public:
   Kda(const ModelConfig& c, KdaWeights w)
       : w_(std::move(w)),
-        s_{int(c.linear_num_key_heads), int(c.linear_num_key_heads), int(c.linear_key_head_dim),
-           int(c.linear_key_head_dim), int(c.linear_conv_kernel_dim),
-           c.linear_num_key_heads * c.linear_key_head_dim},
-        safe_(c.kda_safe_gate), lower_(float(c.kda_lower_bound)), eps_(float(c.rms_norm_eps)),
+        s_{int(c.linear.key_heads), int(c.linear.key_heads), int(c.linear.key_head_dim),
+           int(c.linear.key_head_dim), int(c.linear.conv_kernel),
+           c.linear.key_heads * c.linear.key_head_dim},
+        safe_(c.kda.safe_gate), lower_(float(c.kda.lower_bound)), eps_(float(c.rms_norm_eps)),
         la_(kernels::make_linear_attention(kernels::Family::kKda, {s_.nk, s_.nv, s_.dk, s_.dv})) {}
 
   const TokenMixerType& type() const override { return kda_type(); }
@@ -138,35 +138,35 @@ class KdaType final : public TokenMixerType {
 
   Status validate(const ModelConfig& c) const override {
     const std::string& p = c.text_prefix;
-    for (auto [field, v] : {std::pair{"linear heads", c.linear_num_key_heads},
-                            {"linear head_dim", c.linear_key_head_dim},
-                            {"short conv kernel", c.linear_conv_kernel_dim}})
+    for (auto [field, v] : {std::pair{"linear heads", c.linear.key_heads},
+                            {"linear head_dim", c.linear.key_head_dim},
+                            {"short conv kernel", c.linear.conv_kernel}})
       if (v <= 0)
         return invalid_argument(p + std::string("KDA ") + field + " must be positive, got " +
                                 std::to_string(v));
-    if (c.linear_num_value_heads != c.linear_num_key_heads ||
-        c.linear_value_head_dim != c.linear_key_head_dim)
+    if (c.linear.value_heads != c.linear.key_heads ||
+        c.linear.value_head_dim != c.linear.key_head_dim)
       return invalid_argument("KDA layers have as many value heads as key heads, of one size");
-    if (c.kda_safe_gate && !(c.kda_lower_bound < 0))
+    if (c.kda.safe_gate && !(c.kda.lower_bound < 0))
       return invalid_argument("kda_lower_bound must be negative (a log decay), got " +
-                              std::to_string(c.kda_lower_bound));
+                              std::to_string(c.kda.lower_bound));
     return Status::ok();
   }
 
   int64_t params(const ModelConfig& c) const override {
-    const int64_t H = c.hidden_size, hd = c.linear_key_head_dim, D = c.linear_num_key_heads * hd;
-    const int64_t gate = c.kda_low_rank_gates ? hd * H + D * hd : D * H;
+    const int64_t H = c.hidden_size, hd = c.linear.key_head_dim, D = c.linear.key_heads * hd;
+    const int64_t gate = c.kda.low_rank_gates ? hd * H + D * hd : D * H;
     // q, k, v, the forget and output gates, β, conv, A_log, dt_bias, norm, o_proj.
-    return 3 * D * H + 2 * gate + c.linear_num_key_heads * H + 3 * D * c.linear_conv_kernel_dim +
-           c.linear_num_key_heads + D + hd + D * H;
+    return 3 * D * H + 2 * gate + c.linear.key_heads * H + 3 * D * c.linear.conv_kernel +
+           c.linear.key_heads + D + hd + D * H;
   }
 
   std::string describe(const ModelConfig& c) const override {
     char buf[256];
     std::snprintf(buf, sizeof buf, "kda: %lld heads x %lld, conv %lld, forget gate %s",
-                  (long long)c.linear_num_key_heads, (long long)c.linear_key_head_dim,
-                  (long long)c.linear_conv_kernel_dim,
-                  c.kda_safe_gate ? "safe (bounded)" : "softplus");
+                  (long long)c.linear.key_heads, (long long)c.linear.key_head_dim,
+                  (long long)c.linear.conv_kernel,
+                  c.kda.safe_gate ? "safe (bounded)" : "softplus");
     return buf;
   }
 };
