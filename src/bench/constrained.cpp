@@ -30,11 +30,11 @@ json stats(std::vector<double> v) {
 }  // namespace
 
 Result<json> run_constrained_bench(const ConstrainedBenchOptions& o) {
-  HYPIC_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::load(o.model));
   LoadOptions lo;
   lo.compute = o.dtype;
   lo.progress = false;
   HYPIC_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, lo));
+  HYPIC_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::load(o.model));
   const ModelConfig& cfg = model->config();
   const ToolFormat* f = model_chat_template(cfg).tool_format();
   // The JSON form whatever the family's: the same call for every model, comparable figures.

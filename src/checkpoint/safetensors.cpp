@@ -105,23 +105,6 @@ const char* safetensors_dtype_name(DType t) {
 // ---------------------------------------------------------------------------------------
 // Reader
 
-// The file's bytes: a read-only mapping (open) or an owned copy (from_bytes).
-struct SafetensorsFile::Mapping {
-  void* addr = nullptr;
-  size_t len = 0;
-  std::string copy;
-  Mapping(void* a, size_t l) : addr(a), len(l) {}
-  explicit Mapping(std::string bytes) : copy(std::move(bytes)) {}
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (addr) ::munmap(addr, len);
-  }
-  const uint8_t* bytes() const {
-    return addr ? static_cast<const uint8_t*>(addr) : reinterpret_cast<const uint8_t*>(copy.data());
-  }
-};
-
 namespace {
 
 Status shorter_than_length_field(const std::string& path, uint64_t size) {
@@ -133,42 +116,19 @@ Status shorter_than_length_field(const std::string& path, uint64_t size) {
 }  // namespace
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    if (e == ENOENT) return not_found("safetensors file '" + path + "' does not exist");
-    return io_error("cannot open safetensors file '" + path + "': " + errno_str(e));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return io_error("cannot stat '" + path + "': " + errno_str(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return io_error("'" + path + "' is not a regular file; expected a .safetensors file");
-  }
-  const uint64_t size = uint64_t(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    return shorter_than_length_field(path, size);
-  }
-  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);
-  if (addr == MAP_FAILED)
-    return io_error("cannot memory-map '" + path + "': " + errno_str(map_errno));
-  return parse(std::make_shared<Mapping>(addr, size), size, path);
+  HYPIC_ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> map, MappedFile::map(path, "safetensors", ".safetensors"));
+  const uint64_t size = map->size();
+  if (size < 8) return shorter_than_length_field(path, size);
+  return parse(std::move(map), size, path);
 }
 
 Result<SafetensorsFile> SafetensorsFile::from_bytes(std::string bytes, const std::string& name) {
   const uint64_t size = bytes.size();
   if (size < 8) return shorter_than_length_field(name, size);
-  return parse(std::make_shared<Mapping>(std::move(bytes)), size, name);
+  return parse(MappedFile::copy(std::move(bytes)), size, name);
 }
 
-Result<SafetensorsFile> SafetensorsFile::parse(std::shared_ptr<Mapping> map, uint64_t size,
+Result<SafetensorsFile> SafetensorsFile::parse(std::shared_ptr<MappedFile> map, uint64_t size,
                                                const std::string& path) {
   SafetensorsFile f;
   f.map_ = std::move(map);
@@ -308,15 +268,7 @@ Result<RawTensor> SafetensorsFile::raw(std::string_view name) const {
   return r;
 }
 
-bool SafetensorsFile::release_pages(const void* p, size_t n) const {
-  const auto* a = static_cast<const uint8_t*>(map_->addr);
-  const auto* q = static_cast<const uint8_t*>(p);
-  if (a == nullptr || q < a || q + n > a + map_->len) return false;
-  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-  const uintptr_t b = (uintptr_t(q) + page - 1) / page * page, e = (uintptr_t(q) + n) / page * page;
-  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
-  return true;
-}
+bool SafetensorsFile::release_pages(const void* p, size_t n) const { return map_->release_pages(p, n); }
 
 Result<Tensor> SafetensorsFile::tensor(std::string_view name) const {
   const SafetensorsEntry* e = find(name);

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/mapped_file.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -88,11 +89,10 @@ class SafetensorsFile {
   bool release_pages(const void* p, size_t n) const;
 
  private:
-  struct Mapping;
   // Validates the header of the `size` bytes held by `map` (size >= 8).
-  static Result<SafetensorsFile> parse(std::shared_ptr<Mapping> map, uint64_t size,
+  static Result<SafetensorsFile> parse(std::shared_ptr<MappedFile> map, uint64_t size,
                                        const std::string& path);
-  std::shared_ptr<Mapping> map_;
+  std::shared_ptr<MappedFile> map_;
   std::string path_;
   uint64_t file_size_ = 0, data_offset_ = 0;
   std::vector<SafetensorsEntry> entries_;

@@ -79,10 +79,13 @@ int cmd_run(int argc, char** argv) {
   go.stop_at_eos = !a.flag("ignore-eos");
 
   std::error_code ec;
-  if (!std::filesystem::is_directory(a.str("model"), ec))
+  if (!std::filesystem::is_directory(a.str("model"), ec)) {
+    if (Status gguf = ModelConfig::from_dir(a.str("model")).status(); gguf.code() == StatusCode::kUnsupported)
+      return report_error("run", gguf);  // a GGUF file: says why it is not loaded
     return report_error("run", not_found("model directory '" + a.str("model") + "' does not exist; "
                                          "--model takes a Hugging Face model directory (config.json, "
                                          "*.safetensors, tokenizer.json or tiktoken.model)"));
+  }
   auto tok = Tokenizer::load(a.str("model"));  // tokenizer.json, or tiktoken.model + config
   if (!tok) return report_error("run", tok.status());
   LoadOptions lo;

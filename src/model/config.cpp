@@ -53,6 +53,10 @@ Result<ModelConfig> ModelConfig::from_file(const std::string& path) {
 }
 
 Result<ModelConfig> ModelConfig::from_dir(const std::string& dir) {
+  if (std::filesystem::path(dir).extension() == ".gguf" && std::filesystem::is_regular_file(dir))
+    return unsupported("'" + dir + "' is a GGUF file: hypic reads its header (hypic inspect --model " + dir +
+                       ") but does not load GGUF weights yet; point --model at the model's Hugging Face "
+                       "directory (config.json and *.safetensors)");
   return from_file((std::filesystem::path(dir) / "config.json").string());
 }
 

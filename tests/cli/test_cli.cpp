@@ -400,6 +400,30 @@ TEST_F(CliTest, InspectPrintsTheLayerPattern) {
   EXPECT_NE(n.out.find("loaded and validated"), std::string::npos) << n.out;
 }
 
+// A GGUF file: its header is shown; loading its weights is refused, saying so, everywhere.
+TEST_F(CliTest, InspectReadsAGgufHeader) {
+  const std::string gguf = std::string(HYPIC_SOURCE_DIR) + "/tests/data/gguf/blocks.gguf";
+  const Proc r = hypic({"inspect", "--model", gguf});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* want : {"GGUF version 3", "architecture hypic-test", "tensors: 17", "Q4_K", "Q2_K (not read by hypic)"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  const Proc load = hypic({"inspect", "--model", gguf, "--load"});
+  EXPECT_EQ(load.rc, 1) << load.err;
+  EXPECT_NE(load.err.find("does not load GGUF weights yet"), std::string::npos) << load.err;
+  expect_error({"run", "--model", gguf, "--prompt", "hi"}, "does not load GGUF weights yet");
+  expect_error({"serve", "--model", gguf, "--port", "0"}, "does not load GGUF weights yet");
+  expect_error({"eval", "--model", gguf, "--data", std::string(HYPIC_SOURCE_DIR) + "/tests/data/eval_sample.jsonl"},
+               "does not load GGUF weights yet");
+  expect_error({"bench", "prefill", "--model", gguf}, "does not load GGUF weights yet");
+  const std::string cut = (tmp_ / "cut.gguf").string();
+  {
+    std::ifstream in(gguf, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(cut, std::ios::binary) << bytes.substr(0, 700);
+  }
+  expect_error({"inspect", "--model", cut}, "truncated");
+}
+
 TEST_F(CliTest, InspectErrors) {
   expect_error({"inspect"}, "--model is required", 2);
   expect_error({"inspect", "--model", (tmp_ / "nothing").string()}, "config.json");

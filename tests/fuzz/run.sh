@@ -20,7 +20,7 @@ if ! [[ $SECS =~ ^[0-9]+$ ]]; then
 fi
 BUILD=${HYPIC_FUZZ_BUILD:-$ROOT/build-fuzz}
 JOBS=${HYPIC_FUZZ_JOBS:-$(nproc)}
-TARGETS=(fuzz_request fuzz_pretokenize fuzz_safetensors fuzz_entry fuzz_tiktoken fuzz_http_framing)
+TARGETS=(fuzz_request fuzz_pretokenize fuzz_safetensors fuzz_gguf fuzz_entry fuzz_tiktoken fuzz_http_framing)
 [[ -n ${HYPIC_FUZZ_TARGETS:-} ]] && read -ra TARGETS <<< "$HYPIC_FUZZ_TARGETS"
 FUZZ_DIR=$ROOT/tests/fuzz
 
