@@ -247,7 +247,11 @@ Result<GgufFile> GgufFile::parse(std::shared_ptr<MappedFile> map, uint64_t size,
     f.tensors_.push_back(std::move(t));
   }
   f.data_offset_ = (c.pos() + f.alignment_ - 1) / f.alignment_ * f.alignment_;
-  if (f.data_offset_ > size) return c.truncated("the padding before the data section");
+  if (f.data_offset_ > size) {
+    // A file of metadata alone (a vocabulary) may end without the padding.
+    if (!f.tensors_.empty()) return c.truncated("the padding before the data section");
+    f.data_offset_ = size;
+  }
   const uint64_t data = size - f.data_offset_;
   std::vector<const GgufTensorInfo*> by_offset;
   for (const GgufTensorInfo& t : f.tensors_) {

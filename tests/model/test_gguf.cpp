@@ -183,6 +183,17 @@ TEST(Gguf, RefusesEveryDamagedHeader) {
   expect_refused(twice, "appears twice");
 }
 
+TEST(Gguf, MetadataAloneMayEndWithoutPadding) {
+  Image i;
+  i.n_tensors = 0;
+  std::string s = i.build();
+  s.resize(24 + 8 + i.key.size() + 4 + 4);  // header and the one key / value, nothing after
+  auto f = GgufFile::from_bytes(s, "vocab.gguf");
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  EXPECT_EQ(f->data_offset(), s.size());
+  EXPECT_EQ(*f->meta_int("general.alignment").value(), 32);
+}
+
 TEST(Gguf, MissingFileIsNotFound) {
   auto f = GgufFile::open(std::string(HYPIC_SOURCE_DIR) + "/tests/data/gguf/absent.gguf");
   ASSERT_FALSE(f.is_ok());
