@@ -146,9 +146,9 @@ std::vector<Path> paths() {
 }
 
 // Whether a row's bits may depend on its batch: only bf16 on AMX under kBest (1–2 rows on
-// AVX512-BF16, more on the tiles; gemv.h).
+// AVX512-BF16, more on the tiles; gemv.h). Called with `p` in force (the caller's UsePath: a
+// UsePath of its own would put kBest back when it ends, under the caller's feet).
 bool batch_variant(const Path& p, DType t, int64_t M) {
-  UsePath use(p);
   return p.gemv == GemvPath::kBest && t == DType::kBF16 &&
          std::string(gemv_impl(t, 1)) != gemv_impl(t, M);
 }
@@ -348,8 +348,8 @@ void expect_same_row(const Path& p, DType t, int64_t M, int64_t m, const float* 
   const Tensor Wf = variant ? W.to(DType::kF32) : Tensor();
   for (int64_t n = 0; n < N; ++n) {
     if (!variant) {
-      ASSERT_EQ(one[n], all[n]) << dtype_name(t) << " " << gemv_impl(t, M) << " M=" << M
-                                << " " << m << "," << n;
+      ASSERT_EQ(one[n], all[n]) << path_name(p) << " " << dtype_name(t) << " " << gemv_impl(t, 1) << " / "
+                                << gemv_impl(t, M) << " M=" << M << " " << m << "," << n;
       continue;
     }
     double mag = 0;
