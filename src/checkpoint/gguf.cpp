@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/hash.h"
+
 #include "core/log.h"
 
 namespace hypic {
@@ -313,6 +315,18 @@ Result<std::optional<std::string>> GgufFile::meta_string(std::string_view key) c
 const GgufTensorInfo* GgufFile::find(std::string_view name) const {
   auto it = index_.find(std::string(name));
   return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+std::string GgufFile::fingerprint() const {
+  Sha256 h;
+  h.update(map_->bytes(), size_t(data_offset_));
+  for (const GgufTensorInfo& t : tensors_) {
+    const std::span<const uint8_t> b = bytes(t);
+    const size_t k = std::min<size_t>(b.size(), 64 << 10);
+    h.update(b.data(), k);
+    if (b.size() > k) h.update(b.data() + b.size() - k, k);
+  }
+  return h.final_hex();
 }
 
 std::span<const uint8_t> GgufFile::bytes(const GgufTensorInfo& t) const {

@@ -104,6 +104,13 @@ class GgufFile {
   std::span<const uint8_t> bytes(const GgufTensorInfo& t) const;
   std::shared_ptr<const void> owner() const { return map_; }
 
+  // Identity of the weights for segment keys, without hashing gigabytes at every start (as
+  // the safetensors loader's checkpoint fingerprint): SHA-256 over the header as stored
+  // (metadata and tensor index: names, types, shapes, offsets) and the first and last 64 KiB
+  // of every tensor. Files that differ only in a tensor's interior collide; re-quantised or
+  // retrained weights change the sampled bytes. 64 hex digits.
+  std::string fingerprint() const;
+
  private:
   static Result<GgufFile> parse(std::shared_ptr<MappedFile> map, uint64_t size, const std::string& path);
   std::shared_ptr<MappedFile> map_;

@@ -35,7 +35,8 @@ int inspect_gguf(const std::string& path) {
     bytes += t.nbytes;
     total += t.nbytes;
   }
-  std::printf("tensors: %zu, %.1f MiB of data\n", f->tensors().size(), double(total) / (1 << 20));
+  std::printf("tensors: %zu, %.1f MiB of data; fingerprint %s\n", f->tensors().size(), double(total) / (1 << 20),
+              f->fingerprint().c_str());
   for (const auto& [type, nb] : by_type)
     std::printf("  %-28s %6zu tensors  %10.1f MiB\n", type.c_str(), nb.first, double(nb.second) / (1 << 20));
   return 0;

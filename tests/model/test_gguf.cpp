@@ -5,6 +5,9 @@
 // GGUF file carries: tests/engine/test_gguf_tokenizer.cpp.)
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 
 #include "checkpoint/gguf.h"
 #include "core/bytes.h"
@@ -192,6 +195,30 @@ TEST(Gguf, MetadataAloneMayEndWithoutPadding) {
   ASSERT_TRUE(f.is_ok()) << f.status().to_string();
   EXPECT_EQ(f->data_offset(), s.size());
   EXPECT_EQ(*f->meta_int("general.alignment").value(), 32);
+}
+
+// The segment keys' model identity: stable, and changed by the metadata, the index and the
+// sampled bytes of every tensor.
+TEST(Gguf, FingerprintNamesTheWeights) {
+  std::ifstream in(kFixture, std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto a = GgufFile::from_bytes(file, "a.gguf");
+  auto b = GgufFile::open(kFixture);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  const std::string fp = a->fingerprint();
+  EXPECT_EQ(fp.size(), 64u);
+  EXPECT_EQ(fp, b->fingerprint());
+  const GgufTensorInfo* q4 = a->find("w.Q4_K");
+  ASSERT_TRUE(q4);
+  const size_t meta_byte = 40 /* inside the first key's name */, first = size_t(a->data_offset() + q4->offset),
+               last = size_t(a->data_offset() + q4->offset + q4->nbytes - 1);
+  for (size_t at : {meta_byte, first, last}) {
+    std::string changed = file;
+    changed[at] = char(changed[at] ^ 0x01);
+    auto c = GgufFile::from_bytes(changed, "c.gguf");
+    ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+    EXPECT_NE(c->fingerprint(), fp) << "byte " << at;
+  }
 }
 
 TEST(Gguf, MissingFileIsNotFound) {
