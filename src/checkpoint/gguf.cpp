@@ -1,12 +1,9 @@
 #include "checkpoint/gguf.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "core/hash.h"
-
-#include "core/log.h"
 
 namespace hypic {
 

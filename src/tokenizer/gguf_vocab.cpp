@@ -27,6 +27,13 @@ constexpr PreName kPre[] = {
     {"minimax-m2", "o200k", true},     {"gpt-4o", "o200k", false},
 };
 
+// The regex source of hypic's split named `name` ("" if none).
+std::string regex_of(std::string_view name) {
+  for (pretok::Pattern pat : pretok::all_patterns())
+    if (name == pretok::pattern_name(pat)) return pretok::pattern_regex(pat);
+  return "";
+}
+
 const json* field(const std::map<std::string, json>& meta, const char* key) {
   auto it = meta.find(key);
   return it == meta.end() ? nullptr : &it->second;
@@ -88,12 +95,7 @@ Result<Tokenizer> tokenizer_from_gguf(const std::map<std::string, json>& meta, c
                    : json{{"type", "Sequence"},
                           {"pretokenizers",
                            {{{"type", "Split"},
-                             {"pattern", {{"Regex", [&] {
-                                             for (pretok::Pattern pat : pretok::all_patterns())
-                                               if (std::string_view(pretok::pattern_name(pat)) == p->hypic)
-                                                 return std::string(pretok::pattern_regex(pat));
-                                             return std::string();
-                                           }()}}},
+                             {"pattern", {{"Regex", regex_of(p->hypic)}}},
                              {"behavior", "Isolated"},
                              {"invert", false}},
                             {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
