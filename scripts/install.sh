@@ -20,8 +20,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
-# Test-side Python (no torch: heavy tools live in tools/ and use their own environment).
-PY_PKGS=(numpy tokenizers safetensors openai anthropic)
+# Test-side Python (no torch: heavy tools live in tools/ and use their own environment). gguf:
+# gguf-py, which writes the quantized GGUF files the model tests load (tests/model/gguf_variants.py).
+PY_PKGS=(numpy tokenizers safetensors openai anthropic gguf==0.19.0)
 STAMP=.venv/.hypic-stamp
 WANT="${PY_PKGS[*]}"
 if [[ ! -f $STAMP || "$(cat $STAMP)" != "$WANT" ]]; then

@@ -6,6 +6,7 @@
 #include "bench/forward.h"
 #include "core/timer.h"
 #include "engine/generate.h"
+#include "engine/model_tokenizer.h"
 #include "engine/prompt.h"
 #include "grammar/json_schema.h"
 
@@ -34,7 +35,7 @@ Result<json> run_constrained_bench(const ConstrainedBenchOptions& o) {
   lo.compute = o.dtype;
   lo.progress = false;
   HYPIC_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(o.model, lo));
-  HYPIC_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::load(o.model));
+  HYPIC_ASSIGN_OR_RETURN(Tokenizer tok, load_model_tokenizer(o.model));
   const ModelConfig& cfg = model->config();
   const ToolFormat* f = model_chat_template(cfg).tool_format();
   // The JSON form whatever the family's: the same call for every model, comparable figures.

@@ -8,6 +8,7 @@
 #include "core/timer.h"
 #include "engine/eval_task.h"
 #include "engine/generate.h"
+#include "engine/model_tokenizer.h"
 #include "engine/prompt.h"
 #include "engine/runner.h"
 #include "model/model.h"
@@ -143,7 +144,7 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
   lo.progress = false;
   auto model = Model::load(o.model, lo);
   if (!model) return model.status();
-  auto tok = Tokenizer::load(o.model);  // tokenizer.json, or tiktoken.model + config
+  auto tok = load_model_tokenizer(o.model);  // tokenizer.json, or tiktoken.model + config
   if (!tok) return tok.status();
   const Model& m = *model.value();
   const ChatTemplate& chat = model_chat_template(m.config());

@@ -231,7 +231,31 @@ void Checkpoint::note_loaded(const std::string& name, uint64_t bytes) const {
   progress_->fn(pr);  // under the lock, so that reports arrive in order
 }
 
+Checkpoint Checkpoint::from_provided(std::string origin, std::map<std::string, Provided> tensors,
+                                     std::function<bool(const void*, size_t)> release) {
+  Checkpoint ck;
+  ck.dir_ = std::move(origin);
+  ck.progress_ = std::make_shared<Progress>();
+  for (const auto& [name, t] : tensors) {
+    ck.names_.push_back(name);  // sorted: the map's order
+    ck.total_bytes_ += t.nbytes;
+  }
+  ck.provided_ = std::move(tensors);
+  ck.release_provided_ = std::move(release);
+  return ck;
+}
+
 Result<Tensor> Checkpoint::fetch(const std::string& name, const Shape* expected) const {
+  if (auto p = provided_.find(name); p != provided_.end()) {
+    if (expected && p->second.shape != *expected)
+      return invalid_argument("tensor '" + name + "' in '" + dir_ + "' has shape " +
+                              shape_str(p->second.shape) + ", its metadata implies " +
+                              shape_str(*expected) + "; the file's header does not describe "
+                              "its tensors");
+    HYPIC_ASSIGN_OR_RETURN(Tensor t, p->second.make());
+    note_loaded(name, p->second.nbytes);
+    return t;
+  }
   auto it = loc_.find(name);
   if (it == loc_.end())
     return not_found("tensor '" + name + "' is not in the checkpoint at '" + dir_ + "' (" +
@@ -254,6 +278,7 @@ Result<Tensor> Checkpoint::fetch(const std::string& name, const Shape* expected)
 }
 
 void Checkpoint::release_pages(const void* p, size_t n) const {
+  if (release_provided_ && release_provided_(p, n)) return;
   for (const SafetensorsFile& f : files_)
     if (f.release_pages(p, n)) return;
 }

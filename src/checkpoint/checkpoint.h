@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -47,7 +48,7 @@ class Checkpoint {
   size_t num_tensors() const { return names_.size(); }
   uint64_t total_bytes() const { return total_bytes_; }  // sum of tensor data sizes
 
-  bool has(const std::string& name) const { return loc_.count(name) != 0; }
+  bool has(const std::string& name) const { return loc_.count(name) != 0 || provided_.count(name) != 0; }
   const SafetensorsEntry* entry(const std::string& name) const;  // nullptr if absent
   const std::string* file_of(const std::string& name) const;     // nullptr if absent
 
@@ -67,6 +68,20 @@ class Checkpoint {
   // loaded as int8 / q4 (or from stored codes) holds one copy of the weights, not two.
   void release_pages(const void* p, size_t n) const;
 
+  // A checkpoint whose tensors another format holds (a GGUF file seen with Hugging Face names,
+  // checkpoint/gguf_hf.h): per name its shape, the stored type's name and bytes (for
+  // progress and `inspect`), and how to produce it (a view of the mapping, or an owned tensor
+  // made by undoing a converter's transform), called at each get(). `release` drops a
+  // converted source's pages (release_pages). entry() and get_raw() know none of them.
+  struct Provided {
+    Shape shape;
+    std::string dtype;
+    uint64_t nbytes = 0;
+    std::function<Result<Tensor>()> make;
+  };
+  static Checkpoint from_provided(std::string origin, std::map<std::string, Provided> tensors,
+                                  std::function<bool(const void*, size_t)> release);
+
   // Replaces the progress callback (applies to get()).
   void set_progress_callback(CheckpointProgressFn fn);
 
@@ -84,6 +99,8 @@ class Checkpoint {
   std::vector<std::string> file_paths_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, Loc> loc_;
+  std::map<std::string, Provided> provided_;
+  std::function<bool(const void*, size_t)> release_provided_;
   uint64_t total_bytes_ = 0;
   std::shared_ptr<Progress> progress_;
 };

@@ -103,6 +103,8 @@ class GgufFile {
   // A tensor's stored bytes (blocks as in the file) and a handle keeping them mapped.
   std::span<const uint8_t> bytes(const GgufTensorInfo& t) const;
   std::shared_ptr<const void> owner() const { return map_; }
+  // MappedFile::release_pages on this file's mapping.
+  bool release_pages(const void* p, size_t n) const { return map_->release_pages(p, n); }
 
   // Identity of the weights for segment keys, without hashing gigabytes at every start (as
   // the safetensors loader's checkpoint fingerprint): SHA-256 over the header as stored

@@ -25,7 +25,7 @@ int bench_prefill(int argc, char** argv) {
   Args a("hypic bench prefill --model DIR --tokens N [--json]",
          "Prefill throughput of N random tokens, against a oneDNN matmul of the model's\n"
          "dominant GEMM shape measured in the same run (ratio = achieved / peak).");
-  a.opt("model", "DIR", "model directory")
+  a.opt("model", "DIR|FILE.gguf", "model directory (Hugging Face), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("tokens", "N", "prompt length", "4096")
       .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("reps", "R", "timed repetitions after one warm-up (best is reported)", "1")
@@ -57,7 +57,7 @@ int bench_decode(int argc, char** argv) {
          "weight bytes a step's matrix products read with the GB/s they make, against the\n"
          "machine's read and copy bandwidth measured in the same run (before and after).\n"
          "Prints a line per batch size on stderr, then one JSON object.");
-  a.opt("model", "DIR", "model directory")
+  a.opt("model", "DIR|FILE.gguf", "model directory (Hugging Face), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("dtype", "bf16|f32|int8|q4", "matrix weights, quantized at load", "bf16")
       .opt("batch", "B,B,...", "batch sizes", "1,8,16")
       .opt("steps", "N", "timed decode steps per batch size (after 2 untimed)", "8")

@@ -15,7 +15,7 @@ int bench_constrained(int argc, char** argv) {
          "tool call in the model's vocabulary, and decode ms per token free against under a\n"
          "tool-call grammar (greedy and temperature 1, interleaved), with the share of tokens that\n"
          "needed the full mask.");
-  a.opt("model", "DIR", "model directory (config.json, weights, tokenizer)")
+  a.opt("model", "DIR|FILE.gguf", "model directory (config.json, weights, tokenizer), or a GGUF file")
       .opt("tokens", "N", "tokens decoded per run", "64")
       .opt("prompt-tokens", "N", "random prompt length", "64")
       .opt("reps", "R", "interleaved free / constrained pairs per sampling mode", "3")

@@ -34,7 +34,7 @@ int bench_scatter(int argc, char** argv) {
          "full mode). Calibrates the simulator (per-segment build time on one worker lane, entry\n"
          "sizes, bandwidth, RPC latency, serialise/ingest per byte, compose) and projects 1..N\n"
          "workers for each policy. JSON on stdout, progress on stderr.");
-  a.opt("model", "DIR", "model directory")
+  a.opt("model", "DIR|FILE.gguf", "model directory (Hugging Face), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("tokens", "N", "request length (prefix 32 + segments + question 16)", "32768")
       .opt("segments", "S", "number of segments", "24")
       .opt("skew", "F|zipf:S", "segment lengths: factor longest/shortest, or Zipf exponent", "1")

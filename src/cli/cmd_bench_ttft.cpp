@@ -12,7 +12,7 @@ int bench_ttft(int argc, char** argv) {
   Args a("hypic bench ttft --model DIR [--docs N --doc-tokens L --per-request K --requests R]",
          "Time to first token of a synthetic RAG trace (Zipf document popularity, random order)\n"
          "in every mode, one process, after warm-up requests. Prints one JSON object.");
-  a.opt("model", "DIR", "model directory")
+  a.opt("model", "DIR|FILE.gguf", "model directory (Hugging Face), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("docs", "N", "documents in the pool", "20")
       .opt("doc-tokens", "L", "tokens per document", "1000")
       .opt("per-request", "K", "documents per request", "10")

@@ -45,7 +45,7 @@ int cmd_eval(int argc, char** argv) {
          "seam) on multi-document reading tasks, greedy, through the engine. Each record runs\n"
          "cold (scored) and warm with its documents rotated by one place (timed). Progress on\n"
          "stderr; a table (or --json) on stdout.");
-  a.opt("model", "DIR", "model directory")
+  a.opt("model", "DIR|FILE.gguf", "model directory (Hugging Face), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("data", "FILE", "JSONL task records (tools/tiny/gen_data.py)", "DIR/eval/heldout.jsonl")
       .opt("tasks", "LIST", "task types to run", "single,two_hop,aggregate")
       .opt("n", "N", "records per task (the first N of each)", "100")

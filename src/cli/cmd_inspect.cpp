@@ -1,4 +1,4 @@
-// hypic inspect: architecture summary of a model directory (and a check that it loads).
+// hypic inspect: architecture summary of a model directory or GGUF file (and a check that it loads).
 #include <cstdio>
 
 #include <map>
@@ -6,6 +6,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/gguf.h"
+#include "checkpoint/gguf_hf.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/timer.h"
@@ -16,7 +17,7 @@ namespace hypic::cli {
 namespace {
 
 // A GGUF file's header: version, architecture and name, metadata count, tensors by type (the
-// types hypic does not read marked), data size. Loading GGUF weights is not done yet.
+// types hypic does not read marked), data size, fingerprint.
 int inspect_gguf(const std::string& path) {
   auto f = GgufFile::open(path);
   if (!f) return report_error("inspect", f.status());
@@ -54,18 +55,26 @@ int cmd_inspect(int argc, char** argv) {
   if (auto done = parse_command(a, argc, argv, "inspect", {"model"})) return *done;
   auto dt = parse_dtype(a.str("dtype"));  // checked before anything is printed
   if (!dt) return report_error("inspect", dt.status());
-  if (const std::string m = a.str("model"); m.size() > 5 && m.compare(m.size() - 5, 5, ".gguf") == 0) {
-    if (const int rc = inspect_gguf(m); rc != 0 || !a.flag("load")) return rc;
-    return report_error("inspect", ModelConfig::from_dir(m).status());  // --load: not yet, and why
-  }
-  auto cfg = ModelConfig::from_dir(a.str("model"));
+  const std::string model = a.str("model");
+  const bool gguf = is_gguf_path(model);
+  if (gguf)
+    if (const int rc = inspect_gguf(model); rc != 0) return rc;
+  auto cfg = ModelConfig::from_dir(model);
   if (!cfg) return report_error("inspect", cfg.status());
-  auto ck = Checkpoint::open(a.str("model"));
-  if (ck) cfg->resolve_head(ck->has("lm_head.weight"));
-  std::printf("%s\n", cfg->summary().c_str());
-  if (!ck) return report_error("inspect", ck.status());
-  std::printf("checkpoint: %zu tensors in %zu file(s), %.1f MiB\n", ck->num_tensors(),
-              ck->files().size(), double(ck->total_bytes()) / (1 << 20));
+  if (gguf) {
+    auto g = open_gguf_model(model);
+    if (!g) return report_error("inspect", g.status());
+    cfg->resolve_head(g->weights.has("lm_head.weight"));
+    std::printf("%s\n", cfg->summary().c_str());
+    std::printf("as a Hugging Face checkpoint: %zu tensors\n", g->weights.num_tensors());
+  } else {
+    auto ck = Checkpoint::open(model);
+    if (ck) cfg->resolve_head(ck->has("lm_head.weight"));
+    std::printf("%s\n", cfg->summary().c_str());
+    if (!ck) return report_error("inspect", ck.status());
+    std::printf("checkpoint: %zu tensors in %zu file(s), %.1f MiB\n", ck->num_tensors(),
+                ck->files().size(), double(ck->total_bytes()) / (1 << 20));
+  }
   if (a.flag("load")) {
     Timer t;
     LoadOptions lo;

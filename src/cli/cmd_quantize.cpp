@@ -1,6 +1,7 @@
 // hypic quantize: a model directory rewritten with int8 / q4 matrices (model/quantize_model.h).
 #include <cstdio>
 
+#include "checkpoint/gguf_hf.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "model/quantize_model.h"
@@ -21,6 +22,11 @@ int cmd_quantize(int argc, char** argv) {
   if (!dt) return report_error("quantize", dt.status());
   if (!dtype_packed(*dt))
     return report_error("quantize", invalid_argument("--dtype must be int8 or q4"));
+  if (is_gguf_path(a.str("model")))
+    return report_error("quantize", invalid_argument(
+        "'" + a.str("model") + "' is a GGUF file: its weights are already in llama.cpp's types, which "
+        "hypic serves as they are (hypic run|serve --model " + a.str("model") + "); quantize writes "
+        "hypic's int8 / q4 from a Hugging Face directory"));
   QuantizeOptions o;
   o.dtype = *dt;
   if (Status s = quantize_model(a.str("model"), a.str("out"), o); !s)

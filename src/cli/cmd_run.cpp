@@ -8,9 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/gguf_hf.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "engine/generate.h"
+#include "engine/model_tokenizer.h"
 #include "engine/prompt.h"
 
 namespace hypic::cli {
@@ -18,7 +20,7 @@ namespace hypic::cli {
 int cmd_run(int argc, char** argv) {
   Args a("hypic run --model DIR (--prompt TEXT | --prompt-file FILE) [options]",
          "Runs one request through the engine and prints the generated text.");
-  a.opt("model", "DIR", "model directory (config.json, *.safetensors, tokenizer.json or tiktoken.model)")
+  a.opt("model", "DIR|FILE.gguf", "model directory (config.json, *.safetensors, tokenizer.json or tiktoken.model), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("prompt", "TEXT", "the prompt text")
       .opt("prompt-file", "FILE", "read the prompt from FILE")
       .opt("chat", "", "wrap the prompt as a user message in the model's chat template (ChatML for Qwen, Bailing for Ring-linear, MiniMax's for MiniMax)")
@@ -79,20 +81,20 @@ int cmd_run(int argc, char** argv) {
   go.stop_at_eos = !a.flag("ignore-eos");
 
   std::error_code ec;
-  if (!std::filesystem::is_directory(a.str("model"), ec)) {
-    if (Status gguf = ModelConfig::from_dir(a.str("model")).status(); gguf.code() == StatusCode::kUnsupported)
-      return report_error("run", gguf);  // a GGUF file: says why it is not loaded
+  if (!std::filesystem::is_directory(a.str("model"), ec) && !is_gguf_path(a.str("model")))
     return report_error("run", not_found("model directory '" + a.str("model") + "' does not exist; "
                                          "--model takes a Hugging Face model directory (config.json, "
-                                         "*.safetensors, tokenizer.json or tiktoken.model)"));
-  }
-  auto tok = Tokenizer::load(a.str("model"));  // tokenizer.json, or tiktoken.model + config
+                                         "*.safetensors, tokenizer.json or tiktoken.model) or a GGUF file"));
+  if (is_gguf_path(a.str("model")))  // an architecture hypic does not run: said before the vocabulary
+    if (Status s = ModelConfig::from_dir(a.str("model")).status(); !s) return report_error("run", s);
+  auto tok = load_model_tokenizer(a.str("model"));  // GGUF vocabulary, tokenizer.json or tiktoken.model
   if (!tok) return report_error("run", tok.status());
   LoadOptions lo;
   lo.compute = *dt;
   log_system_info("run");
   auto model = load_checked_model(a.str("model"), lo);
   if (!model) return report_error("run", model.status());
+  log_chat_format(a.str("model"), (*model)->config());
 
   if (parts_mode) return run_parts(a, **model, *tok, go);
   if (a.flag("chat")) {

@@ -11,6 +11,7 @@
 #include "cli/http_flags.h"
 #include "cli/stop_signal.h"
 #include "cluster/heartbeat.h"
+#include "engine/model_tokenizer.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
@@ -23,7 +24,7 @@ int cmd_serve(int argc, char** argv) {
          "GET /v1/models, GET /health (OpenAI-compatible, SSE streaming), /v1/segments\n"
          "(register / get / list / delete cached segments), GET /metrics (Prometheus).\n"
          "Binds to loopback unless --host says otherwise. One JSON line per request on stderr.");
-  a.opt("model", "DIR", "model directory")
+  a.opt("model", "DIR|FILE.gguf", "model directory (Hugging Face), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("host", "H", "address to bind", "127.0.0.1")
       .opt("port", "P", "port (0: any free port, printed at start)", "8080")
       .opt("api-key", "KEY", "require 'Authorization: Bearer KEY' (also $HYPIC_API_KEY)")
@@ -151,7 +152,8 @@ int cmd_serve(int argc, char** argv) {
   log_system_info("serve");
   auto model = load_checked_model(dir, lo);
   if (!model) return report_error("serve", model.status());
-  auto tok = Tokenizer::load(dir);  // tokenizer.json, or tiktoken.model + config
+  log_chat_format(dir, (*model)->config());
+  auto tok = load_model_tokenizer(dir);  // GGUF vocabulary, tokenizer.json or tiktoken.model
   if (!tok) return report_error("serve", tok.status());
   auto srv = server::HttpServer::create(*model.value(), tok.value(), so);
   if (!srv) return report_error("serve", srv.status());

@@ -20,7 +20,7 @@ int cmd_worker(int argc, char** argv) {
          "sends it over gRPC (proto/hypic_cluster.proto) and streams each back as soon as it is\n"
          "built. It must load the same checkpoint with the same --dtype as the combine worker.\n"
          "Binds to loopback unless --host says otherwise; the port is printed on stderr.");
-  a.opt("model", "DIR", "model directory")
+  a.opt("model", "DIR|FILE.gguf", "model directory (Hugging Face), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("host", "H", "address to bind", "127.0.0.1")
       .opt("port", "P", "port (0: any free port, printed at start)", "50051")
       .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")

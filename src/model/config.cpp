@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "checkpoint/gguf_hf.h"
 #include "core/json_bounded.h"
 #include "model/arch.h"
 
@@ -53,10 +54,10 @@ Result<ModelConfig> ModelConfig::from_file(const std::string& path) {
 }
 
 Result<ModelConfig> ModelConfig::from_dir(const std::string& dir) {
-  if (std::filesystem::path(dir).extension() == ".gguf" && std::filesystem::is_regular_file(dir))
-    return unsupported("'" + dir + "' is a GGUF file: hypic reads its header (hypic inspect --model " + dir +
-                       ") but does not load GGUF weights yet; point --model at the model's Hugging Face "
-                       "directory (config.json and *.safetensors)");
+  if (is_gguf_path(dir)) {  // its metadata seen as config.json (checkpoint/gguf_hf.h)
+    HYPIC_ASSIGN_OR_RETURN(GgufModel g, open_gguf_model(dir));
+    return from_json(g.config.dump(), dir + " (metadata)");
+  }
   return from_file((std::filesystem::path(dir) / "config.json").string());
 }
 

@@ -2,11 +2,13 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/gguf_hf.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/quant.h"
@@ -101,8 +103,15 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     return invalid_argument("the matrix type must be F32, BF16, INT8 or Q4 (--dtype f32|bf16|int8|q4)");
   Timer timer;
   const HugePageScope weights_on_huge_pages;
-  HYPIC_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::from_dir(dir));
-  HYPIC_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(dir));
+  // A GGUF file is seen as the Hugging Face checkpoint it was converted from (gguf_hf.h).
+  std::optional<GgufModel> gguf;
+  if (is_gguf_path(dir)) {
+    HYPIC_ASSIGN_OR_RETURN(gguf, open_gguf_model(dir));
+    HYPIC_LOG_INFO("%s: GGUF architecture %s", dir.c_str(), gguf->architecture.c_str());
+  }
+  HYPIC_ASSIGN_OR_RETURN(ModelConfig cfg, gguf ? ModelConfig::from_json(gguf->config.dump(), dir + " (metadata)")
+                                               : ModelConfig::from_file(dir + "/config.json"));
+  HYPIC_ASSIGN_OR_RETURN(Checkpoint ck, gguf ? Result<Checkpoint>(std::move(gguf->weights)) : Checkpoint::open(dir));
   HYPIC_ASSIGN_OR_RETURN(cfg.weight_prefix, detect_weight_prefix(ck.names()));
   HYPIC_RETURN_IF_ERROR(check_no_unused_layers(ck, cfg, dir));
   const bool has_head = ck.has("lm_head.weight");
@@ -162,7 +171,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     if (!t.is_ok()) return t.status().with_context(ctx("lm_head"));
     w.lm_head = t.value();
   }
-  m->fingerprint_ = checkpoint_fingerprint(dir, ck);
+  m->fingerprint_ = gguf ? gguf->fingerprint : checkpoint_fingerprint(dir, ck);
   if (loud)
     HYPIC_LOG_INFO("loaded %s in %.1f s (matrices %s, %.2f GiB resident)", dir.c_str(),
                    timer.seconds(), dtype_name(opt.compute), double(resident_bytes()) / (1 << 30));

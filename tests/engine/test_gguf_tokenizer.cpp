@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "checkpoint/gguf.h"
+#include "engine/model_tokenizer.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/tokenizer.h"
 
@@ -58,6 +59,30 @@ TEST(GgufTokenizer, RefusesWhatItDoesNotRead) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("one entry per token"), std::string::npos) << r.status().message();
   EXPECT_EQ(tokenizer_from_gguf({}, "none.gguf").status().code(), StatusCode::kNotFound);
+}
+
+// The files llama.cpp's converter wrote of the golden checkpoints: the --model path's tokenizer
+// is the file's vocabulary, encoding as the directory's tokenizer.json.
+TEST(GgufTokenizer, ConverterFilesEncodeAsTheirCheckpoints) {
+  const std::string text = "Hello, world! 12345 caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd<|im_end|>\n  x";
+  for (const char* model : {"qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe"}) {
+    auto got = load_model_tokenizer(std::string(HYPIC_SOURCE_DIR) + "/tests/data/gguf/models/" + model + ".f32.gguf");
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    auto want = load_model_tokenizer(std::string(HYPIC_SOURCE_DIR) + "/tests/models/" + model);
+    ASSERT_TRUE(want.is_ok());
+    EXPECT_EQ(got->vocab_size(), want->vocab_size()) << model;
+    EXPECT_EQ(got->encode(text), want->encode(text)) << model;
+  }
+}
+
+TEST(GgufTokenizer, ChatTemplateComparedByItsMarkers) {
+  auto t = chat_template_for("qwen3.5");
+  ASSERT_TRUE(t.is_ok());
+  const std::string same = compare_chat_template(**t, "{{ '<|im_start|>' + role }}...<|im_end|>...<think>\n");
+  EXPECT_NE(same.find("holds every marker"), std::string::npos) << same;
+  const std::string other = compare_chat_template(**t, "{{ '<start_of_turn>' + role }}<end_of_turn>");
+  EXPECT_NE(other.find("differs"), std::string::npos) << other;
+  EXPECT_NE(other.find("<|im_start|>"), std::string::npos) << other;
 }
 
 }  // namespace
