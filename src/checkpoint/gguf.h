@@ -133,4 +133,7 @@ std::string gguf_value_text(const nlohmann::json& v, size_t max = 80);
 // types: an error naming the type.
 Status ggml_dequantize(uint32_t type, const uint8_t* src, float* dst, int64_t n);
 
+// The hypic type of a ggml type hypic reads (F32, F16, BF16, kGQ8_0 … kGQ6K); nullopt otherwise.
+std::optional<DType> ggml_dtype(uint32_t type);
+
 }  // namespace hypic

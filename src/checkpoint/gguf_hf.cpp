@@ -31,13 +31,14 @@ std::optional<DType> float_dtype(uint32_t type) {
 }
 
 // Rows [row0, row0 + rows) of the tensor's outermost dimension seen as `shape`: a view of the
-// mapping for float types (F32 when `f32`), dequantized F32 otherwise.
+// mapping, in its ggml type (core/ggml_quant.h) unless `f32`; dequantized F32 when `f32`.
 Result<Tensor> read_rows(const GgufFile& f, const GgufTensorInfo& t, int64_t row0, int64_t rows,
                          const Shape& shape, bool f32) {
   const int64_t outer = t.shape.empty() ? 1 : t.shape[0];
   const uint64_t row_bytes = t.nbytes / uint64_t(outer);
   std::span<const uint8_t> b = f.bytes(t).subspan(size_t(row0) * row_bytes, size_t(rows) * row_bytes);
-  if (std::optional<DType> dt = float_dtype(t.type)) {
+  const std::optional<DType> dt = ggml_dtype(t.type);
+  if (dt && (float_dtype(t.type) || (!f32 && !shape.empty() && shape.back() == t.shape.back()))) {
     auto owner = std::const_pointer_cast<void>(f.owner());
     Tensor v = Tensor::view(*dt, shape, const_cast<uint8_t*>(b.data()), owner);
     return f32 && *dt != DType::kF32 ? v.to(DType::kF32) : v;

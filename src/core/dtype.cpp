@@ -14,6 +14,11 @@ const char* dtype_name(DType t) {
     case DType::kQ8: return "INT8";
     case DType::kQ4: return "Q4";
     case DType::kQ4T: return "Q4T";
+    case DType::kGQ8_0: return "Q8_0";
+    case DType::kGQ4_0: return "Q4_0";
+    case DType::kGQ4K: return "Q4_K";
+    case DType::kGQ5K: return "Q5_K";
+    case DType::kGQ6K: return "Q6_K";
   }
   return "?";
 }
@@ -25,6 +30,11 @@ size_t dtype_row_bytes(DType t, int64_t cols) {
     case DType::kQ4:
     case DType::kQ4T: return k / 2 + k / 32 * 2;   // nibbles, one f16 scale per 32 (kQ4T: a
                                                    // group of 16 rows is 16 rows' bytes)
+    case DType::kGQ8_0: return k / 32 * 34;
+    case DType::kGQ4_0: return k / 32 * 18;
+    case DType::kGQ4K: return k / 256 * 144;
+    case DType::kGQ5K: return k / 256 * 176;
+    case DType::kGQ6K: return k / 256 * 210;
     default: return k * dtype_size(t);
   }
 }
@@ -87,9 +97,7 @@ void to_f32(DType t, const void* src, float* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
       return;
     }
-    case DType::kQ8:
-    case DType::kQ4:
-    case DType::kQ4T: break;
+    default: break;
   }
   HYPIC_CHECK(false, std::string("to_f32 of a packed type (") + dtype_name(t) + "): use core/quant.h");
 }
@@ -107,9 +115,7 @@ void from_f32(DType t, const float* src, void* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
       return;
     }
-    case DType::kQ8:
-    case DType::kQ4:
-    case DType::kQ4T: break;
+    default: break;
   }
   HYPIC_CHECK(false, std::string("from_f32 of a packed type (") + dtype_name(t) + "): use core/quant.h");
 }

@@ -11,21 +11,21 @@
 
 namespace hypic {
 
-enum class DType : uint8_t { kF32, kBF16, kF16, kQ8, kQ4, kQ4T };
+// kGQ8_0 … kGQ6K: ggml's block formats as a GGUF file stores them (core/ggml_quant.h), rows of
+// whole blocks, kept as stored and multiplied in place (kernels/gemv_ggml.h).
+enum class DType : uint8_t { kF32, kBF16, kF16, kQ8, kQ4, kQ4T, kGQ8_0, kGQ4_0, kGQ4K, kGQ5K, kGQ6K };
 
 inline size_t dtype_size(DType t) {
   switch (t) {
     case DType::kF32: return 4;
     case DType::kBF16: return 2;
     case DType::kF16: return 2;
-    case DType::kQ8:
-    case DType::kQ4:
-    case DType::kQ4T: return 0;  // packed: see dtype_row_bytes
+    default: return 0;  // packed: see dtype_row_bytes
   }
-  return 0;
 }
+inline bool dtype_ggml(DType t) { return t >= DType::kGQ8_0 && t <= DType::kGQ6K; }
 inline bool dtype_packed(DType t) {
-  return t == DType::kQ8 || t == DType::kQ4 || t == DType::kQ4T;
+  return t == DType::kQ8 || t == DType::kQ4 || t == DType::kQ4T || dtype_ggml(t);
 }
 // Bytes of one row of `cols` elements (any type; the packed formats of core/quant.h).
 size_t dtype_row_bytes(DType t, int64_t cols);

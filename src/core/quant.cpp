@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/ggml_quant.h"
+
 namespace hypic {
 namespace {
 
@@ -40,7 +42,8 @@ void quantize_row(DType t, const float* src, int64_t cols, void* dst) {
     std::memcpy(out + cols, &d, 4);
     return;
   }
-  HYPIC_CHECK(t == DType::kQ4 && cols % kQ4Group == 0, "quantize_row: not a q4 row of 32s");
+  HYPIC_CHECK(t == DType::kQ4 && cols % kQ4Group == 0, "quantize_row: not a q4 row of 32s (ggml's "
+              "types are read, never written)");
   auto* scales = reinterpret_cast<uint16_t*>(out + cols / 2);
   for (int64_t g = 0; g < cols / kQ4Group; ++g) {
     const float* w = src + g * kQ4Group;
@@ -57,6 +60,7 @@ void quantize_row(DType t, const float* src, int64_t cols, void* dst) {
 
 void dequantize_row(DType t, const void* src, int64_t cols, float* dst) {
   const auto* in = static_cast<const uint8_t*>(src);
+  if (dtype_ggml(t)) return ggml_dequantize_blocks(t, in, dst, cols / ggml_block_elems(t));
   if (t == DType::kQ8) {
     float d;
     std::memcpy(&d, in + cols, 4);

@@ -180,7 +180,8 @@ enum class Method { kF32, kBf16, kBf16Panels, kF32Panels, kInt8 };
 Method method(DType t) {
   if (t == DType::kF32) return Method::kF32;
   if (bf16_gemm()) return t == DType::kBF16 ? Method::kBf16 : Method::kBf16Panels;
-  return dtype_packed(t) && int8_gemm(t) ? Method::kInt8 : Method::kF32Panels;
+  // ggml's blocks (kernels/gemv_ggml.h): dequantized panels (no integer GEMM on them yet).
+  return dtype_packed(t) && !dtype_ggml(t) && int8_gemm(t) ? Method::kInt8 : Method::kF32Panels;
 }
 
 // Weight rows per oneDNN call of a many-row product: an eighth of W (tasks for 8 threads),

@@ -21,6 +21,7 @@
 #include "kernels/gemm_avx2.h"
 #include "kernels/gemv_amx.h"
 #include "kernels/gemv_avx2.h"
+#include "kernels/gemv_ggml.h"
 
 namespace hypic::kernels {
 namespace {
@@ -127,6 +128,20 @@ void prep_q8(const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
     }
   }
 }
+
+// ggml's blocks: x per block of 32 (kp a multiple of 32), with each block's code sum in corr.
+void prep_ggml(const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
+  const int64_t kp = X.kp = round_up(K, 32), nb = kp / 32;
+  X.q.assign(size_t(M * kp), 0);
+  X.dx.assign(size_t(M * nb), 0.0f);
+  X.corr.assign(size_t(M * nb), 0);
+  for (int64_t m = 0; m < M; ++m)
+    amx::quantize_blocks(x + m * ldx, K, kp, X.q.data() + m * kp, X.dx.data() + m * nb, X.corr.data() + m * nb);
+}
+
+// ggml's blocks on 256-bit integer ops (AVX2; no AVX-512 kernels for them yet), else the
+// portable code.
+bool ggml_avx2(DType) { return cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c); }
 
 // Sum of 16 lanes as a fixed tree (GCC 12's _mm512_reduce_add_ps warns spuriously).
 __attribute__((target("avx512f"))) inline float hsum(__m512 v) {
@@ -289,7 +304,7 @@ float q4t_generic(const uint8_t* w, int v, int r, int64_t K, const XQuant& X, in
 }  // namespace
 
 bool gemv_handles(DType t) {
-  return t == DType::kF32 || t == DType::kBF16 || t == DType::kQ8 || t == DType::kQ4T;
+  return t == DType::kF32 || t == DType::kBF16 || t == DType::kQ8 || t == DType::kQ4T || dtype_ggml(t);
 }
 
 void gemv_force_path(GemvPath p) { g_path = p; }
@@ -317,6 +332,7 @@ int64_t gemv_max_rows(DType t) {
 
 const char* gemv_impl(DType t, int64_t M) {
   if (!gemv_handles(t)) return "none";
+  if (dtype_ggml(t)) return ggml_avx2(t) ? "avx2" : "generic";
   if (use_amx(t, M)) return t == DType::kBF16 ? "amx_bf16" : "amx_int8";
   switch (vec_kernel(t)) {
     case Vec::kAvx512:
@@ -422,6 +438,16 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       parallel_for(tasks, body);
     }
   };
+  if (dtype_ggml(t)) {  // ggml's blocks as stored (kernels/gemv_ggml.h)
+    prep_ggml(x, ldx, M, K, xq);
+    const ggml::X gx{xq.q.data(), xq.dx.data(), xq.corr.data(), xq.kp};
+    const bool vec = ggml_avx2(t);
+    const int64_t per_task = rows_per_task(N);
+    return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
+      const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
+      ggml::rows(t, wbase, ws, n0, n1, K, gx, M, y, ldy, accumulate, vec);
+    });
+  }
   // Q4T without AMX: rows in lanes for every row count (AVX-512 or AVX2; or the portable code).
   const bool amx = use_amx(t, M), q4t_lanes = t == DType::kQ4T && !amx && vk != Vec::kGeneric;
   if (amx || q4t_lanes) {
@@ -586,7 +612,8 @@ void packed_rows(const Tensor& W, int64_t n0, int64_t n1, T* out, Rows&& rows) {
   const int64_t N = W.dim(0), K = W.dim(1);
   const size_t ws = dtype_row_bytes(W.dtype(), K);
   const auto* base = static_cast<const uint8_t*>(W.raw());
-  if (W.dtype() == DType::kQ8) return rows(DType::kQ8, base + size_t(n0) * ws, n1 - n0, out);
+  if (W.dtype() == DType::kQ8 || dtype_ggml(W.dtype()))
+    return rows(W.dtype(), base + size_t(n0) * ws, n1 - n0, out);
   HYPIC_CHECK(W.dtype() == DType::kQ4T && n0 % kQ4TRows == 0 && (n1 % kQ4TRows == 0 || n1 == N),
               "dequantize_rows: Q8 or Q4T rows of whole groups");
   thread_local std::vector<uint8_t> group;
@@ -605,7 +632,7 @@ void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out
   const size_t ws = dtype_row_bytes(W.dtype(), K);
   packed_rows(W, n0, n1, out, [&](DType t, const uint8_t* w, int64_t n, uint16_t* o) {
     const size_t rs = t == DType::kQ4 ? dtype_row_bytes(t, K) : ws;
-    if (avx512_bf16()) {
+    if (avx512_bf16() && !dtype_ggml(t)) {
       for (int64_t r = 0; r < n; ++r) {
         if (t == DType::kQ4) dequant_row_q4(w + size_t(r) * rs, K, o + r * K);
         else dequant_row_q8(w + size_t(r) * rs, K, o + r * K);
@@ -635,7 +662,7 @@ void rows_f32(const Tensor& W, int64_t n0, int64_t n1, float* out) {
     const size_t rs = dtype_row_bytes(t, K);
     for (int64_t r = 0; r < n; ++r) {
       const uint8_t* in = w + size_t(r) * rs;
-      if (!vec) dequantize_row(t, in, K, o + r * K);
+      if (!vec || dtype_ggml(t)) dequantize_row(t, in, K, o + r * K);
       else if (t == DType::kQ4) avx2::dequant_q4_row(in, K, o + r * K);
       else avx2::dequant_q8_row(in, K, o + r * K);
     }

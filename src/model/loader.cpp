@@ -165,7 +165,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const LoadOpt
     if (Status q = check_quantizable(opt.compute, H); !q.is_ok())
       return q.with_context(ctx("lm_head (the tied embedding)"));
     const DType mt = matrix_dtype(opt.compute);
-    w.lm_head = w.embed.dtype() == mt ? w.embed : w.embed.to(mt);
+    const bool as_stored = w.embed.dtype() == mt || (dtype_ggml(w.embed.dtype()) && opt.compute != DType::kF32);
+    w.lm_head = as_stored ? w.embed : w.embed.to(mt);
   } else {
     auto t = rd.mat("lm_head.weight", {V, H});
     if (!t.is_ok()) return t.status().with_context(ctx("lm_head"));

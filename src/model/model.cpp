@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include "core/quant.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -168,11 +170,13 @@ Status Model::run_layers(const std::vector<int32_t>& tokens, Pass& pass, LogitsF
 
   Workspace& ws = Workspace::local();
   Tensor h = ws.f32(slot::kHidden, {R, H});
-  const size_t esz = dtype_size(w_.embed.dtype());
-  for (int64_t t = 0; t < R; ++t)
-    to_f32(w_.embed.dtype(),
-           static_cast<const char*>(w_.embed.raw()) + size_t(tokens[size_t(t)]) * H * esz,
-           h.f32() + t * H, size_t(H));
+  const DType et = w_.embed.dtype();  // as stored: a float type, or a GGUF file's blocks
+  const size_t erow = dtype_row_bytes(et, H);
+  for (int64_t t = 0; t < R; ++t) {
+    const char* row = static_cast<const char*>(w_.embed.raw()) + size_t(tokens[size_t(t)]) * erow;
+    if (dtype_packed(et)) dequantize_row(et, row, H, h.f32() + t * H);
+    else to_f32(et, row, h.f32() + t * H, size_t(H));
+  }
   Tensor x = ws.f32(slot::kNormed, {R, H});
   const bool zc = c.zero_centred_norms;
   for (int i = 0; i < c.num_hidden_layers; ++i) {

@@ -37,9 +37,10 @@ class WeightReader {
     return convert(t, name);
   }
   // `t` in the compute type; `what` names it in errors.
+  // ggml's blocks (a GGUF file's) stay as stored unless the compute type is F32.
   Result<Tensor> convert(const Tensor& t, const std::string& what) const {
     note_matrix(t);
-    if (t.dtype() == matrix_dtype(compute_)) return t;
+    if (t.dtype() == matrix_dtype(compute_) || keeps(t.dtype())) return t;
     if (Status s = check_quantizable(compute_, t.dim(-1)); !s.is_ok())
       return s.with_context(what);
     Tensor c = t.to(matrix_dtype(compute_));
@@ -47,11 +48,16 @@ class WeightReader {
     return c;
   }
   // Rows of `parts` stacked into one matrix of the compute type (concat_rows, checked).
+  // Parts of one ggml type kept as stored are stacked as they are; mixed ones are converted.
   Result<Tensor> stack(const std::vector<Tensor>& parts, const std::string& what) const {
-    if (Status s = check_quantizable(compute_, parts.at(0).dim(-1)); !s.is_ok())
+    const DType first = parts.at(0).dtype();
+    bool same = keeps(first);
+    for (const Tensor& p : parts) same = same && p.dtype() == first;
+    const DType to = same ? first : matrix_dtype(compute_);
+    if (Status s = check_quantizable(to, parts.at(0).dim(-1)); !s.is_ok())
       return s.with_context(what);
     for (const Tensor& p : parts) note_matrix(p);
-    Tensor c = concat_rows(parts, matrix_dtype(compute_));
+    Tensor c = concat_rows(parts, to);
     for (const Tensor& p : parts) ck_.release_pages(p.raw(), p.nbytes());
     return c;
   }
@@ -61,6 +67,7 @@ class WeightReader {
     return t.dtype() == DType::kF32 ? t.clone() : t.to(DType::kF32);
   }
   bool has(const std::string& name) const { return ck_.has(name); }
+  bool keeps(DType t) const { return dtype_ggml(t) && compute_ != DType::kF32; }
   DType compute() const { return compute_; }
 
  private:

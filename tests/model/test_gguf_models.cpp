@@ -115,18 +115,26 @@ TEST_P(GgufModels, F32FileMatchesTheSafetensorsCheckpoint) {
   }
 }
 
-// Each type gguf-py writes, read as stored: the logits of its dequantized twin (the same
-// weights in F32), whatever the tensors' blocks.
+// Each type gguf-py writes, against its dequantized twin (the same weights in F32): with F32
+// compute every tensor is decoded to F32 (equal logits up to summation order); with the default
+// BF16 the Q8_0 / Q4_0 blocks stay as stored and run on the GEMVs of kernels/gemv_ggml.h, whose
+// only departure is the activations' int8 quantization per block of 32 — the bound of hypic's
+// own int8 models (tests/engine/test_quantized_models.cpp: 0.05); F16 / BF16 files become BF16
+// matrices (that file's bound, 0.025).
 TEST_P(GgufModels, QuantizedFilesMatchTheirDequantizedTwins) {
   REQUIRE_VARIANTS();
   for (const char* type : {"f16", "bf16", "q8_0", "q4_0"}) {
     const std::string base = GetParam() + "." + type;
-    const auto got = test::prompt_logits(variant(base), DType::kF32);
     const auto want = test::prompt_logits(variant(base + ".dequant"), DType::kF32);
-    ASSERT_EQ(got.size(), want.size()) << type;
-    const double err = worst_row(got, want, 512);
-    std::printf("[%s %s] vs its dequantized twin: worst row rel err %.3g\n", GetParam().c_str(), type, err);
-    EXPECT_LT(err, 1e-5) << type;
+    const auto exact = test::prompt_logits(variant(base), DType::kF32);
+    const auto kept = test::prompt_logits(variant(base), DType::kBF16);
+    ASSERT_EQ(exact.size(), want.size()) << type;
+    ASSERT_EQ(kept.size(), want.size()) << type;
+    const double e_exact = worst_row(exact, want, 512), e_kept = test::rel_err(kept, want);
+    std::printf("[%s %s] vs its dequantized twin: f32 worst row rel err %.3g, as stored (bf16 compute) %.3g\n",
+                GetParam().c_str(), type, e_exact, e_kept);
+    EXPECT_LT(e_exact, 1e-5) << type;
+    EXPECT_LT(e_kept, type[0] == 'q' ? 0.05 : 0.025) << type;
   }
 }
 

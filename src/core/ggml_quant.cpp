@@ -1,0 +1,139 @@
+#include "core/ggml_quant.h"
+
+#include <cstring>
+
+#include "core/status.h"
+
+namespace hypic {
+
+namespace {
+
+constexpr int kQK = 256;  // K-quant super-block
+
+float half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+
+}  // namespace
+
+// j < 4: the low 6 bits of q[j] / q[j + 4]; j >= 4: the low / high nibble of q[j + 4] and the
+// top 2 bits of q[j - 4] / q[j].
+void ggml_scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+namespace {
+
+// Q8_0: f16 d, 32 × int8.
+void q8_0(const uint8_t* b, float* y) {
+  const float d = half(b);
+  for (int i = 0; i < 32; ++i) y[i] = d * float(int8_t(b[2 + i]));
+}
+
+// Q4_0: f16 d, 16 bytes: element i in the low nibble of byte i, element i + 16 in its high
+// nibble, both offset by 8.
+void q4_0(const uint8_t* b, float* y) {
+  const float d = half(b);
+  const uint8_t* q = b + 2;
+  for (int i = 0; i < 16; ++i) {
+    y[i] = d * float((q[i] & 0xF) - 8);
+    y[i + 16] = d * float((q[i] >> 4) - 8);
+  }
+}
+
+// Q4_K: f16 d, f16 dmin, 12 bytes of 6-bit scales / mins, 128 bytes of nibbles; 8 sub-blocks
+// of 32: y = d·sc·q − dmin·m. Each 32 bytes hold two sub-blocks (low nibbles, then high).
+void q4_k(const uint8_t* b, float* y) {
+  const float d = half(b), dmin = half(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* q = b + 16;
+  for (int j = 0; j < kQK; j += 64, q += 32) {
+    int sc, m;
+    ggml_scale_min_k4(j / 32, scales, &sc, &m);
+    const float d1 = d * float(sc), m1 = dmin * float(m);
+    ggml_scale_min_k4(j / 32 + 1, scales, &sc, &m);
+    const float d2 = d * float(sc), m2 = dmin * float(m);
+    for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0xF) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - m2;
+  }
+}
+
+// Q5_K: as Q4_K with a fifth bit per element in 32 bytes qh (bit 2k / 2k + 1 of qh[l] for
+// the k-th pair of sub-blocks).
+void q5_k(const uint8_t* b, float* y) {
+  const float d = half(b), dmin = half(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* ql = b + 48;
+  uint8_t u1 = 1, u2 = 2;
+  for (int j = 0; j < kQK; j += 64, ql += 32, u1 <<= 2, u2 <<= 2) {
+    int sc, m;
+    ggml_scale_min_k4(j / 32, scales, &sc, &m);
+    const float d1 = d * float(sc), m1 = dmin * float(m);
+    ggml_scale_min_k4(j / 32 + 1, scales, &sc, &m);
+    const float d2 = d * float(sc), m2 = dmin * float(m);
+    for (int l = 0; l < 32; ++l) *y++ = d1 * float((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * float((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+  }
+}
+
+// Q6_K: 128 bytes of low nibbles, 64 of 2-bit highs, 16 int8 scales (one per 16 elements),
+// f16 d; y = d·scale·(q − 32). Each half (128 elements) interleaves four 32-element runs.
+void q6_k(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = half(b + 208);
+  for (int n = 0; n < kQK; n += 128, y += 128, ql += 64, qh += 32, sc += 8) {
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = int((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      const int q2 = int((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      const int q3 = int((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      const int q4 = int((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      y[l] = d * float(sc[is]) * float(q1);
+      y[l + 32] = d * float(sc[is + 2]) * float(q2);
+      y[l + 64] = d * float(sc[is + 4]) * float(q3);
+      y[l + 96] = d * float(sc[is + 6]) * float(q4);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t ggml_block_elems(DType t) {
+  switch (t) {
+    case DType::kGQ8_0:
+    case DType::kGQ4_0: return 32;
+    case DType::kGQ4K:
+    case DType::kGQ5K:
+    case DType::kGQ6K: return kQK;
+    default: return 0;
+  }
+}
+
+int64_t ggml_block_bytes(DType t) { return int64_t(dtype_row_bytes(t, ggml_block_elems(t))); }
+
+void ggml_dequantize_blocks(DType t, const uint8_t* src, float* dst, int64_t blocks) {
+  void (*block)(const uint8_t*, float*) = nullptr;
+  switch (t) {
+    case DType::kGQ8_0: block = q8_0; break;
+    case DType::kGQ4_0: block = q4_0; break;
+    case DType::kGQ4K: block = q4_k; break;
+    case DType::kGQ5K: block = q5_k; break;
+    case DType::kGQ6K: block = q6_k; break;
+    default: HYPIC_CHECK(false, std::string("ggml_dequantize_blocks: ") + dtype_name(t) + " is not a ggml type");
+  }
+  const int64_t be = ggml_block_elems(t), bb = ggml_block_bytes(t);
+  for (int64_t i = 0; i < blocks; ++i) block(src + i * bb, dst + i * be);
+}
+
+}  // namespace hypic

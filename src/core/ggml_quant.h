@@ -1,0 +1,29 @@
+// ggml's block formats (the tensor types of llama.cpp's GGUF files) as hypic row types
+// (core/dtype.h kGQ8_0 … kGQ6K): a row of K elements is K / block_elems blocks back to back.
+//   Q8_0 (32 elements, 34 bytes): f16 d, 32 int8 q; w = d·q.
+//   Q4_0 (32, 18): f16 d, 16 bytes: element i in byte i's low nibble, i + 16 in its high one;
+//        w = d·(q − 8).
+//   Q4_K (256, 144): f16 d, f16 dmin, 12 bytes of 6-bit scales / mins of 8 sub-blocks of 32,
+//        128 bytes of nibbles (each 32 bytes: a sub-block in the low nibbles, the next in the
+//        high ones); w = d·sc·q − dmin·m.
+//   Q5_K (256, 176): as Q4_K with 32 bytes qh of fifth bits before the nibbles.
+//   Q6_K (256, 210): 128 bytes of low nibbles, 64 of 2-bit highs, 16 int8 scales (one per 16
+//        elements), f16 d; w = d·sc·(q − 32).
+// The decode is ggml's reference (ggml-quants.c dequantize_row_*) element by element: what the
+// GEMV kernels are tested against.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace hypic {
+
+int64_t ggml_block_elems(DType t);  // 32 or 256 (0: not a ggml type)
+int64_t ggml_block_bytes(DType t);
+// `blocks` whole blocks of type t into floats.
+void ggml_dequantize_blocks(DType t, const uint8_t* src, float* dst, int64_t blocks);
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block's 12 bytes.
+void ggml_scale_min_k4(int j, const uint8_t* q, int* sc, int* m);
+
+}  // namespace hypic

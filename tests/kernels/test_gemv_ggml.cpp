@@ -1,0 +1,153 @@
+// The GEMVs on ggml's blocks (kernels/gemv_ggml.h) and the prefill panels of them, on every
+// tier this CPU reaches, against a plain reference: the blocks decoded by ggml's reference
+// dequantization (core/ggml_quant.h) times x quantized per block of 32 as gemv.h documents,
+// summed in double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "common/testutil.h"
+#include "core/cpu.h"
+#include "core/ggml_quant.h"
+#include "core/quant.h"
+#include "kernels/gemm.h"
+#include "kernels/gemv.h"
+
+namespace hypic::kernels {
+namespace {
+
+// N rows of K elements of type t: random codes and scale bytes, f16 super-block scales in a
+// sane range (a random f16 may be Inf or NaN).
+Tensor random_blocks(DType t, int64_t N, int64_t K, uint32_t seed) {
+  Tensor W = Tensor::zeros(t, {N, K});
+  auto* p = static_cast<uint8_t*>(W.raw());
+  std::mt19937 g(seed);
+  for (size_t i = 0; i < W.nbytes(); ++i) p[i] = uint8_t(g());
+  std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+  const int64_t bb = ggml_block_bytes(t), blocks = int64_t(W.nbytes()) / bb;
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t* blk = p + b * bb;
+    auto put = [&](size_t off) {
+      const uint16_t h = f32_to_f16(scale(g));
+      std::memcpy(blk + off, &h, 2);
+    };
+    if (t == DType::kGQ6K) {
+      put(208);
+    } else {
+      put(0);
+      if (t == DType::kGQ4K || t == DType::kGQ5K) put(2);
+    }
+  }
+  return W;
+}
+
+void quantize_x(const float* x, int64_t K, std::vector<double>* deq) {
+  deq->assign(size_t(K), 0.0);
+  for (int64_t b = 0; b < K; b += 32) {
+    float amax = 0;
+    for (int64_t k = b; k < b + 32; ++k) amax = std::max(amax, std::fabs(x[k]));
+    const float d = amax / 127.0f;
+    for (int64_t k = b; k < b + 32; ++k)
+      (*deq)[size_t(k)] = d > 0 ? double(d) * std::nearbyint(x[k] * (1.0f / d)) : 0.0;
+  }
+}
+
+// y = x' · W_deqᵀ in double (x' quantized when `quantized`), and Σ|terms|.
+void reference(const std::vector<float>& x, int64_t M, const Tensor& W, bool quantized,
+               std::vector<double>* y, std::vector<double>* mag) {
+  const int64_t N = W.dim(0), K = W.dim(1);
+  std::vector<float> w(static_cast<size_t>(N * K));
+  const size_t ws = dtype_row_bytes(W.dtype(), K);
+  for (int64_t n = 0; n < N; ++n)
+    ggml_dequantize_blocks(W.dtype(), static_cast<const uint8_t*>(W.raw()) + n * ws, w.data() + n * K,
+                           K / ggml_block_elems(W.dtype()));
+  y->assign(size_t(M * N), 0.0);
+  mag->assign(size_t(M * N), 0.0);
+  std::vector<double> xd(static_cast<size_t>(K));
+  for (int64_t m = 0; m < M; ++m) {
+    if (quantized) quantize_x(x.data() + m * K, K, &xd);
+    else for (int64_t k = 0; k < K; ++k) xd[size_t(k)] = x[size_t(m * K + k)];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        const double t = xd[size_t(k)] * w[size_t(n * K + k)];
+        (*y)[size_t(m * N + n)] += t;
+        (*mag)[size_t(m * N + n)] += std::fabs(t);
+      }
+  }
+}
+
+constexpr DType kTypes[] = {DType::kGQ8_0, DType::kGQ4_0, DType::kGQ4K, DType::kGQ5K, DType::kGQ6K};
+
+// Every tier this CPU reaches, once each.
+std::vector<cpu::Tier> tiers() {
+  std::vector<cpu::Tier> out;
+  std::set<int> seen;
+  for (int i = int(cpu::startup_cap()); i >= 0; --i) {
+    cpu::ScopedCap cap{cpu::Tier(i)};
+    if (seen.insert(int(cpu::tier())).second) out.push_back(cpu::Tier(i));
+  }
+  return out;
+}
+
+TEST(GemvGgml, MatchesTheDequantizedReferenceOnEveryTier) {
+  for (cpu::Tier tier : tiers()) {
+    cpu::ScopedCap cap{tier};
+    for (DType t : kTypes)
+      for (int64_t M : {1, 4, 16})
+        for (int64_t K : {256, 768}) {
+          const int64_t N = 37;
+          const Tensor W = random_blocks(t, N, K, uint32_t(K + int64_t(t)));
+          const auto x = test::randn(size_t(M * K), uint32_t(3 + M));
+          std::vector<double> ref, mag;
+          reference(x, M, W, true, &ref, &mag);
+          std::vector<float> y(size_t(M * N), 0.5f);
+          gemv(x.data(), K, M, W, y.data(), N, false);
+          const std::string what = std::string(dtype_name(t)) + " " + cpu::tier_name(tier) + " " +
+                                   gemv_impl(t, M) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
+          // Integer block sums are exact; each block adds a few fp32 roundings of its scale
+          // products (K-quants: the scale and the min term apart, which may nearly cancel).
+          for (size_t i = 0; i < ref.size(); ++i)
+            ASSERT_NEAR(y[i], ref[i], 1e-6 + 4e-6 * mag[i]) << what << " at " << i;
+          std::vector<float> y2(y.size(), 1.0f);
+          gemv(x.data(), K, M, W, y2.data(), N, true);
+          for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y2[i], y[i] + 1.0f, 1e-5) << what;
+        }
+  }
+}
+
+// Many rows go through dequantized fp32 panels (gemm.h): the reference with x as it is.
+TEST(GemvGgml, PrefillPanelsMatchTheReference) {
+  for (DType t : kTypes) {
+    const int64_t M = 40, N = 70, K = 512;
+    const Tensor W = random_blocks(t, N, K, uint32_t(91 + int64_t(t)));
+    const auto x = test::randn(size_t(M * K), 5);
+    std::vector<double> ref, mag;
+    reference(x, M, W, false, &ref, &mag);
+    std::vector<float> y(size_t(M * N));
+    linear(x.data(), M, W, y.data());
+    for (size_t i = 0; i < ref.size(); ++i)
+      ASSERT_NEAR(y[i], ref[i], 1e-5 + 1e-5 * mag[i]) << dtype_name(t) << " " << prefill_impl(t) << " at " << i;
+  }
+}
+
+// A row slice and the dequantization the engine uses elsewhere (Tensor::to) agree with the
+// reference decode.
+TEST(GemvGgml, RowsAndConversion) {
+  for (DType t : kTypes) {
+    const Tensor W = random_blocks(t, 6, 512, 17);
+    const Tensor f = W.to(DType::kF32), part = W.rows(2, 5).to(DType::kF32);
+    std::vector<float> want(512);
+    for (int64_t r = 0; r < 6; ++r) {
+      dequantize_row(t, static_cast<const uint8_t*>(W.raw()) + r * dtype_row_bytes(t, 512), 512, want.data());
+      for (int64_t k = 0; k < 512; ++k) ASSERT_EQ(f.f32()[r * 512 + k], want[size_t(k)]) << dtype_name(t);
+      if (r >= 2 && r < 5)
+        for (int64_t k = 0; k < 512; ++k) ASSERT_EQ(part.f32()[(r - 2) * 512 + k], want[size_t(k)]) << dtype_name(t);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hypic::kernels
