@@ -3,7 +3,7 @@
 //   test_kernels --gtest_also_run_disabled_tests --gtest_filter='*GemvBench*'
 // HYPIC_BENCH_N / HYPIC_BENCH_K: the matrix (default 248077 × 1024: Qwen3.5's lm_head at
 // hidden 1024). Prints one JSON line: read and copy bandwidth of a 1 GiB buffer, then per
-// type and row count the best of 5 calls (ms, GB/s of weight bytes, the kernel). With
+// type (hypic's, and ggml's blocks as a GGUF file stores them) and row count the best of 5 calls (ms, GB/s of weight bytes, the kernel). With
 // HYPIC_GEMV=0 the bf16 rows go through oneDNN instead (kernels::linear), for comparison.
 // HYPIC_BENCH_COPIES=C: a call runs the C copies of the matrix in turn, as decode runs a
 // model's many small matrices one after another (a small matrix alone stays in cache).
@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/ggml_blocks.h"
 #include "core/timer.h"
 #include "kernels/gemm.h"
 #include "kernels/gemv.h"
@@ -68,11 +69,15 @@ TEST(GemvBench, DISABLED_Bandwidth) {
   Tensor Wf = Tensor::zeros_f32({N, K});
   for (int64_t i = 0; i < N * K; ++i) Wf.f32()[i] = float((i * 7919) % 1000) * 1e-3f - 0.5f;
   std::vector<float> x(size_t(K * kGemvMaxRows), 0.25f), y(size_t(N * kGemvMaxRows));
-  for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T}) {
+  // hypic's types, then a GGUF file's blocks as stored (random codes: the bytes read are what counts).
+  for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T, DType::kGQ8_0, DType::kGQ4_0, DType::kGQ4K,
+                  DType::kGQ5K, DType::kGQ6K}) {
+    if (dtype_ggml(t) && K % ggml_block_elems(t) != 0) continue;
     std::vector<Tensor> W;
     {
       const HugePageScope huge;  // as a model's weights
-      for (int64_t c = 0; c < copies; ++c) W.push_back(Wf.to(t));
+      for (int64_t c = 0; c < copies; ++c)
+        W.push_back(dtype_ggml(t) ? test::random_ggml_blocks(t, N, K, uint32_t(c)) : Wf.to(t));
     }
     const auto all = [&](int64_t M) {
       for (const Tensor& w : W) linear(x.data(), M, w, y.data());

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "common/ggml_blocks.h"
 #include "common/testutil.h"
 #include "core/cpu.h"
 #include "core/ggml_quant.h"
@@ -18,31 +19,6 @@
 
 namespace hypic::kernels {
 namespace {
-
-// N rows of K elements of type t: random codes and scale bytes, f16 super-block scales in a
-// sane range (a random f16 may be Inf or NaN).
-Tensor random_blocks(DType t, int64_t N, int64_t K, uint32_t seed) {
-  Tensor W = Tensor::zeros(t, {N, K});
-  auto* p = static_cast<uint8_t*>(W.raw());
-  std::mt19937 g(seed);
-  for (size_t i = 0; i < W.nbytes(); ++i) p[i] = uint8_t(g());
-  std::uniform_real_distribution<float> scale(0.002f, 0.02f);
-  const int64_t bb = ggml_block_bytes(t), blocks = int64_t(W.nbytes()) / bb;
-  for (int64_t b = 0; b < blocks; ++b) {
-    uint8_t* blk = p + b * bb;
-    auto put = [&](size_t off) {
-      const uint16_t h = f32_to_f16(scale(g));
-      std::memcpy(blk + off, &h, 2);
-    };
-    if (t == DType::kGQ6K) {
-      put(208);
-    } else {
-      put(0);
-      if (t == DType::kGQ4K || t == DType::kGQ5K) put(2);
-    }
-  }
-  return W;
-}
 
 void quantize_x(const float* x, int64_t K, std::vector<double>* deq) {
   deq->assign(size_t(K), 0.0);
@@ -99,7 +75,7 @@ TEST(GemvGgml, MatchesTheDequantizedReferenceOnEveryTier) {
       for (int64_t M : {1, 4, 16})
         for (int64_t K : {256, 768}) {
           const int64_t N = 37;
-          const Tensor W = random_blocks(t, N, K, uint32_t(K + int64_t(t)));
+          const Tensor W = test::random_ggml_blocks(t, N, K, uint32_t(K + int64_t(t)));
           const auto x = test::randn(size_t(M * K), uint32_t(3 + M));
           std::vector<double> ref, mag;
           reference(x, M, W, true, &ref, &mag);
@@ -122,7 +98,7 @@ TEST(GemvGgml, MatchesTheDequantizedReferenceOnEveryTier) {
 TEST(GemvGgml, PrefillPanelsMatchTheReference) {
   for (DType t : kTypes) {
     const int64_t M = 40, N = 70, K = 512;
-    const Tensor W = random_blocks(t, N, K, uint32_t(91 + int64_t(t)));
+    const Tensor W = test::random_ggml_blocks(t, N, K, uint32_t(91 + int64_t(t)));
     const auto x = test::randn(size_t(M * K), 5);
     std::vector<double> ref, mag;
     reference(x, M, W, false, &ref, &mag);
@@ -137,7 +113,7 @@ TEST(GemvGgml, PrefillPanelsMatchTheReference) {
 // reference decode.
 TEST(GemvGgml, RowsAndConversion) {
   for (DType t : kTypes) {
-    const Tensor W = random_blocks(t, 6, 512, 17);
+    const Tensor W = test::random_ggml_blocks(t, 6, 512, 17);
     const Tensor f = W.to(DType::kF32), part = W.rows(2, 5).to(DType::kF32);
     std::vector<float> want(512);
     for (int64_t r = 0; r < 6; ++r) {
