@@ -98,6 +98,7 @@ const char* safetensors_dtype_name(DType t) {
     case DType::kQ8: return "HYPIC_INT8";
     case DType::kQ4: return "HYPIC_Q4";
     case DType::kQ4T: break;  // the kernels' layout: never stored nor sent
+    default: break;           // ggml's blocks (a GGUF file's): read, never written
   }
   return "?";
 }
