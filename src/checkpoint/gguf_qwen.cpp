@@ -30,11 +30,18 @@ struct GdnSizes {
 
 // Qwen3.5 (_LinearAttentionVReorderBase.modify_tensors, when nk != nv): value heads permuted
 // from grouped to tiled order in in_proj_qkv's V rows, in_proj_z, in_proj_b / a, A_log,
-// dt_bias, conv1d's V channels and out_proj's columns. Each is untiled here; with nk == nv the
-// orders coincide and the tensors are read as stored.
+// dt_bias, conv1d's V channels and out_proj's columns. The matrices stay as stored (the config
+// says so: hypic_gguf_tiled_value_heads, and the Gated DeltaNet mixer reorders its activations
+// around them, model/mixers/gated_deltanet.h); the vectors and the conv weights are untiled
+// here. With nk == nv the orders coincide.
 Status map_gdn_qwen35(GgufHfMap& m, const GdnSizes& z, const std::string& b, const std::string& p) {
   const bool tiled = z.nk != z.nv;
   const int64_t nk = z.nk, nv = z.nv, dv = z.dv, H = z.H, K = z.K, kd2 = 2 * z.kd(), vd = z.vd();
+  HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_qkv.weight", b + "attn_qkv.weight", {z.conv_dim(), H}));
+  HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_z.weight", b + "attn_gate.weight", {vd, H}));
+  HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_b.weight", b + "ssm_beta.weight", {nv, H}));
+  HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_a.weight", b + "ssm_alpha.weight", {nv, H}));
+  HYPIC_RETURN_IF_ERROR(m.alias(p + "out_proj.weight", b + "ssm_out.weight", {H, vd}));
   auto rows = [&](const std::string& hf, const std::string& gguf, Shape s, int64_t row0, int64_t d,
                   int64_t width) -> Status {
     if (!tiled) return m.alias(hf, gguf, s);
@@ -43,10 +50,6 @@ Status map_gdn_qwen35(GgufHfMap& m, const GdnSizes& z, const std::string& b, con
       untile_head_rows(in[0].f32(), out.f32(), row0, nv, nk, d, width);
     });
   };
-  HYPIC_RETURN_IF_ERROR(rows(p + "in_proj_qkv.weight", b + "attn_qkv.weight", {z.conv_dim(), H}, kd2, dv, H));
-  HYPIC_RETURN_IF_ERROR(rows(p + "in_proj_z.weight", b + "attn_gate.weight", {vd, H}, 0, dv, H));
-  HYPIC_RETURN_IF_ERROR(rows(p + "in_proj_b.weight", b + "ssm_beta.weight", {nv, H}, 0, 1, H));
-  HYPIC_RETURN_IF_ERROR(rows(p + "in_proj_a.weight", b + "ssm_alpha.weight", {nv, H}, 0, 1, H));
   // Qwen3NextModel squeezes conv1d [conv_dim, 1, K] to [conv_dim, K].
   HYPIC_RETURN_IF_ERROR(rows(p + "conv1d.weight", b + "ssm_conv1d.weight", {z.conv_dim(), 1, K}, kd2, dv, K));
   HYPIC_RETURN_IF_ERROR(rows(p + "dt_bias", b + "ssm_dt.bias", {nv}, 0, 1, 1));
@@ -57,11 +60,7 @@ Status map_gdn_qwen35(GgufHfMap& m, const GdnSizes& z, const std::string& b, con
     if (tiled) untile_head_rows(a.data(), out.f32(), 0, nv, nk, 1, 1);
     else std::copy(a.begin(), a.end(), out.f32());
   }));
-  HYPIC_RETURN_IF_ERROR(m.alias(p + "norm.weight", b + "ssm_norm.weight", {dv}));
-  if (!tiled) return m.alias(p + "out_proj.weight", b + "ssm_out.weight", {H, vd});
-  return m.derive(p + "out_proj.weight", {b + "ssm_out.weight"}, {H, vd}, [=](const std::vector<Tensor>& in, Tensor& out) {
-    for (int64_t r = 0; r < H; ++r) untile_head_rows(in[0].f32() + r * vd, out.f32() + r * vd, 0, nv, nk, dv, 1);
-  });
+  return m.alias(p + "norm.weight", b + "ssm_norm.weight", {dv});
 }
 
 // Qwen3-Next: Qwen3NextModel.modify_tensors splits in_proj_qkvz (per key head g: q_g, k_g,
@@ -170,6 +169,7 @@ Status map_gguf_qwen(GgufHfMap& m, json& c) {
   c["linear_value_head_dim"] = z.dv;
   c["linear_num_key_heads"] = z.nk;
   c["linear_num_value_heads"] = z.nv;
+  if (!next && z.nk != z.nv) c["hypic_gguf_tiled_value_heads"] = true;  // see map_gdn_qwen35
   HYPIC_ASSIGN_OR_RETURN(double theta, m.need_float("rope.freq_base"));
   json rope = {{"rope_type", "default"}, {"rope_theta", theta},
                {"partial_rotary_factor", double(rope_dims) / double(head_dim)}};

@@ -16,22 +16,6 @@ float half(const uint8_t* p) {
   return f16_to_f32(h);
 }
 
-}  // namespace
-
-// j < 4: the low 6 bits of q[j] / q[j + 4]; j >= 4: the low / high nibble of q[j + 4] and the
-// top 2 bits of q[j - 4] / q[j].
-void ggml_scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
-namespace {
-
 // Q8_0: f16 d, 32 × int8.
 void q8_0(const uint8_t* b, float* y) {
   const float d = half(b);

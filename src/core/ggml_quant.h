@@ -23,7 +23,17 @@ int64_t ggml_block_elems(DType t);  // 32 or 256 (0: not a ggml type)
 int64_t ggml_block_bytes(DType t);
 // `blocks` whole blocks of type t into floats.
 void ggml_dequantize_blocks(DType t, const uint8_t* src, float* dst, int64_t blocks);
-// The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block's 12 bytes.
-void ggml_scale_min_k4(int j, const uint8_t* q, int* sc, int* m);
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block's 12 bytes:
+// j < 4 the low 6 bits of q[j] / q[j + 4]; j >= 4 the low / high nibble of q[j + 4] and the
+// top 2 bits of q[j - 4] / q[j].
+inline void ggml_scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
 
 }  // namespace hypic

@@ -129,14 +129,15 @@ void prep_q8(const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
   }
 }
 
-// ggml's blocks: x per block of 32 (kp a multiple of 32), with each block's code sum in corr.
-void prep_ggml(const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
-  const int64_t kp = X.kp = round_up(K, 32), nb = kp / 32;
+// ggml's blocks: x per group of kernels/gemv_ggml.h, the code sums per 32 in corr.
+void prep_ggml(DType t, const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
+  const int64_t group = ggml::x_group(t), kp = X.kp = round_up(K, group);
   X.q.assign(size_t(M * kp), 0);
-  X.dx.assign(size_t(M * nb), 0.0f);
-  X.corr.assign(size_t(M * nb), 0);
+  X.dx.assign(size_t(M * kp / group), 0.0f);
+  X.corr.assign(size_t(M * kp / 32), 0);
   for (int64_t m = 0; m < M; ++m)
-    amx::quantize_blocks(x + m * ldx, K, kp, X.q.data() + m * kp, X.dx.data() + m * nb, X.corr.data() + m * nb);
+    ggml::quantize_x(x + m * ldx, K, kp, group, X.q.data() + m * kp, X.dx.data() + m * kp / group,
+                     X.corr.data() + m * kp / 32);
 }
 
 // ggml's blocks on 256-bit integer ops (AVX2; no AVX-512 kernels for them yet), else the
@@ -439,8 +440,8 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
     }
   };
   if (dtype_ggml(t)) {  // ggml's blocks as stored (kernels/gemv_ggml.h)
-    prep_ggml(x, ldx, M, K, xq);
-    const ggml::X gx{xq.q.data(), xq.dx.data(), xq.corr.data(), xq.kp};
+    prep_ggml(t, x, ldx, M, K, xq);
+    const ggml::X gx{xq.q.data(), xq.dx.data(), xq.corr.data(), xq.kp, ggml::x_group(t)};
     const bool vec = ggml_avx2(t);
     const int64_t per_task = rows_per_task(N);
     return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {

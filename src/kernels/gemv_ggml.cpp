@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/ggml_quant.h"
@@ -19,38 +21,39 @@ float half(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-// One unit of W (a 32-block, or a K-quant super-block of eight) as signed codes in element
-// order and, per 32-block b, the scales of its two 16-element halves and its min term (the
-// weight is lo|hi·code − mn).
+// One unit of W (a 32-block of Q8_0 / Q4_0, or a K-quant super-block) decoded for the
+// portable kernel: signed codes in element order, their integer scale per 16 elements, the
+// integer min per 32 (Q4_K / Q5_K), and the float factors: w = d·sc·code − dmin·min.
 struct Unit {
-  alignas(32) int8_t code[256];
-  float lo[8], hi[8], mn[8];
-  int blocks;
+  int8_t code[256];
+  int sc[16], mn[8];
+  float d, dmin;
 };
 
 void decode(DType t, const uint8_t* u, Unit& o) {
+  o.dmin = 0;
+  std::fill(o.mn, o.mn + 8, 0);
   switch (t) {
     case DType::kGQ8_0:
       std::memcpy(o.code, u + 2, 32);
-      o.lo[0] = o.hi[0] = half(u), o.mn[0] = 0, o.blocks = 1;
+      o.d = half(u), o.sc[0] = o.sc[1] = 1;
       return;
     case DType::kGQ4_0:
       for (int i = 0; i < 16; ++i) {
         o.code[i] = int8_t((u[2 + i] & 0xF) - 8);
         o.code[i + 16] = int8_t((u[2 + i] >> 4) - 8);
       }
-      o.lo[0] = o.hi[0] = half(u), o.mn[0] = 0, o.blocks = 1;
+      o.d = half(u), o.sc[0] = o.sc[1] = 1;
       return;
     case DType::kGQ4K:
     case DType::kGQ5K: {
       const bool five = t == DType::kGQ5K;
-      const float d = half(u), dmin = half(u + 2);
+      o.d = half(u), o.dmin = half(u + 2);
       const uint8_t* qh = u + 16;
       const uint8_t* ql = u + (five ? 48 : 16);
       for (int j = 0; j < 8; ++j) {
-        int sc, m;
-        ggml_scale_min_k4(j, u + 4, &sc, &m);
-        o.lo[j] = o.hi[j] = d * float(sc), o.mn[j] = dmin * float(m);
+        ggml_scale_min_k4(j, u + 4, &o.sc[2 * j], &o.mn[j]);
+        o.sc[2 * j + 1] = o.sc[2 * j];
         const uint8_t* q = ql + 32 * (j / 2);
         for (int l = 0; l < 32; ++l) {
           int c = j % 2 ? q[l] >> 4 : q[l] & 0xF;
@@ -58,12 +61,11 @@ void decode(DType t, const uint8_t* u, Unit& o) {
           o.code[32 * j + l] = int8_t(c);
         }
       }
-      o.blocks = 8;
       return;
     }
     case DType::kGQ6K: {
       const int8_t* sc = reinterpret_cast<const int8_t*>(u + 192);
-      const float d = half(u + 208);
+      o.d = half(u + 208);
       for (int n = 0; n < 2; ++n) {
         const uint8_t* ql = u + 64 * n;
         const uint8_t* qh = u + 128 + 32 * n;
@@ -75,19 +77,36 @@ void decode(DType t, const uint8_t* u, Unit& o) {
           c[l + 96] = int8_t(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
         }
       }
-      for (int b = 0; b < 8; ++b) o.lo[b] = d * float(sc[2 * b]), o.hi[b] = d * float(sc[2 * b + 1]), o.mn[b] = 0;
-      o.blocks = 8;
+      for (int i = 0; i < 16; ++i) o.sc[i] = sc[i];
       return;
     }
     default: return;
   }
 }
 
-// Σ over a 32-block of code·x in 8 int32 lanes (lanes 0–3: elements 0–15).
-inline __m256i dot32(__m256i wv, const int8_t* x) {
+void row_generic(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t M, float* out) {
+  const int64_t ue = ggml_block_elems(t), groups = x.kp / x.group, blocks = x.kp / 32;
+  float acc[kMaxRows] = {};
+  Unit u;
+  for (int64_t i = 0; i < units; ++i) {
+    decode(t, w + i * ub, u);
+    for (int64_t m = 0; m < M; ++m) {
+      const int8_t* xq = x.q + m * x.kp + i * ue;
+      int32_t isum = 0, msum = 0;
+      for (int64_t e = 0; e < ue; ++e) isum += int32_t(u.code[e]) * xq[e] * u.sc[e / 16];
+      for (int64_t j = 0; j < ue / 32; ++j) msum += u.mn[j] * x.bsum[m * blocks + i * (ue / 32) + j];
+      const float dx = x.dx[m * groups + i * ue / x.group];  // one x group per unit (32 / 256)
+      acc[m] += dx * (u.d * float(isum) - u.dmin * float(msum));
+    }
+  }
+  for (int64_t m = 0; m < M; ++m) out[m] = acc[m];
+}
+
+// Σ of code·x over 32 elements, per pair of elements in 16 int16 lanes (|code| ≤ 32 or
+// unsigned ≤ 31 for the K-quants, |x| ≤ 127: no saturation).
+inline __m256i pairs(__m256i c, const int8_t* x) {
   const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-  const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv));
-  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+  return _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(xv, c));
 }
 
 inline float hsum(__m256 v) {
@@ -99,60 +118,74 @@ inline float hsum(__m256 v) {
 
 inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
-// The codes are decoded in registers (decode()'s values) and multiplied at once: a unit's
-// codes never pass through memory.
+// The codes are decoded in registers and multiplied at once. Q8_0 / Q4_0: per block one int32
+// dot, scaled in fp32 by d·d_x. K-quants: per super-block (x one group of 256) the sub-blocks'
+// pair sums times their integer scales (vpmaddwd) summed in int32, scaled once by d·d_x; the
+// mins' Σ m_j·Σx_j in integers, scaled by dmin·d_x.
 void row_avx2(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t M, float* out) {
-  __m256 acc[kMaxRows];
-  float corr[kMaxRows] = {};
-  for (int64_t m = 0; m < M; ++m) acc[m] = _mm256_setzero_ps();
-  const int64_t xblocks = x.kp / 32;
-  // Block b (of the row) with codes c, half scales lo / hi and min term mn.
-  auto block = [&](int64_t b, __m256i c, float lo, float hi, float mn) {
-    const __m256 s = _mm256_set_m128(_mm_set1_ps(hi), _mm_set1_ps(lo));
-    for (int64_t m = 0; m < M; ++m) {
-      const int64_t xb = m * xblocks + b;
-      acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32(c, x.q + xb * 32)),
-                               _mm256_mul_ps(s, _mm256_set1_ps(x.dx[xb])), acc[m]);
-      if (mn != 0) corr[m] -= mn * x.dx[xb] * float(x.bsum[xb]);
-    }
-  };
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[kMaxRows], macc[kMaxRows];  // the scaled products, the mins' terms
+  for (int64_t m = 0; m < M; ++m) acc[m] = macc[m] = _mm256_setzero_ps();
+  const int64_t groups = x.kp / x.group, blocks = x.kp / 32;
+  const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   for (int64_t i = 0; i < units; ++i) {
     const uint8_t* u = w + i * ub;
     switch (t) {
-      case DType::kGQ8_0: {
-        const float d = half(u);
-        block(i, load(u + 2), d, d, 0);
-        break;
-      }
+      case DType::kGQ8_0:
       case DType::kGQ4_0: {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 2));
-        const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
-        const __m128i lo = _mm_sub_epi8(_mm_and_si128(v, m4), eight);
-        const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m4), eight);
+        __m256i c;
+        if (t == DType::kGQ8_0) {
+          c = load(u + 2);
+        } else {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 2));
+          const __m128i m4 = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+          c = _mm256_set_m128i(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m4), eight),
+                               _mm_sub_epi8(_mm_and_si128(v, m4), eight));
+        }
         const float d = half(u);
-        block(i, _mm256_set_m128i(hi, lo), d, d, 0);
+        for (int64_t m = 0; m < M; ++m) {
+          const __m256i dot = _mm256_madd_epi16(pairs(c, x.q + m * x.kp + i * 32), ones);
+          acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * x.dx[m * groups + i]), acc[m]);
+        }
         break;
       }
       case DType::kGQ4K:
       case DType::kGQ5K: {
         const bool five = t == DType::kGQ5K;
         const float d = half(u), dmin = half(u + 2);
-        const __m256i qh = five ? load(u + 16) : _mm256_setzero_si256();
-        const __m256i sixteen = _mm256_set1_epi8(16);
+        // The 8 scales and 8 mins (ggml_scale_min_k4) from the 12 bytes as three words:
+        // scales 0–3 = w0 & 63 per byte, mins 0–3 = w1 & 63, scales 4–7 = the low nibbles of
+        // w2 with w0's top 2 bits above them, mins 4–7 = w2's high nibbles with w1's top bits.
+        uint32_t w0, w1, w2;
+        std::memcpy(&w0, u + 4, 4), std::memcpy(&w1, u + 8, 4), std::memcpy(&w2, u + 12, 4);
+        const uint32_t six = 0x3f3f3f3fu, nib = 0x0f0f0f0fu, two = 0x03030303u;
+        const __m128i scm = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int((w2 & nib) | ((w0 >> 6) & two) << 4), int(w0 & six)));
+        const __m128i mnm = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int(((w2 >> 4) & nib) | ((w1 >> 6) & two) << 4), int(w1 & six)));
+        const __m256i mins = _mm256_cvtepi16_epi32(mnm);
+        __m256i c[8], scv[8];
+        const __m256i sc2 = _mm256_set_m128i(scm, scm);
+        for (int j = 0; j < 8; ++j)  // scale j in every int16 lane
+          scv[j] = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(int16_t(0x0100 * (2 * j + 1) + 2 * j)));
+        const __m256i qh = five ? load(u + 16) : _mm256_setzero_si256(), sixteen = _mm256_set1_epi8(16);
         for (int p = 0; p < 4; ++p) {
           const __m256i v = load(u + (five ? 48 : 16) + 32 * p);
-          __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+          c[2 * p] = _mm256_and_si256(v, low4);
+          c[2 * p + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
           if (five) {
             const __m256i b1 = _mm256_set1_epi8(char(1 << (2 * p))), b2 = _mm256_set1_epi8(char(2 << (2 * p)));
-            lo = _mm256_add_epi8(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), sixteen));
-            hi = _mm256_add_epi8(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), sixteen));
+            c[2 * p] = _mm256_add_epi8(c[2 * p], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), sixteen));
+            c[2 * p + 1] = _mm256_add_epi8(c[2 * p + 1], _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b2), b2), sixteen));
           }
-          int sc, mn;
-          ggml_scale_min_k4(2 * p, u + 4, &sc, &mn);
-          block(8 * i + 2 * p, lo, d * float(sc), d * float(sc), dmin * float(mn));
-          ggml_scale_min_k4(2 * p + 1, u + 4, &sc, &mn);
-          block(8 * i + 2 * p + 1, hi, d * float(sc), d * float(sc), dmin * float(mn));
+        }
+        for (int64_t m = 0; m < M; ++m) {
+          const int8_t* xq = x.q + m * x.kp + i * 256;
+          __m256i isum = _mm256_setzero_si256();
+          for (int j = 0; j < 8; ++j)  // codes are unsigned here: vpmaddubsw takes them as they are
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(
+                _mm256_maddubs_epi16(c[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * j))), scv[j]));
+          const __m256i msum = _mm256_mullo_epi32(mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsum + m * blocks + i * 8)));
+          const float dx = x.dx[m * groups + i];
+          acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * dx), acc[m]);
+          macc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), macc[m]);
         }
         break;
       }
@@ -160,49 +193,51 @@ void row_avx2(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, 
         const int8_t* sc = reinterpret_cast<const int8_t*>(u + 192);
         const float d = half(u + 208);
         const __m256i three = _mm256_set1_epi8(3), off = _mm256_set1_epi8(32);
+        __m256i c[8], s[8];
         for (int n = 0; n < 2; ++n) {
           const __m256i a = load(u + 64 * n), b = load(u + 64 * n + 32), h = load(u + 128 + 32 * n);
-          auto bits = [&](int s) {  // ((h >> s) & 3) << 4
-            return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, s), three), 4);
+          auto bits = [&](int sh) {  // ((h >> sh) & 3) << 4
+            return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, sh), three), 4);
           };
-          const __m256i c[4] = {
-              _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a, low4), bits(0)), off),
-              _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(b, low4), bits(2)), off),
-              _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low4), bits(4)), off),
-              _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), low4), bits(6)), off)};
-          for (int k = 0; k < 4; ++k) {
-            const int blk = 4 * n + k;
-            block(8 * i + blk, c[k], d * float(sc[2 * blk]), d * float(sc[2 * blk + 1]), 0);
-          }
+          c[4 * n + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(a, low4), bits(0)), off);
+          c[4 * n + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(b, low4), bits(2)), off);
+          c[4 * n + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low4), bits(4)), off);
+          c[4 * n + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), low4), bits(6)), off);
+        }
+        for (int k = 0; k < 8; ++k)  // the scales of the block's two halves, as int16 lanes
+          s[k] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
+        for (int64_t m = 0; m < M; ++m) {
+          const int8_t* xq = x.q + m * x.kp + i * 256;
+          __m256i isum = _mm256_setzero_si256();
+          for (int k = 0; k < 8; ++k) isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs(c[k], xq + 32 * k), s[k]));
+          acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * x.dx[m * groups + i]), acc[m]);
         }
         break;
       }
       default: break;
     }
   }
-  for (int64_t m = 0; m < M; ++m) out[m] = hsum(acc[m]) + corr[m];
-}
-
-void row_generic(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t M, float* out) {
-  float acc[kMaxRows] = {};
-  Unit u;
-  for (int64_t i = 0; i < units; ++i) {
-    decode(t, w + i * ub, u);
-    const int64_t b0 = i * u.blocks;
-    for (int b = 0; b < u.blocks; ++b)
-      for (int64_t m = 0; m < M; ++m) {
-        const int64_t xb = m * (x.kp / 32) + b0 + b;
-        const int8_t* xq = x.q + xb * 32;
-        int32_t lo = 0, hi = 0;
-        for (int e = 0; e < 16; ++e) lo += int32_t(u.code[32 * b + e]) * xq[e];
-        for (int e = 16; e < 32; ++e) hi += int32_t(u.code[32 * b + e]) * xq[e];
-        acc[m] += x.dx[xb] * (u.lo[b] * float(lo) + u.hi[b] * float(hi) - u.mn[b] * float(x.bsum[xb]));
-      }
-  }
-  for (int64_t m = 0; m < M; ++m) out[m] = acc[m];
+  for (int64_t m = 0; m < M; ++m) out[m] = hsum(acc[m]) - hsum(macc[m]);
 }
 
 }  // namespace
+
+int64_t x_group(DType t) { return t == DType::kGQ8_0 || t == DType::kGQ4_0 ? 32 : 256; }
+
+void quantize_x(const float* x, int64_t K, int64_t kp, int64_t group, int8_t* q, float* dx, int32_t* bsum) {
+  for (int64_t g0 = 0; g0 < kp; g0 += group) {
+    float amax = 0;
+    for (int64_t k = g0; k < std::min(K, g0 + group); ++k) amax = std::max(amax, std::fabs(x[k]));
+    const float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
+    dx[g0 / group] = d;
+    for (int64_t k = g0; k < g0 + group; ++k) q[k] = k < K ? int8_t(std::nearbyint(x[k] * inv)) : 0;
+  }
+  for (int64_t b = 0; b < kp / 32; ++b) {
+    int32_t s = 0;
+    for (int e = 0; e < 32; ++e) s += q[32 * b + e];
+    bsum[b] = s;
+  }
+}
 
 void rows(DType t, const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, const X& x,
           int64_t M, float* y, int64_t ldy, bool accumulate, bool avx2) {

@@ -1,15 +1,14 @@
 // The decode GEMVs of kernels/gemv.h on ggml's blocks as a GGUF file stores them (core/ggml_quant.h:
-// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), internal to the kernels layer. x is quantized per block of 32
-// to int8 as for hypic's Q8 / Q4T (gemv.h: d_x = max|x_b| / 127), each weight block's codes are
-// decoded to signed int8, and per 32 elements one exact int32 dot product is taken
-// (vpmaddubsw of |w| and x carrying w's sign, then vpmaddwd; the scalar tier sums the same
-// products), then scaled in fp32:
-//   Q8_0, Q4_0:  Σ_b d_b·d_x,b·dot_b                       (Q4_0's codes q − 8)
-//   Q4_K, Q5_K:  Σ_b d_x,b·(d·sc_j·dot_b − dmin·m_j·Σ_b q_x)  (sub-block j = block b)
-//   Q6_K:        Σ_b d_x,b·d·(sc_lo·dot_lo + sc_hi·dot_hi)   (two 16-element halves, q − 32)
-// Tiers: AVX2 (8 fp32 lanes per x row, summed once per output) and the portable code; their
-// fp32 sums are ordered differently (tested against the dequantized reference with the same
-// bound, not bit for bit).
+// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), internal to the kernels layer. x is quantized to int8 as
+// llama.cpp quantizes it for these types: per 32 for Q8_0 / Q4_0, per 256 (a super-block) for
+// the K-quants (d_x = max|x| / 127, codes round(x / d_x), and each 32's code sum); the weight
+// codes are decoded to int8 and the products summed exactly in integers:
+//   Q8_0, Q4_0:  Σ_b d_b·d_x,b·Σ q·q_x                     (Q4_0's codes q − 8)
+//   K-quants:    Σ_s d_x,s·(d·Σ_j sc_j·Σ q·q_x − dmin·Σ_j m_j·Σ q_x)   (Q6_K: sc per 16,
+//                codes q − 32, no mins)
+// Tiers: AVX2 (vpmaddubsw / vpmaddwd, the integer scale applied by vpmaddwd; 8 fp32 lanes per x
+// row) and the portable code; their fp32 sums are ordered differently (tested against the
+// dequantized reference with one bound, not bit for bit).
 #pragma once
 
 #include <cstddef>
@@ -19,14 +18,19 @@
 
 namespace hypic::kernels::ggml {
 
-// x quantized: codes [M][kp] (kp a multiple of 32, zero past K), block scales dx and block
-// code sums bsum, [M][kp / 32] each.
+// x quantized: codes [M][kp] (kp a multiple of the group, zero past K), scales dx
+// [M][kp / group], code sums per 32 bsum [M][kp / 32].
 struct X {
   const int8_t* q;
   const float* dx;
   const int32_t* bsum;
-  int64_t kp;
+  int64_t kp, group;
 };
+
+// The group x is quantized in for weights of type t (32 or 256).
+int64_t x_group(DType t);
+// One row of x (K floats) quantized as above into q [kp], dx [kp / group], bsum [kp / 32].
+void quantize_x(const float* x, int64_t K, int64_t kp, int64_t group, int8_t* q, float* dx, int32_t* bsum);
 
 // Rows [n0, n1) of W (type t, rows ws bytes apart from w) × the M rows of x into y (rows ldy
 // apart; added when accumulate).

@@ -89,6 +89,10 @@ struct ModelConfig {
     int64_t key_heads = 0, value_heads = 0;
     int64_t key_head_dim = 0, value_head_dim = 0;
     int64_t conv_kernel = 0;
+    // Gated DeltaNet value heads in llama.cpp's tiled order in the projections (a Qwen3.5 GGUF
+    // file with key heads != value heads: head t = j·nk + g, checkpoint/gguf_qwen.cpp); the
+    // mixer reorders activations, the weights stay as stored.
+    bool tiled_value_heads = false;
   } linear;
 
   // KDA (model/mixers/kda.h; Kimi-Linear, Ling-3.0), on the `linear` sizes: its forget gate

@@ -1,7 +1,7 @@
 // The GEMVs on ggml's blocks (kernels/gemv_ggml.h) and the prefill panels of them, on every
 // tier this CPU reaches, against a plain reference: the blocks decoded by ggml's reference
-// dequantization (core/ggml_quant.h) times x quantized per block of 32 as gemv.h documents,
-// summed in double.
+// dequantization (core/ggml_quant.h) times x quantized as gemv_ggml.h documents, summed in
+// double.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,13 +20,15 @@
 namespace hypic::kernels {
 namespace {
 
-void quantize_x(const float* x, int64_t K, std::vector<double>* deq) {
+// x as gemv_ggml.h documents it, written independently: per group (32 for Q8_0 / Q4_0, 256
+// for the K-quants) d = max|x| / 127, code = round(x / d).
+void quantize_x(const float* x, int64_t K, int64_t group, std::vector<double>* deq) {
   deq->assign(size_t(K), 0.0);
-  for (int64_t b = 0; b < K; b += 32) {
+  for (int64_t b = 0; b < K; b += group) {
     float amax = 0;
-    for (int64_t k = b; k < b + 32; ++k) amax = std::max(amax, std::fabs(x[k]));
+    for (int64_t k = b; k < b + group; ++k) amax = std::max(amax, std::fabs(x[k]));
     const float d = amax / 127.0f;
-    for (int64_t k = b; k < b + 32; ++k)
+    for (int64_t k = b; k < b + group; ++k)
       (*deq)[size_t(k)] = d > 0 ? double(d) * std::nearbyint(x[k] * (1.0f / d)) : 0.0;
   }
 }
@@ -44,7 +46,8 @@ void reference(const std::vector<float>& x, int64_t M, const Tensor& W, bool qua
   mag->assign(size_t(M * N), 0.0);
   std::vector<double> xd(static_cast<size_t>(K));
   for (int64_t m = 0; m < M; ++m) {
-    if (quantized) quantize_x(x.data() + m * K, K, &xd);
+    const int64_t group = W.dtype() == DType::kGQ8_0 || W.dtype() == DType::kGQ4_0 ? 32 : 256;
+    if (quantized) quantize_x(x.data() + m * K, K, group, &xd);
     else for (int64_t k = 0; k < K; ++k) xd[size_t(k)] = x[size_t(m * K + k)];
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k) {

@@ -62,6 +62,8 @@ Status parse_qwen_config(const json& root, const std::string& source, const Qwen
   c.linear.value_head_dim = f.i64("linear_value_head_dim", 128);
   c.linear.key_heads = f.i64("linear_num_key_heads", 16);
   c.linear.value_heads = f.i64("linear_num_value_heads", 32);
+  // Set only by the GGUF view (checkpoint/gguf_hf.h), never by a Hugging Face config.
+  c.linear.tiled_value_heads = f.has("hypic_gguf_tiled_value_heads") && f.boolean("hypic_gguf_tiled_value_heads", false);
   c.mtp_num_hidden_layers = f.has("mtp_num_hidden_layers") ? f.i64("mtp_num_hidden_layers", 0) : 0;
 
   fam.read_mlp(f, d, &c);
@@ -251,6 +253,7 @@ Status load_qwen_token_mixer(const WeightReader& rd, const ModelConfig& c, int l
     HYPIC_RETURN_IF_ERROR(interleaved_gdn ? load_gdn_interleaved(rd, c, q, w)
                                           : load_gdn_contiguous(rd, c, q, w));
     HYPIC_RETURN_IF_ERROR(load_gdn_common(rd, c, q, w));
+    w.tiled_key_heads = c.linear.tiled_value_heads ? c.linear.key_heads : 0;
     out->token = make_gated_deltanet(c, std::move(w));
     return Status::ok();
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "core/parallel.h"
 #include "core/profile.h"
@@ -53,6 +54,19 @@ class GatedDeltaNet final : public TokenMixer {
   Status forward(const float* x, int64_t R, float* h, Model::Pass& pass) const override;
 
  private:
+  // One row's n heads of d floats between the tiled order (head t = j·nk + g) and the grouped
+  // one (h = g·r + j), in place: to grouped, or back to tiled when `tile`.
+  void reorder_heads(float* row, int64_t n, int64_t d, bool tile) const {
+    thread_local std::vector<float> tmp;
+    tmp.assign(row, row + n * d);
+    const int64_t nk = w_.tiled_key_heads, r = n / nk;
+    for (int64_t h = 0; h < n; ++h) {
+      const int64_t t = (h % r) * nk + h / r;
+      if (tile) std::copy_n(tmp.data() + h * d, d, row + t * d);
+      else std::copy_n(tmp.data() + t * d, d, row + h * d);
+    }
+  }
+
   GdnWeights w_;
   ConvDeltaShape s_;  // g per value head
   double eps_;
@@ -74,6 +88,14 @@ Status GatedDeltaNet::forward(const float* x, int64_t R, float* h, Model::Pass& 
     kernels::linear(x, R, w.in_qkv, mixed.f32());
     kernels::linear(x, R, w.in_z, z.f32());
     kernels::linear(x, R, w.in_ba, ba.f32());
+  }
+  if (w.tiled_key_heads > 0) {  // the file's tiled value heads to the grouped order
+    parallel_for(R, [&](int64_t t) {
+      reorder_heads(mixed.f32() + t * conv_dim + 2 * kd, nv, dv, false);
+      reorder_heads(z.f32() + t * vd, nv, dv, false);
+      reorder_heads(ba.f32() + t * 2 * nv, nv, 1, false);
+      reorder_heads(ba.f32() + t * 2 * nv + nv, nv, 1, false);
+    });
   }
   // q, k: [R, nk, dk] L2-normalised, q scaled by dk^-1/2; v: [R, nv, dv]; g, beta: [R, nv].
   Tensor q = ws.f32(slot::kGdnQ, {R, nk, dk}), k = ws.f32(slot::kGdnK, {R, nk, dk});
@@ -108,6 +130,8 @@ Status GatedDeltaNet::forward(const float* x, int64_t R, float* h, Model::Pass& 
   HYPIC_RETURN_IF_ERROR(conv_delta_forward(s_, w.conv_w.f32(), *la_, rows, R, prep, pass));
   HYPIC_PROFILE_SCOPE("gdn_norm_out");
   kernels::rmsnorm_gated(o.f32(), z.f32(), w.norm_w.f32(), o.f32(), R * nv, dv, eps_);
+  if (w.tiled_key_heads > 0)  // out_proj's columns are in the tiled order
+    parallel_for(R, [&](int64_t t) { reorder_heads(o.f32() + t * vd, nv, dv, true); });
   kernels::linear(o.f32(), R, w.out_proj, h, /*accumulate=*/true);
   return Status::ok();
 }

@@ -19,6 +19,11 @@ struct GdnWeights {
   Tensor dt_bias;  // [nv] F32
   Tensor norm_w;   // [dv] F32, used as is (not 1 + w)
   Tensor out_proj; // [H, nv·dv]
+  // > 0: in_qkv's v rows, in_z, in_ba's b and a rows and out_proj's columns hold the value
+  // heads in llama.cpp's tiled order for this many key heads (head t = j·nk + g against the
+  // grouped h = g·r + j; a Qwen3.5 GGUF file): the forward reorders its activations, so the
+  // matrices are used as the file stores them. conv_w, neg_A and dt_bias are grouped.
+  int64_t tiled_key_heads = 0;
 };
 
 std::unique_ptr<TokenMixer> make_gated_deltanet(const ModelConfig& c, GdnWeights w);
