@@ -30,6 +30,11 @@ script
   4. where the model ships tokenizer.json (hypic-tiny): greedy text of both engines on one
      prompt, bf16 — a check that both run the same model.
 
+Types `gguf-TYPE` (gguf-q4_k_m, gguf-q5_k_m, gguf-q6_k, gguf-q8_0, gguf-q4_0, gguf-bf16) run
+both engines on the same file: llama-quantize writes it from the BF16 file and hypic serves it
+as it is (`--model FILE.gguf`, its blocks kept, kernels/gemv_ggml.h); with a vocabulary the
+greedy texts of both on that file are compared too.
+
 --isa avx2 runs every engine as on an AVX2-only CPU: llama.cpp (and ik_llama.cpp) built with
 GGML_NATIVE=OFF and AVX2 + FMA + F16C only (no AVX-512, no AVX-VNNI), hypic under
 HYPIC_MAX_ISA=avx2. --ik adds ik_llama.cpp (a checkout, e.g. made from `fetch
@@ -438,7 +443,12 @@ def main():
         os.replace(files["bf16"] + ".partial", files["bf16"])
     peer = {"bf16": "BF16", "int8": "Q8_0", "q4": "Q4_0"}
     for ty in a.types.split(","):
-        if ty != "bf16":
+        if ty.startswith("gguf-"):
+            peer[ty] = ty[5:].upper()
+    for ty in a.types.split(","):
+        if ty == "gguf-bf16":
+            files[ty] = files["bf16"]
+        elif ty != "bf16":
             files[ty] = os.path.join(a.cache, f"{tag}-{peer[ty]}.gguf")
             if not os.path.exists(files[ty]):
                 log(f"llama-quantize → {peer[ty]}")
@@ -462,7 +472,9 @@ def main():
         kernel = None
         for k in range(a.pairs):
             log(f"{ty}: round {k + 1}/{a.pairs}")
-            p, d, kernel, system = hypic_tps(a.model, ty, pps, a.tg)
+            same_file = ty.startswith("gguf-")
+            p, d, kernel, system = hypic_tps(files[ty] if same_file else a.model,
+                                             "bf16" if same_file else ty, pps, a.tg)
             result.setdefault("hypic_system", system)
             runs = [("hypic", p, d), ("llama_cpp", *llama_tps(bins["llama-bench"], files[ty], pps, a.tg))]
             if ik_bench:
@@ -471,7 +483,11 @@ def main():
                 for pp in pps:
                     pre[e][pp].append(p[pp])
                 dec[e].append(d)
-        out = {"peer_type": peer[ty], "hypic_decode_kernel": kernel, "prefill_tps": {}, "decode_tps": {}}
+        out = {"peer_type": peer[ty], "hypic_decode_kernel": kernel, "prefill_tps": {}, "decode_tps": {},
+               "same_file": ty.startswith("gguf-")}
+        if ty.startswith("gguf-") and has_vocab:
+            lt, ht = greedy_texts(bins, files[ty], files[ty])
+            out["greedy"] = {"llama_cpp": lt, "hypic": ht, "equal": lt == ht}
         for pp in pps:
             row = {e: stats(pre[e][pp]) for e in engines}
             for e in engines[1:]:

@@ -127,7 +127,49 @@ void row_avx2(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, 
   for (int64_t m = 0; m < M; ++m) acc[m] = macc[m] = _mm256_setzero_ps();
   const int64_t groups = x.kp / x.group, blocks = x.kp / 32;
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  for (int64_t i = 0; i < units; ++i) {
+  int64_t i = 0;
+  if (t == DType::kGQ8_0 || t == DType::kGQ4_0) {
+    // Eight 32-blocks at a time: their int32 dots reduced to one vector of 8 block sums,
+    // scaled by the 8 weight scales times the 8 x scales. Q4_0's codes are taken unsigned
+    // (0..15) and 8·Σx taken off.
+    const bool q4 = t == DType::kGQ4_0;
+    for (; i + 8 <= units; i += 8) {
+      __m256i c[8];
+      alignas(16) uint16_t h[8];
+      for (int k = 0; k < 8; ++k) {
+        const uint8_t* u = w + (i + k) * ub;
+        std::memcpy(&h[k], u, 2);
+        if (!q4) {
+          c[k] = load(u + 2);
+        } else {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 2));
+          c[k] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), low4);
+        }
+      }
+      const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+      for (int64_t m = 0; m < M; ++m) {
+        const int8_t* xq = x.q + m * x.kp + i * 32;
+        __m256i s[8];
+        for (int k = 0; k < 8; ++k) {
+          const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * k));
+          const __m256i p = q4 ? _mm256_maddubs_epi16(c[k], xv)
+                               : _mm256_maddubs_epi16(_mm256_sign_epi8(c[k], c[k]), _mm256_sign_epi8(xv, c[k]));
+          s[k] = _mm256_madd_epi16(p, ones);
+        }
+        // Per 128-bit half: lane k of u0 / u1 = that half's sum of block k (k < 4) / 4 + k.
+        const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+        const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+        __m256i sums = _mm256_set_m128i(_mm_add_epi32(_mm256_castsi256_si128(u1), _mm256_extracti128_si256(u1, 1)),
+                                        _mm_add_epi32(_mm256_castsi256_si128(u0), _mm256_extracti128_si256(u0, 1)));
+        if (q4)
+          sums = _mm256_sub_epi32(sums, _mm256_slli_epi32(
+                                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsum + m * blocks + i)), 3));
+        const __m256 dx = _mm256_loadu_ps(x.dx + m * groups + i);
+        acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(dw, dx), acc[m]);
+      }
+    }
+  }
+  for (; i < units; ++i) {
     const uint8_t* u = w + i * ub;
     switch (t) {
       case DType::kGQ8_0:

@@ -76,7 +76,8 @@ TEST(GemvGgml, MatchesTheDequantizedReferenceOnEveryTier) {
     cpu::ScopedCap cap{tier};
     for (DType t : kTypes)
       for (int64_t M : {1, 4, 16})
-        for (int64_t K : {256, 768}) {
+        for (int64_t K : ggml_block_elems(t) == 32 ? std::vector<int64_t>{96, 288, 768} : std::vector<int64_t>{256, 768}) {
+          // (32-blocks: eight at a time and the rest one by one)
           const int64_t N = 37;
           const Tensor W = test::random_ggml_blocks(t, N, K, uint32_t(K + int64_t(t)));
           const auto x = test::randn(size_t(M * K), uint32_t(3 + M));
