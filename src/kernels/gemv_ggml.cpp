@@ -246,8 +246,16 @@ void row_avx2(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, 
           c[4 * n + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low4), bits(4)), off);
           c[4 * n + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), low4), bits(6)), off);
         }
-        for (int k = 0; k < 8; ++k)  // the scales of the block's two halves, as int16 lanes
-          s[k] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
+        // The scales of block k's two halves as int16 lanes (low 128 bits: sc[2k], high:
+        // sc[2k + 1]), shuffled out of the 16 scales widened once.
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+        const __m256i first = _mm256_permute4x64_epi64(sc16, 0x44), second = _mm256_permute4x64_epi64(sc16, 0xEE);
+        for (int k = 0; k < 8; ++k) {
+          const int lo = 2 * (2 * k % 8), hi = lo + 2;  // byte offsets of sc[2k], sc[2k + 1] in their half
+          const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(int16_t(hi | (hi + 1) << 8)),
+                                                _mm_set1_epi16(int16_t(lo | (lo + 1) << 8)));
+          s[k] = _mm256_shuffle_epi8(k < 4 ? first : second, pick);
+        }
         for (int64_t m = 0; m < M; ++m) {
           const int8_t* xq = x.q + m * x.kp + i * 256;
           __m256i isum = _mm256_setzero_si256();
