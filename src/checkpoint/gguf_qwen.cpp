@@ -65,28 +65,25 @@ Status map_gdn_qwen35(GgufHfMap& m, const GdnSizes& z, const std::string& b, con
 
 // Qwen3-Next: Qwen3NextModel.modify_tensors splits in_proj_qkvz (per key head g: q_g, k_g,
 // v_g, z_g) into attn_qkv (all q, all k, all v) and attn_gate (all z), value heads kept in
-// grouped order; regrouped back here. Files converted before llama.cpp #18683 hold the
-// unsplit ssm_in instead. in_proj_ba is stored as ssm_ba unchanged.
+// grouped order — Qwen3.5's contiguous in_proj_qkv / in_proj_z, read as stored (the Qwen
+// loader takes either form). in_proj_ba is stored as ssm_ba unchanged (per key head g: its r
+// b rows, then its r a rows); split here into in_proj_b / in_proj_a. Files converted before
+// llama.cpp #18683 hold the unsplit ssm_in: in_proj_qkvz and in_proj_ba as they are.
 Status map_gdn_qwen3next(GgufHfMap& m, const GdnSizes& z, const std::string& b, const std::string& p) {
-  const int64_t nk = z.nk, dk = z.dk, rdv = z.vd() / z.nk, H = z.H, G = 2 * dk + 2 * rdv;
+  const int64_t nk = z.nk, nv = z.nv, r = nv / nk, H = z.H;
   if (m.has(b + "ssm_in.weight")) {
-    HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_qkvz.weight", b + "ssm_in.weight", {nk * G, H}));
+    HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_qkvz.weight", b + "ssm_in.weight", {nk * (2 * z.dk + 2 * z.vd() / nk), H}));
+    HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_ba.weight", b + "ssm_ba.weight", {2 * nv, H}));
   } else {
-    const int64_t kd = z.kd();
-    HYPIC_RETURN_IF_ERROR(m.derive(p + "in_proj_qkvz.weight", {b + "attn_qkv.weight", b + "attn_gate.weight"},
-                                   {nk * G, H}, [=](const std::vector<Tensor>& in, Tensor& out) {
-      const float *qkv = in[0].f32(), *gate = in[1].f32();
-      float* o = out.f32();
-      for (int64_t g = 0; g < nk; ++g) {
-        float* dst = o + g * G * H;
-        std::copy_n(qkv + g * dk * H, dk * H, dst);                           // q_g
-        std::copy_n(qkv + (kd + g * dk) * H, dk * H, dst + dk * H);           // k_g
-        std::copy_n(qkv + (2 * kd + g * rdv) * H, rdv * H, dst + 2 * dk * H);  // v_g
-        std::copy_n(gate + g * rdv * H, rdv * H, dst + (2 * dk + rdv) * H);    // z_g
-      }
-    }));
+    HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_qkv.weight", b + "attn_qkv.weight", {z.conv_dim(), H}));
+    HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_z.weight", b + "attn_gate.weight", {z.vd(), H}));
+    for (int which = 0; which < 2; ++which)  // 0: b, 1: a
+      HYPIC_RETURN_IF_ERROR(m.derive(p + (which ? "in_proj_a.weight" : "in_proj_b.weight"), {b + "ssm_ba.weight"},
+                                     {nv, H}, [=](const std::vector<Tensor>& in, Tensor& out) {
+        for (int64_t g = 0; g < nk; ++g)
+          std::copy_n(in[0].f32() + (g * 2 * r + which * r) * H, r * H, out.f32() + g * r * H);
+      }));
   }
-  HYPIC_RETURN_IF_ERROR(m.alias(p + "in_proj_ba.weight", b + "ssm_ba.weight", {2 * z.nv, H}));
   HYPIC_RETURN_IF_ERROR(m.alias(p + "conv1d.weight", b + "ssm_conv1d.weight", {z.conv_dim(), 1, z.K}));
   HYPIC_RETURN_IF_ERROR(m.alias(p + "dt_bias", b + "ssm_dt.bias", {z.nv}));
   HYPIC_RETURN_IF_ERROR(m.derive(p + "A_log", {b + "ssm_a"}, {z.nv}, [](const std::vector<Tensor>& in, Tensor& out) {

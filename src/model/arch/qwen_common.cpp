@@ -250,8 +250,9 @@ Status load_qwen_token_mixer(const WeightReader& rd, const ModelConfig& c, int l
   if (spec.token == &gated_deltanet_type()) {
     GdnWeights w;
     const std::string q = p + "linear_attn.";
-    HYPIC_RETURN_IF_ERROR(interleaved_gdn ? load_gdn_interleaved(rd, c, q, w)
-                                          : load_gdn_contiguous(rd, c, q, w));
+    // Qwen3-Next read from a GGUF file has Qwen3.5's contiguous projections (gguf_qwen.cpp).
+    const bool interleaved = interleaved_gdn && !rd.has(q + "in_proj_qkv.weight");
+    HYPIC_RETURN_IF_ERROR(interleaved ? load_gdn_interleaved(rd, c, q, w) : load_gdn_contiguous(rd, c, q, w));
     HYPIC_RETURN_IF_ERROR(load_gdn_common(rd, c, q, w));
     w.tiled_key_heads = c.linear.tiled_value_heads ? c.linear.key_heads : 0;
     out->token = make_gated_deltanet(c, std::move(w));
