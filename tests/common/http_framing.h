@@ -139,7 +139,14 @@ inline std::string check_pipeline(int port, const std::vector<Wire>& wires, cons
   asio::io_context io;
   tcp::socket sock(io);
   boost::system::error_code ec;
-  sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), uint16_t(port)), ec);
+  // A signal (libFuzzer's timers) may interrupt the blocking connect: connect afresh (the
+  // front sees the abandoned connection closed, which it must survive anyway).
+  for (int tries = 0; tries < 100; ++tries) {
+    ec = {};
+    if (sock.is_open()) sock.close(ec);
+    sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), uint16_t(port)), ec);
+    if (ec != asio::error::interrupted) break;
+  }
   if (ec) return "connect: " + ec.message();
   const timeval tv{20, 0};  // a front that neither answers nor closes fails here, not hangs
   ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
