@@ -110,6 +110,7 @@ struct XQuant {
   std::vector<int8_t> q;
   std::vector<float> dx, dl;
   std::vector<int32_t> corr;
+  std::vector<int16_t> sum16;  // ggml's blocks: code sums per 16
 };
 
 void prep_q8(const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
@@ -129,15 +130,17 @@ void prep_q8(const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
   }
 }
 
-// ggml's blocks: x per group of kernels/gemv_ggml.h, the code sums per 32 in corr.
+// ggml's blocks: x per group of kernels/gemv_ggml.h, the code sums per 32 in corr, per 16 in
+// sum16.
 void prep_ggml(DType t, const float* x, int64_t ldx, int64_t M, int64_t K, XQuant& X) {
   const int64_t group = ggml::x_group(t), kp = X.kp = round_up(K, group);
   X.q.assign(size_t(M * kp), 0);
   X.dx.assign(size_t(M * kp / group), 0.0f);
   X.corr.assign(size_t(M * kp / 32), 0);
+  X.sum16.assign(size_t(M * kp / 16), 0);
   for (int64_t m = 0; m < M; ++m)
     ggml::quantize_x(x + m * ldx, K, kp, group, X.q.data() + m * kp, X.dx.data() + m * kp / group,
-                     X.corr.data() + m * kp / 32);
+                     X.corr.data() + m * kp / 32, X.sum16.data() + m * kp / 16);
 }
 
 // ggml's blocks on 256-bit integer ops (AVX2; no AVX-512 kernels for them yet), else the
@@ -441,12 +444,13 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   };
   if (dtype_ggml(t)) {  // ggml's blocks as stored (kernels/gemv_ggml.h)
     prep_ggml(t, x, ldx, M, K, xq);
-    const ggml::X gx{xq.q.data(), xq.dx.data(), xq.corr.data(), xq.kp, ggml::x_group(t)};
+    const ggml::X gx{xq.q.data(), xq.dx.data(), xq.corr.data(), xq.sum16.data(), xq.kp, ggml::x_group(t)};
     const bool vec = ggml_avx2(t);
     const int64_t per_task = rows_per_task(N);
+    const size_t pf_rows = ws * size_t(std::max<int64_t>(1, ahead));
     return run_tasks((N + per_task - 1) / per_task, [&](int64_t task) {
       const int64_t n0 = task * per_task, n1 = std::min(N, n0 + per_task);
-      ggml::rows(t, wbase, ws, n0, n1, K, gx, M, y, ldy, accumulate, vec);
+      ggml::rows(t, wbase, ws, n0, n1, K, gx, M, y, ldy, accumulate, vec, pf_rows);
     });
   }
   // Q4T without AMX: rows in lanes for every row count (AVX-512 or AVX2; or the portable code).

@@ -7,7 +7,8 @@
 // HYPIC_GEMV=0 the bf16 rows go through oneDNN instead (kernels::linear), for comparison.
 // HYPIC_BENCH_COPIES=C: a call runs the C copies of the matrix in turn, as decode runs a
 // model's many small matrices one after another (a small matrix alone stays in cache).
-// HYPIC_BENCH_ROWS: the largest row count (default 16).
+// HYPIC_BENCH_ROWS: the largest row count (default 16). HYPIC_BENCH_DTYPES=Q4_0,Q6_K: only
+// those types (dtype_name spellings).
 #include <gtest/gtest.h>
 
 
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -73,6 +75,11 @@ TEST(GemvBench, DISABLED_Bandwidth) {
   for (DType t : {DType::kBF16, DType::kQ8, DType::kQ4T, DType::kGQ8_0, DType::kGQ4_0, DType::kGQ4K,
                   DType::kGQ5K, DType::kGQ6K}) {
     if (dtype_ggml(t) && K % ggml_block_elems(t) != 0) continue;
+    if (const char* only = std::getenv("HYPIC_BENCH_DTYPES")) {
+      std::string list = ",", name = ",";
+      list.append(only).append(","), name.append(dtype_name(t)).append(",");
+      if (list.find(name) == std::string::npos) continue;
+    }
     std::vector<Tensor> W;
     {
       const HugePageScope huge;  // as a model's weights
