@@ -43,7 +43,7 @@ same flags) as a third engine on the same GGUF files; its commit is recorded.
 
 Prints one JSON document: per type and prompt length, min / median / max of each engine's
 tokens/s and of the ratios hypic / peer over the pairs, the CPU flags, hypic's system_info (ISA
-tier, kernels) and the peers' builds.
+tier, kernels) and the peers' builds. HYPIC_BIN names the hypic binary (default build/hypic).
 """
 import argparse
 import json
@@ -386,7 +386,7 @@ def llama_tps(bench, gguf_path, pps, tg):
 
 def hypic_tps(model, dtype, pps, tg):
     """{pp: prefill tokens/s}, decode tokens/s, the decode kernel and hypic's system_info."""
-    hypic = os.path.join(REPO, "build", "hypic")
+    hypic = HYPIC_BIN
     pre = {}
     for pp in pps:
         j = json.loads(run([hypic, "bench", "prefill", "--model", model, "--tokens", str(pp),
@@ -397,6 +397,7 @@ def hypic_tps(model, dtype, pps, tg):
     return pre, dec["rows"][0]["batched_tps"], dec["rows"][0]["gemv_kernel"], dec.get("system")
 
 
+HYPIC_BIN = os.environ.get("HYPIC_BIN", os.path.join(REPO, "build", "hypic"))
 GREEDY_PROMPT = "The mayor of Brennwick is Tova Lindqvar. The mayor of Brennwick is"
 
 
@@ -404,7 +405,7 @@ def greedy_texts(bins, gguf_path, model, n=24):
     """The same prompt through both engines, greedy, n tokens (bf16 weights)."""
     llama = run([bins["llama-completion"], "-m", gguf_path, "-p", GREEDY_PROMPT, "-n", str(n),
                  "--temp", "0", "-t", "2", "--no-display-prompt", "-no-cnv"])
-    hypic = run([os.path.join(REPO, "build", "hypic"), "run", "--model", model, "--prompt",
+    hypic = run([HYPIC_BIN, "run", "--model", model, "--prompt",
                  GREEDY_PROMPT, "--max-tokens", str(n), "--json"], env=HYPIC_ENV)
     return llama.strip(), json.loads(hypic)["text"].strip()
 

@@ -120,4 +120,17 @@ void ggml_dequantize_blocks(DType t, const uint8_t* src, float* dst, int64_t blo
   for (int64_t i = 0; i < blocks; ++i) block(src + i * bb, dst + i * be);
 }
 
+void ggml_q4_0_to_q4_rows(const uint8_t* src, size_t stride, int64_t n, int64_t K, uint8_t* dst) {
+  const int64_t blocks = K / 32;
+  for (int64_t r = 0; r < n; ++r) {
+    const uint8_t* b = src + size_t(r) * stride;
+    uint8_t* codes = dst + size_t(r) * size_t(K / 2 + blocks * 2);
+    uint8_t* scales = codes + K / 2;
+    for (int64_t g = 0; g < blocks; ++g, b += 18) {
+      std::memcpy(codes + 16 * g, b + 2, 16);
+      std::memcpy(scales + 2 * g, b, 2);
+    }
+  }
+}
+
 }  // namespace hypic

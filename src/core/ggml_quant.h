@@ -23,6 +23,10 @@ int64_t ggml_block_elems(DType t);  // 32 or 256 (0: not a ggml type)
 int64_t ggml_block_bytes(DType t);
 // `blocks` whole blocks of type t into floats.
 void ggml_dequantize_blocks(DType t, const uint8_t* src, float* dst, int64_t blocks);
+// n rows of K elements of Q4_0 blocks (rows `stride` bytes apart) → hypic's kQ4 rows
+// (core/quant.h): the same nibbles in the same order and the same f16 scales, the scales
+// gathered at the row's end — exact (kQ4's codes are Q4_0's, −8 included).
+void ggml_q4_0_to_q4_rows(const uint8_t* src, size_t stride, int64_t n, int64_t K, uint8_t* dst);
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block's 12 bytes:
 // j < 4 the low 6 bits of q[j] / q[j + 4]; j >= 4 the low / high nibble of q[j + 4] and the
 // top 2 bits of q[j - 4] / q[j].

@@ -180,7 +180,9 @@ enum class Method { kF32, kBf16, kBf16Panels, kF32Panels, kInt8 };
 Method method(DType t) {
   if (t == DType::kF32) return Method::kF32;
   if (bf16_gemm()) return t == DType::kBF16 ? Method::kBf16 : Method::kBf16Panels;
-  // ggml's blocks (kernels/gemv_ggml.h): dequantized panels (no integer GEMM on them yet).
+  // ggml's blocks (kernels/gemv_ggml.h): Q4_0 as Q4T (re-laid a chunk at a time), the others
+  // on dequantized panels.
+  if (t == DType::kGQ4_0) return int8_gemm(DType::kQ4T) ? Method::kInt8 : Method::kF32Panels;
   return dtype_packed(t) && !dtype_ggml(t) && int8_gemm(t) ? Method::kInt8 : Method::kF32Panels;
 }
 

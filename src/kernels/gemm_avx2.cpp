@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "core/cpu.h"
+#include "core/ggml_quant.h"
+#include "core/quant.h"
 #include "core/parallel.h"
 #include "kernels/avx2_util.h"
 #include "kernels/gemm_avx512.h"
@@ -281,20 +283,33 @@ bool q4t_on_avx512() { return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAv
 
 void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
                  bool accumulate, int64_t chunk) {
-  const DType t = W.dtype();
+  // ggml's Q4_0 (a GGUF file's blocks) is Q4T's codes and scales in another order: each chunk
+  // re-laid as Q4T rows in the task's buffer (exact), then Q4T's kernel.
+  const bool q4_0 = W.dtype() == DType::kGQ4_0;
+  const DType t = q4_0 ? DType::kQ4T : W.dtype();
   const int64_t N = W.dim(0), K = W.dim(1);
   const bool vnni = cpu::has(cpu::kAvxVnni);
   const bool zmm = t == DType::kQ4T && q4t_on_avx512();
   thread_local QuantRows xq;
   QuantRows& X = xq;  // thread_local: the workers must use this thread's rows
   quantize_rows(x, ldx, M, K, t == DType::kQ8 ? 128 : 8, t == DType::kQ8 && !vnni, X);
-  const size_t ws = dtype_row_bytes(t, K);
+  const size_t ws = dtype_row_bytes(t, K), src_ws = dtype_row_bytes(W.dtype(), K);
   const auto* wb = static_cast<const uint8_t*>(W.raw());
   parallel_tasks((N + chunk - 1) / chunk, [&](int64_t c) {
-    const int64_t n0 = c * chunk, n1 = std::min(N, n0 + chunk);
-    if (t == DType::kQ8) q8_gemm(wb, ws, n0, n1, X, y, ldy, accumulate, vnni);
-    else if (zmm) avx512::q4t_gemm(wb, ws, n0, n1, X, y, ldy, accumulate);
-    else q4t_gemm(wb, ws, n0, n1, X, y, ldy, accumulate, vnni);
+    int64_t n0 = c * chunk, n1 = std::min(N, n0 + chunk);
+    const uint8_t* w = wb;
+    float* yc = y;
+    if (q4_0) {
+      thread_local std::vector<uint8_t> rows, tiled;
+      rows.resize(size_t(n1 - n0) * ws);
+      tiled.resize(rows.size());
+      ggml_q4_0_to_q4_rows(wb + size_t(n0) * src_ws, src_ws, n1 - n0, K, rows.data());
+      q4_tile(rows.data(), n1 - n0, K, tiled.data());
+      w = tiled.data(), yc = y + n0, n1 -= n0, n0 = 0;
+    }
+    if (t == DType::kQ8) q8_gemm(w, ws, n0, n1, X, yc, ldy, accumulate, vnni);
+    else if (zmm) avx512::q4t_gemm(w, ws, n0, n1, X, yc, ldy, accumulate);
+    else q4t_gemm(w, ws, n0, n1, X, yc, ldy, accumulate, vnni);
   });
 }
 

@@ -50,7 +50,8 @@ inline constexpr int64_t kRowTile = 64;
 // Whether Q4T runs on the 512-bit kernel (kernels/gemm_avx512.h): AVX512-VNNI, in the ISA cap.
 bool q4t_on_avx512();
 
-// y (+)= x · Wᵀ for a Q8 or Q4T W [N, K] and M rows of x: x quantized once, W's rows in chunks
+// y (+)= x · Wᵀ for a Q8, Q4T or ggml Q4_0 W [N, K] (Q4_0 re-laid as Q4T a chunk at a time)
+// and M rows of x: x quantized once, W's rows in chunks
 // of `chunk` (a multiple of 16; no row's result depends on it) as tasks on the threads.
 void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
                  bool accumulate, int64_t chunk);

@@ -100,21 +100,28 @@ TEST(GemvGgml, MatchesTheDequantizedReferenceOnEveryTier) {
 }
 
 // Many rows go through dequantized panels (gemm.h: fp32, or bf16 where the CPU has a bf16
-// matmul): the reference with x as it is.
-TEST(GemvGgml, PrefillPanelsMatchTheReference) {
-  for (DType t : kTypes) {
-    const int64_t M = 40, N = 70, K = 512;
-    const Tensor W = test::random_ggml_blocks(t, N, K, uint32_t(91 + int64_t(t)));
-    const auto x = test::randn(size_t(M * K), 5);
-    std::vector<double> ref, mag;
-    reference(x, M, W, false, &ref, &mag);
-    std::vector<float> y(size_t(M * N));
-    linear(x.data(), M, W, y.data());
-    // fp32 panels: a few roundings per product; bf16 panels (CPUs with a bf16 matmul): x and W
-    // each rounded to bf16 first (≤ 2⁻⁹ relative each).
-    const bool bf16 = std::string(prefill_impl(t)) == "bf16_panels";
-    for (size_t i = 0; i < ref.size(); ++i)
-      ASSERT_NEAR(y[i], ref[i], 1e-5 + (bf16 ? 8e-3 : 1e-5) * mag[i]) << dtype_name(t) << " " << prefill_impl(t) << " at " << i;
+// matmul) — the reference with x as it is — or, Q4_0 where there is an integer GEMM, through
+// Q4T's kernel on the re-laid blocks: the reference with x quantized per 32 (one code off at a
+// rounding tie moves a sum by ~1e-5 of its magnitude). 70 rows: a chunk of 64 and a tail of 6.
+TEST(GemvGgml, PrefillMatchesTheReferenceOnEveryTier) {
+  for (cpu::Tier tier : tiers()) {
+    cpu::ScopedCap cap{tier};
+    for (DType t : kTypes) {
+      const int64_t M = 40, N = 70, K = 512;
+      const Tensor W = test::random_ggml_blocks(t, N, K, uint32_t(91 + int64_t(t)));
+      const auto x = test::randn(size_t(M * K), 5);
+      const std::string impl = prefill_impl(t);
+      const bool int8 = impl.rfind("int8", 0) == 0, bf16 = impl == "bf16_panels";
+      std::vector<double> ref, mag;
+      reference(x, M, W, int8, &ref, &mag);
+      std::vector<float> y(size_t(M * N));
+      linear(x.data(), M, W, y.data());
+      // fp32 panels: a few roundings per product; bf16 panels: x and W each rounded to bf16
+      // first (≤ 2⁻⁹ relative each).
+      const double rel = int8 ? 1e-4 : bf16 ? 8e-3 : 1e-5;
+      for (size_t i = 0; i < ref.size(); ++i)
+        ASSERT_NEAR(y[i], ref[i], 1e-5 + rel * mag[i]) << dtype_name(t) << " " << cpu::tier_name(tier) << " " << impl << " at " << i;
+    }
   }
 }
 
@@ -128,8 +135,9 @@ TEST(GemvGgml, RowsAndConversion) {
     for (int64_t r = 0; r < 6; ++r) {
       dequantize_row(t, static_cast<const uint8_t*>(W.raw()) + r * dtype_row_bytes(t, 512), 512, want.data());
       for (int64_t k = 0; k < 512; ++k) ASSERT_EQ(f.f32()[r * 512 + k], want[size_t(k)]) << dtype_name(t);
-      if (r >= 2 && r < 5)
+      if (r >= 2 && r < 5) {
         for (int64_t k = 0; k < 512; ++k) ASSERT_EQ(part.f32()[(r - 2) * 512 + k], want[size_t(k)]) << dtype_name(t);
+      }
     }
   }
 }

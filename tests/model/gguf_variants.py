@@ -8,6 +8,9 @@ tools/convert_test_models_gguf.py), with gguf-py (the `gguf` PyPI package) only:
   re-encoded by gguf-py's own quantizer, the rest kept F32, metadata copied.
 * MODEL.TYPE.dequant.gguf: the same tensors decoded back to F32 by gguf-py's dequantizer, so
   that a quantized file and its dequantized twin hold exactly the same weights.
+* hypic_tiny.q4_k_m.dequant.gguf: the committed Q4_K_M file llama-quantize made of the
+  embedded model (tools/convert_test_models_gguf.py) with every quantized tensor decoded to F32
+  by gguf-py's dequantizer: the K-quants' twin.
 * refuse_arch.gguf (general.architecture 'llama') and refuse_type.gguf (one tensor stored as
   Q2_K): files hypic must refuse, naming what it does not read.
 
@@ -85,6 +88,13 @@ def main() -> None:
 
             write(reader, a.out / f"{model}.{tname}.gguf", arch, quant)
             write(reader, a.out / f"{model}.{tname}.dequant.gguf", arch, dequant)
+    kq = gguf.GGUFReader(str(a.source_dir / "tests/data/gguf/models/hypic_tiny.q4_k_m.gguf"))
+
+    def decode(t):
+        if t.tensor_type in (Q.F32, Q.F16, Q.BF16):
+            return np.array(t.data, dtype=np.float32), None
+        return gguf.quants.dequantize(np.array(t.data), t.tensor_type).astype(np.float32), None
+    write(kq, a.out / "hypic_tiny.q4_k_m.dequant.gguf", kq.fields["general.architecture"].contents(), decode)
     reader = gguf.GGUFReader(str(a.source_dir / "tests/data/gguf/models/qwen3_5_dense.f32.gguf"))
     write(reader, a.out / "refuse_arch.gguf", "llama", lambda t: (np.array(t.data), None))
 

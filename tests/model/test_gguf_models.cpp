@@ -139,6 +139,54 @@ TEST_P(GgufModels, QuantizedFilesMatchTheirDequantizedTwins) {
   }
 }
 
+// A prompt of more rows than the GEMVs take (40 > 16) runs the prefill GEMM on the blocks:
+// Q4_0 re-laid as Q4T on the integer GEMM (x per 32) where the CPU has one, else dequantized
+// panels; the same bound against the twin.
+TEST_P(GgufModels, LongPromptsRunThePrefillGemmOnTheBlocks) {
+  REQUIRE_VARIANTS();
+  std::vector<int32_t> prompt(40);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 5) % 500);
+  auto logits = [&](const std::string& file, DType t) {
+    auto m = Model::load(file, {t, false});
+    EXPECT_TRUE(m.is_ok()) << m.status().to_string();
+    std::vector<float> lg;
+    if (!m.is_ok()) return lg;
+    SeqState st = (*m)->new_state();
+    EXPECT_TRUE((*m)->forward(st, prompt, LogitsFor::kAll, &lg).is_ok());
+    return lg;
+  };
+  for (const char* type : {"q8_0", "q4_0"}) {
+    const std::string base = GetParam() + "." + type;
+    const auto want = logits(variant(base + ".dequant"), DType::kF32), kept = logits(variant(base), DType::kBF16);
+    ASSERT_EQ(kept.size(), want.size()) << type;
+    const double err = test::rel_err(kept, want);
+    std::printf("[%s %s] 40-token prefill vs its dequantized twin: %.3g\n", GetParam().c_str(), type, err);
+    EXPECT_LT(err, 0.05) << type;
+  }
+}
+
+// K-quants in a real model: the Q4_K_M file llama-quantize made of the embedded model (hidden
+// 256, whole super-blocks; tools/convert_test_models_gguf.py) against its dequantized twin, as
+// above: F32 compute decodes every block (equal up to summation order); bf16 compute keeps the
+// Q4_K / Q6_K blocks and runs the 12 prompt rows through the ggml GEMVs, x quantized per 256
+// as llama.cpp quantizes it for K-quants (Q8_K): coarser than hypic's int8 per 32, so a wider
+// bound (measured 0.054 here; hypic's own int8 of the same twin, x per 32: 0.040; a wrong
+// block layout or scale is off by O(1)).
+TEST(GgufModel, KQuantFileMatchesItsDequantizedTwin) {
+  REQUIRE_VARIANTS();
+  const std::string file = src("tests/data/gguf/models/hypic_tiny.q4_k_m.gguf");
+  const auto want = test::prompt_logits(variant("hypic_tiny.q4_k_m.dequant"), DType::kF32);
+  const auto exact = test::prompt_logits(file, DType::kF32);
+  const auto kept = test::prompt_logits(file, DType::kBF16);
+  ASSERT_EQ(exact.size(), want.size());
+  ASSERT_EQ(kept.size(), want.size());
+  const double e_exact = test::rel_err(exact, want), e_kept = test::rel_err(kept, want);
+  std::printf("[hypic_tiny q4_k_m] vs its dequantized twin: f32 rel err %.3g, as stored (bf16 compute) %.3g\n",
+              e_exact, e_kept);
+  EXPECT_LT(e_exact, 1e-5);
+  EXPECT_LT(e_kept, 0.08);
+}
+
 INSTANTIATE_TEST_SUITE_P(Qwen, GgufModels, ::testing::Values("qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe"));
 
 TEST(GgufModel, ConfigFromMetadata) {
