@@ -646,7 +646,8 @@ void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out
     }
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t r = 0; r < n; ++r) {
-      dequantize_row(t, w + size_t(r) * rs, K, row.data());
+      if (dtype_ggml(t)) ggml::dequantize_row(t, w + size_t(r) * rs, K, row.data(), ggml_avx2(t));
+      else dequantize_row(t, w + size_t(r) * rs, K, row.data());
       from_f32(DType::kBF16, row.data(), o + r * K, size_t(K));
     }
   });
@@ -667,7 +668,8 @@ void rows_f32(const Tensor& W, int64_t n0, int64_t n1, float* out) {
     const size_t rs = dtype_row_bytes(t, K);
     for (int64_t r = 0; r < n; ++r) {
       const uint8_t* in = w + size_t(r) * rs;
-      if (!vec || dtype_ggml(t)) dequantize_row(t, in, K, o + r * K);
+      if (dtype_ggml(t)) ggml::dequantize_row(t, in, K, o + r * K, ggml_avx2(t));
+      else if (!vec) dequantize_row(t, in, K, o + r * K);
       else if (t == DType::kQ4) avx2::dequant_q4_row(in, K, o + r * K);
       else avx2::dequant_q8_row(in, K, o + r * K);
     }

@@ -278,6 +278,79 @@ void row_avx2(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, 
   }
 }
 
+// 32 codes (int8 lanes of c) → out[0..32): the first 16 times a, the last 16 times b, less off
+// (the reference decode's operations: a product, then the min subtracted — no FMA).
+inline void put32(__m256i c, float a, float b, float off, float* out) {
+  const __m256 vo = _mm256_set1_ps(off);
+  for (int h = 0; h < 2; ++h) {
+    const __m128i v = h ? _mm256_extracti128_si256(c, 1) : _mm256_castsi256_si128(c);
+    const __m256 s = _mm256_set1_ps(h ? b : a);
+    for (int e = 0; e < 2; ++e) {
+      const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(e ? _mm_srli_si128(v, 8) : v));
+      const __m256 p = _mm256_mul_ps(f, s);
+      _mm256_storeu_ps(out + 16 * h + 8 * e, off == 0.0f ? p : _mm256_sub_ps(p, vo));
+    }
+  }
+}
+
+void dequantize_avx2(DType t, const uint8_t* w, int64_t units, float* out) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30), sixteen = _mm256_set1_epi8(16);
+  const int64_t ub = ggml_block_bytes(t);
+  for (int64_t i = 0; i < units; ++i) {
+    const uint8_t* u = w + i * ub;
+    switch (t) {
+      case DType::kGQ8_0: {
+        const float d = half(u);
+        put32(load(u + 2), d, d, 0.0f, out + 32 * i);
+        break;
+      }
+      case DType::kGQ4_0: {
+        const float d = half(u);
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u + 2));
+        const __m256i c = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), low4);
+        put32(_mm256_sub_epi8(c, _mm256_set1_epi8(8)), d, d, 0.0f, out + 32 * i);
+        break;
+      }
+      case DType::kGQ4K:
+      case DType::kGQ5K: {
+        const bool five = t == DType::kGQ5K;
+        const float d = half(u), dmin = half(u + 2);
+        const __m256i qh = five ? load(u + 16) : _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+          int sc, m;
+          ggml_scale_min_k4(j, u + 4, &sc, &m);
+          const __m256i v = load(u + (five ? 48 : 16) + 32 * (j / 2));
+          __m256i c = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, low4);
+          if (five) {
+            const __m256i hb = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : j > 4 ? _mm256_srli_epi16(qh, j - 4) : qh;
+            c = _mm256_or_si256(c, _mm256_and_si256(hb, sixteen));
+          }
+          const float a = d * float(sc);
+          put32(c, a, a, dmin * float(m), out + 256 * i + 32 * j);
+        }
+        break;
+      }
+      case DType::kGQ6K: {
+        const int8_t* sc = reinterpret_cast<const int8_t*>(u + 192);
+        const float d = half(u + 208);
+        for (int n = 0; n < 2; ++n) {
+          const __m256i a = load(u + 64 * n), b = load(u + 64 * n + 32), h = load(u + 128 + 32 * n);
+          for (int q = 0; q < 4; ++q) {  // elements 128n + 32q …: as rows_q6k
+            const __m256i lo = q % 2 ? b : a;
+            const __m256i nib = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(lo, 4) : lo, low4);
+            const __m256i hs = q == 0 ? _mm256_slli_epi16(h, 4) : q == 1 ? _mm256_slli_epi16(h, 2) : q == 2 ? h : _mm256_srli_epi16(h, 2);
+            const __m256i c = _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_and_si256(hs, high2)), _mm256_set1_epi8(32));
+            const int k = 8 * n + 2 * q;  // the scales of the two 16s
+            put32(c, d * float(sc[k]), d * float(sc[k + 1]), 0.0f, out + 256 * i + 128 * n + 32 * q);
+          }
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
 }  // namespace
 
 int64_t x_group(DType t) { return t == DType::kGQ8_0 || t == DType::kGQ4_0 ? 32 : 256; }
@@ -316,6 +389,11 @@ void rows(DType t, const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t 
       o = accumulate ? o + out[m] : out[m];
     }
   }
+}
+
+void dequantize_row(DType t, const uint8_t* w, int64_t K, float* out, bool avx2) {
+  if (avx2) dequantize_avx2(t, w, K / ggml_block_elems(t), out);
+  else ggml_dequantize_blocks(t, w, out, K / ggml_block_elems(t));
 }
 
 }  // namespace hypic::kernels::ggml

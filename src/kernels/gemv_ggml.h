@@ -40,4 +40,8 @@ void quantize_x(const float* x, int64_t K, int64_t kp, int64_t group, int8_t* q,
 void rows(DType t, const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t K, const X& x,
           int64_t M, float* y, int64_t ldy, bool accumulate, bool avx2, size_t pf);
 
+// One row of K elements of type t into floats (prefill panels): the reference decode's values
+// (core/ggml_quant.h) on AVX2, or that decode itself.
+void dequantize_row(DType t, const uint8_t* w, int64_t K, float* out, bool avx2);
+
 }  // namespace hypic::kernels::ggml

@@ -17,6 +17,7 @@
 #include "core/quant.h"
 #include "kernels/gemm.h"
 #include "kernels/gemv.h"
+#include "kernels/gemv_ggml.h"
 
 namespace hypic::kernels {
 namespace {
@@ -121,6 +122,27 @@ TEST(GemvGgml, PrefillMatchesTheReferenceOnEveryTier) {
       const double rel = int8 ? 1e-4 : bf16 ? 8e-3 : 1e-5;
       for (size_t i = 0; i < ref.size(); ++i)
         ASSERT_NEAR(y[i], ref[i], 1e-5 + rel * mag[i]) << dtype_name(t) << " " << cpu::tier_name(tier) << " " << impl << " at " << i;
+    }
+  }
+}
+
+// The prefill panels' decode (gemv_ggml.h dequantize_row) gives the reference decode's values
+// bit for bit on every tier.
+TEST(GemvGgml, PanelDecodeIsTheReferenceDecode) {
+  for (cpu::Tier tier : tiers()) {
+    cpu::ScopedCap cap{tier};
+    const bool avx2 = cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c);
+    for (DType t : kTypes) {
+      const int64_t K = 768;
+      const Tensor W = test::random_ggml_blocks(t, 5, K, 23);
+      std::vector<float> want(static_cast<size_t>(K)), got(static_cast<size_t>(K));
+      for (int64_t r = 0; r < 5; ++r) {
+        const auto* row = static_cast<const uint8_t*>(W.raw()) + r * dtype_row_bytes(t, K);
+        ggml_dequantize_blocks(t, row, want.data(), K / ggml_block_elems(t));
+        ggml::dequantize_row(t, row, K, got.data(), avx2);
+        for (int64_t k = 0; k < K; ++k)
+          ASSERT_EQ(got[size_t(k)], want[size_t(k)]) << dtype_name(t) << " " << cpu::tier_name(tier) << " row " << r << " at " << k;
+      }
     }
   }
 }
