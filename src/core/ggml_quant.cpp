@@ -133,4 +133,30 @@ void ggml_q4_0_to_q4_rows(const uint8_t* src, size_t stride, int64_t n, int64_t 
   }
 }
 
+void ggml_q4_k_to_q4_rows(const uint8_t* src, size_t stride, int64_t n, int64_t K, uint8_t* dst, float* offsets) {
+  const int64_t supers = K / kQK, groups = K / 32;
+  for (int64_t r = 0; r < n; ++r) {
+    uint8_t* codes = dst ? dst + size_t(r) * size_t(K / 2 + groups * 2) : nullptr;
+    uint8_t* scales = codes ? codes + K / 2 : nullptr;
+    for (int64_t i = 0; i < supers; ++i) {
+      const uint8_t* b = src + size_t(r) * stride + size_t(i) * 144;
+      const float d = half(b), dmin = half(b + 2);
+      for (int j = 0; j < 8; ++j) {
+        int sc, m;
+        ggml_scale_min_k4(j, b + 4, &sc, &m);
+        const uint16_t h = f32_to_f16(d * float(sc));
+        const int64_t g = i * 8 + j;
+        if (offsets) offsets[r * groups + g] = 8.0f * f16_to_f32(h) - dmin * float(m);
+        if (!codes) continue;
+        const uint8_t* q = b + 16 + 32 * (j / 2);  // sub-block j: low (even j) or high nibbles
+        for (int e = 0; e < 16; ++e) {
+          const int lo = j % 2 ? q[e] >> 4 : q[e] & 0xF, hi = j % 2 ? q[e + 16] >> 4 : q[e + 16] & 0xF;
+          codes[16 * g + e] = uint8_t(lo | hi << 4);
+        }
+        std::memcpy(scales + 2 * g, &h, 2);
+      }
+    }
+  }
+}
+
 }  // namespace hypic

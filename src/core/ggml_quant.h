@@ -27,6 +27,12 @@ void ggml_dequantize_blocks(DType t, const uint8_t* src, float* dst, int64_t blo
 // (core/quant.h): the same nibbles in the same order and the same f16 scales, the scales
 // gathered at the row's end — exact (kQ4's codes are Q4_0's, −8 included).
 void ggml_q4_0_to_q4_rows(const uint8_t* src, size_t stride, int64_t n, int64_t K, uint8_t* dst);
+// n rows of Q4_K super-blocks → kQ4 rows: each sub-block j of 32 a kQ4 group, its nibbles
+// re-laid (kQ4: elements i and i + 16 in byte i) and its scale s = f16(d·sc_j) (rounded: the
+// product needs up to 17 significant bits). kQ4's value s·(q − 8) then lacks 8·s − dmin·m_j
+// of the block's s·q − dmin·m_j, written to offsets [n][K / 32] when not null; dst may be
+// null (offsets only).
+void ggml_q4_k_to_q4_rows(const uint8_t* src, size_t stride, int64_t n, int64_t K, uint8_t* dst, float* offsets);
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K super-block's 12 bytes:
 // j < 4 the low 6 bits of q[j] / q[j + 4]; j >= 4 the low / high nibble of q[j + 4] and the
 // top 2 bits of q[j - 4] / q[j].

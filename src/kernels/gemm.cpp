@@ -11,6 +11,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/cpu.h"
+#include "core/ggml_quant.h"
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "kernels/gemm_avx2.h"
@@ -180,9 +181,9 @@ enum class Method { kF32, kBf16, kBf16Panels, kF32Panels, kInt8 };
 Method method(DType t) {
   if (t == DType::kF32) return Method::kF32;
   if (bf16_gemm()) return t == DType::kBF16 ? Method::kBf16 : Method::kBf16Panels;
-  // ggml's blocks (kernels/gemv_ggml.h): Q4_0 as Q4T (re-laid a chunk at a time), the others
-  // on dequantized panels.
-  if (t == DType::kGQ4_0) return int8_gemm(DType::kQ4T) ? Method::kInt8 : Method::kF32Panels;
+  // ggml's blocks (kernels/gemv_ggml.h): Q4_0 and Q4_K as Q4T (re-laid a chunk at a time), the
+  // others on dequantized panels.
+  if (t == DType::kGQ4_0 || t == DType::kGQ4K) return int8_gemm(DType::kQ4T) ? Method::kInt8 : Method::kF32Panels;
   return dtype_packed(t) && !dtype_ggml(t) && int8_gemm(t) ? Method::kInt8 : Method::kF32Panels;
 }
 
@@ -208,7 +209,17 @@ void linear_chunks(const float* x, int64_t ldx, int64_t M, const Tensor& W, floa
   const DType t = W.dtype();
   const Method how = method(t);
   const int64_t chunk = chunk_rows(N, K);
-  if (how == Method::kInt8) return avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk);
+  if (how == Method::kInt8) {
+    if (t != DType::kGQ4K) return avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk);
+    // Q4_K as Q4T leaves each 32-block an offset (core/ggml_quant.h): after the integer GEMM,
+    // y += the sums of x's quantized blocks · offsetsᵀ, an fp32 product of K / 32 terms.
+    const int64_t nb = K / 32;
+    std::vector<float> xs(static_cast<size_t>(M * nb));
+    avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk, xs.data());
+    Tensor off = Tensor::zeros_f32({N, nb});
+    ggml_q4_k_to_q4_rows(static_cast<const uint8_t*>(W.raw()), dtype_row_bytes(t, K), N, K, nullptr, off.f32());
+    return linear_chunks(xs.data(), nb, M, off, y, ldy, true);
+  }
   const bool bf = how == Method::kBf16 || how == Method::kBf16Panels;
   const bool convert = how == Method::kBf16Panels || how == Method::kF32Panels;
   const size_t esz = bf ? 2 : 4;

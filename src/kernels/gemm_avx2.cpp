@@ -282,28 +282,33 @@ void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRow
 bool q4t_on_avx512() { return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vnni); }
 
 void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
-                 bool accumulate, int64_t chunk) {
-  // ggml's Q4_0 (a GGUF file's blocks) is Q4T's codes and scales in another order: each chunk
-  // re-laid as Q4T rows in the task's buffer (exact), then Q4T's kernel.
-  const bool q4_0 = W.dtype() == DType::kGQ4_0;
-  const DType t = q4_0 ? DType::kQ4T : W.dtype();
+                 bool accumulate, int64_t chunk, float* block_sums) {
+  // ggml's Q4_0 / Q4_K (a GGUF file's blocks) as Q4T: each chunk re-laid as Q4T rows in the
+  // task's buffer (Q4_0 exactly; Q4_K with the offsets its caller adds), then Q4T's kernel.
+  const DType src = W.dtype();
+  const bool relaid = src == DType::kGQ4_0 || src == DType::kGQ4K;
+  const DType t = relaid ? DType::kQ4T : src;
   const int64_t N = W.dim(0), K = W.dim(1);
   const bool vnni = cpu::has(cpu::kAvxVnni);
   const bool zmm = t == DType::kQ4T && q4t_on_avx512();
   thread_local QuantRows xq;
   QuantRows& X = xq;  // thread_local: the workers must use this thread's rows
-  quantize_rows(x, ldx, M, K, t == DType::kQ8 ? 128 : 8, t == DType::kQ8 && !vnni, X);
-  const size_t ws = dtype_row_bytes(t, K), src_ws = dtype_row_bytes(W.dtype(), K);
+  const int offset = t == DType::kQ8 ? 128 : 8;
+  quantize_rows(x, ldx, M, K, offset, t == DType::kQ8 && !vnni, X);
+  if (block_sums)
+    for (size_t i = 0; i < X.d.size(); ++i) block_sums[i] = X.d[i] * float(-X.corr[i] / offset);
+  const size_t ws = dtype_row_bytes(t, K), src_ws = dtype_row_bytes(src, K);
   const auto* wb = static_cast<const uint8_t*>(W.raw());
   parallel_tasks((N + chunk - 1) / chunk, [&](int64_t c) {
     int64_t n0 = c * chunk, n1 = std::min(N, n0 + chunk);
     const uint8_t* w = wb;
     float* yc = y;
-    if (q4_0) {
+    if (relaid) {
       thread_local std::vector<uint8_t> rows, tiled;
       rows.resize(size_t(n1 - n0) * ws);
       tiled.resize(rows.size());
-      ggml_q4_0_to_q4_rows(wb + size_t(n0) * src_ws, src_ws, n1 - n0, K, rows.data());
+      if (src == DType::kGQ4_0) ggml_q4_0_to_q4_rows(wb + size_t(n0) * src_ws, src_ws, n1 - n0, K, rows.data());
+      else ggml_q4_k_to_q4_rows(wb + size_t(n0) * src_ws, src_ws, n1 - n0, K, rows.data(), nullptr);
       q4_tile(rows.data(), n1 - n0, K, tiled.data());
       w = tiled.data(), yc = y + n0, n1 -= n0, n0 = 0;
     }

@@ -50,10 +50,13 @@ inline constexpr int64_t kRowTile = 64;
 // Whether Q4T runs on the 512-bit kernel (kernels/gemm_avx512.h): AVX512-VNNI, in the ISA cap.
 bool q4t_on_avx512();
 
-// y (+)= x · Wᵀ for a Q8, Q4T or ggml Q4_0 W [N, K] (Q4_0 re-laid as Q4T a chunk at a time)
-// and M rows of x: x quantized once, W's rows in chunks
+// y (+)= x · Wᵀ for a Q8, Q4T or ggml Q4_0 / Q4_K W [N, K] (re-laid as Q4T a chunk at a time,
+// core/ggml_quant.h; Q4_K's block offsets are the caller's to add) and M rows of x: x quantized
+// once, W's rows in chunks
 // of `chunk` (a multiple of 16; no row's result depends on it) as tasks on the threads.
+// block_sums, when not null: [M][ceil(K / 32)] the sums of x's quantized blocks (d · Σ codes),
+// the other factor of Q4_K's offsets.
 void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
-                 bool accumulate, int64_t chunk);
+                 bool accumulate, int64_t chunk, float* block_sums = nullptr);
 
 }  // namespace hypic::kernels::avx2

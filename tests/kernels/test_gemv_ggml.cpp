@@ -35,9 +35,10 @@ void quantize_x(const float* x, int64_t K, int64_t group, std::vector<double>* d
   }
 }
 
-// y = x' · W_deqᵀ in double (x' quantized when `quantized`), and Σ|terms|.
+// y = x' · W_deqᵀ in double (x' quantized when `quantized`: per the GEMVs' group for W's type,
+// or per `group` when given), and Σ|terms|.
 void reference(const std::vector<float>& x, int64_t M, const Tensor& W, bool quantized,
-               std::vector<double>* y, std::vector<double>* mag) {
+               std::vector<double>* y, std::vector<double>* mag, int64_t group = 0) {
   const int64_t N = W.dim(0), K = W.dim(1);
   std::vector<float> w(static_cast<size_t>(N * K));
   const size_t ws = dtype_row_bytes(W.dtype(), K);
@@ -48,7 +49,7 @@ void reference(const std::vector<float>& x, int64_t M, const Tensor& W, bool qua
   mag->assign(size_t(M * N), 0.0);
   std::vector<double> xd(static_cast<size_t>(K));
   for (int64_t m = 0; m < M; ++m) {
-    const int64_t group = W.dtype() == DType::kGQ8_0 || W.dtype() == DType::kGQ4_0 ? 32 : 256;
+    if (group == 0) group = W.dtype() == DType::kGQ8_0 || W.dtype() == DType::kGQ4_0 ? 32 : 256;
     if (quantized) quantize_x(x.data() + m * K, K, group, &xd);
     else for (int64_t k = 0; k < K; ++k) xd[size_t(k)] = x[size_t(m * K + k)];
     for (int64_t n = 0; n < N; ++n)
@@ -101,9 +102,12 @@ TEST(GemvGgml, MatchesTheDequantizedReferenceOnEveryTier) {
 }
 
 // Many rows go through dequantized panels (gemm.h: fp32, or bf16 where the CPU has a bf16
-// matmul) — the reference with x as it is — or, Q4_0 where there is an integer GEMM, through
-// Q4T's kernel on the re-laid blocks: the reference with x quantized per 32 (one code off at a
-// rounding tie moves a sum by ~1e-5 of its magnitude). 70 rows: a chunk of 64 and a tail of 6.
+// matmul) — the reference with x as it is — or, Q4_0 / Q4_K where there is an integer GEMM,
+// through Q4T's kernel on the re-laid blocks: the reference with x quantized per 32 (one code
+// off at a rounding tie moves a sum by ~1e-5 of its magnitude). Q4_K's scales d·sc become f16
+// there (≤ 2⁻¹¹ relative): up to 2⁻¹¹ of Σ|x·d·sc·q| more, which random blocks make large
+// against the result (their mins nearly cancel it) — measured with the mins zeroed. 70 rows: a
+// chunk of 64 and a tail of 6.
 TEST(GemvGgml, PrefillMatchesTheReferenceOnEveryTier) {
   for (cpu::Tier tier : tiers()) {
     cpu::ScopedCap cap{tier};
@@ -113,15 +117,23 @@ TEST(GemvGgml, PrefillMatchesTheReferenceOnEveryTier) {
       const auto x = test::randn(size_t(M * K), 5);
       const std::string impl = prefill_impl(t);
       const bool int8 = impl.rfind("int8", 0) == 0, bf16 = impl == "bf16_panels";
-      std::vector<double> ref, mag;
-      reference(x, M, W, int8, &ref, &mag);
+      std::vector<double> ref, mag, scaled(size_t(M * N), 0.0);
+      reference(x, M, W, int8, &ref, &mag, 32);  // the integer GEMM's x: per 32
+      if (int8 && t == DType::kGQ4K) {
+        Tensor no_mins = W.clone();
+        auto* b = static_cast<uint8_t*>(no_mins.raw());
+        for (int64_t i = 0; i < N * K / 256; ++i) b[144 * i + 2] = b[144 * i + 3] = 0;  // dmin = 0
+        std::vector<double> unused;
+        reference(x, M, no_mins, true, &unused, &scaled, 32);
+      }
       std::vector<float> y(size_t(M * N));
       linear(x.data(), M, W, y.data());
       // fp32 panels: a few roundings per product; bf16 panels: x and W each rounded to bf16
       // first (≤ 2⁻⁹ relative each).
       const double rel = int8 ? 1e-4 : bf16 ? 8e-3 : 1e-5;
       for (size_t i = 0; i < ref.size(); ++i)
-        ASSERT_NEAR(y[i], ref[i], 1e-5 + rel * mag[i]) << dtype_name(t) << " " << cpu::tier_name(tier) << " " << impl << " at " << i;
+        ASSERT_NEAR(y[i], ref[i], 1e-5 + rel * mag[i] + 0x1p-11 * scaled[i])
+            << dtype_name(t) << " " << cpu::tier_name(tier) << " " << impl << " at " << i;
     }
   }
 }
