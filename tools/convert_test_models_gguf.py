@@ -21,8 +21,22 @@ The test checkpoints' tokenizers are tiny trained BPEs whose pre-tokenizer hash 
 llama.cpp's table (`get_vocab_base_pre` raises for them), so the converter is run with that
 one method answering the family's `pre` name (what it answers for the real checkpoints);
 everything else is llama.cpp's code unchanged.
+
+Kimi-Linear's vocabulary comes from its remote-code tokenizer (tokenization_kimi.py, which the
+converter loads with trust_remote_code to rebuild the BPE merges from the tiktoken ranks); the
+test checkpoint ships its tiktoken.model without that code, so for it the converter's tiktoken
+path is given an object with the three attributes it reads (`model._mergeable_ranks`,
+`special_tokens`, `eos_id`) made from tiktoken.model and tokenizer_config.json — the merges,
+tokens and types are then llama.cpp's own code's output. (Left alone, its first try through
+transformers' generic loader succeeds without merges: a file llama.cpp itself would refuse.)
+
+One key is added after conversion: KimiLinearModel does not write num_expert_group (the
+released Kimi-Linear has 1), which the kimi_linear_moe checkpoint sets to 4 (topk_group 2);
+the file gets it as `kimi-linear.expert_group_count`, the key llama.cpp's loader reads for
+every architecture, so that the file describes the golden model.
 """
 import argparse
+import json
 import pathlib
 import runpy
 import subprocess
@@ -36,8 +50,60 @@ MODELS = {
     "qwen3_5_dense": "qwen35",
     "qwen3_5_moe": "qwen35",
     "qwen3_next_moe": "qwen2",
+    "kimi_linear_moe": "kimi-k2",
 }
 EMBEDDED = ("hypic_tiny", ROOT / "models/hypic-tiny", "qwen35")
+# test checkpoint -> {metadata key: config.json field} the converter leaves out (see above)
+ADDED_KEYS = {"kimi_linear_moe": {"kimi-linear.expert_group_count": "num_expert_group"}}
+
+
+def add_keys(path, keys):
+    """Rewrites the GGUF at `path` with the uint32 metadata `keys` added (gguf-py)."""
+    import gguf
+    r = gguf.GGUFReader(str(path))
+    tmp = path.with_suffix(".tmp")
+    w = gguf.GGUFWriter(str(tmp), r.fields["general.architecture"].contents())
+    for f in r.fields.values():
+        if f.name.startswith("GGUF.") or f.name == "general.architecture":
+            continue
+        sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(f.name, f.contents(), f.types[0], sub_type=sub)
+    for k, v in keys.items():
+        w.add_uint32(k, int(v))
+    for t in r.tensors:
+        w.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    tmp.replace(path)
+
+
+class KimiTokenizerShim:
+    """What KimiLinearModel.set_vocab's tiktoken path reads of tokenization_kimi's tokenizer."""
+
+    def __init__(self, d):
+        import base64
+        ranks = {}
+        for line in open(d / "tiktoken.model", "rb"):
+            if line.strip():
+                tok, rank = line.split()
+                ranks[base64.b64decode(tok)] = int(rank)
+        cfg = json.load(open(d / "tokenizer_config.json"))
+        self.model = type("M", (), {"_mergeable_ranks": ranks})()
+        self.special_tokens = {v["content"]: int(k) for k, v in cfg["added_tokens_decoder"].items()}
+        self.eos_id = self.special_tokens[cfg["eos_token"]]
+
+
+def kimi_vocab_via_tiktoken(src):
+    """Sends KimiLinearModel.set_vocab down its tiktoken path with KimiTokenizerShim."""
+    import transformers
+    from conversion import kimi_linear
+
+    def no_gpt2(self):
+        raise RuntimeError("the tiktoken path")
+    kimi_linear.KimiLinearModel._set_vocab_gpt2 = no_gpt2
+    transformers.AutoTokenizer.from_pretrained = staticmethod(lambda *a, **k: KimiTokenizerShim(src))
 
 
 def convert(script, base, src, pre, out, *extra):
@@ -70,7 +136,12 @@ def main() -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     for name in a.models:
         out = a.out / f"{name}.f32.gguf"
+        if name.startswith("kimi_linear"):
+            kimi_vocab_via_tiktoken(ROOT / "tests/models" / name)
         convert(script, base, ROOT / "tests/models" / name, MODELS[name], out)
+        if name in ADDED_KEYS:
+            cfg = json.load(open(ROOT / "tests/models" / name / "config.json"))
+            add_keys(out, {k: cfg[f] for k, f in ADDED_KEYS[name].items()})
         print(f"{out}: {out.stat().st_size} bytes")
     if a.llama_quantize:
         name, src, pre = EMBEDDED

@@ -79,7 +79,7 @@ struct ArchEntry {
 };
 constexpr ArchEntry kArchs[] = {
     {"qwen35", map_gguf_qwen},   {"qwen35moe", map_gguf_qwen}, {"qwen3next", map_gguf_qwen},
-    {"kimi-linear", nullptr},    {"minimax-01", nullptr},      {"bailingmoe3", nullptr},
+    {"kimi-linear", map_gguf_kimi}, {"minimax-01", nullptr},   {"bailingmoe3", nullptr},
 };
 
 }  // namespace
@@ -91,6 +91,16 @@ void untile_head_rows(const float* src, float* dst, int64_t row0, int64_t n, int
     const int64_t g = h / r, j = h % r, t = j * nk + g;
     std::copy_n(src + (row0 * width + t * block), block, dst + (row0 * width + h * block));
   }
+}
+
+Status map_special_token_ids(const GgufHfMap& m, json& c) {
+  for (const auto& [key, field] : {std::pair{"tokenizer.ggml.eos_token_id", "eos_token_id"},
+                                   {"tokenizer.ggml.bos_token_id", "bos_token_id"},
+                                   {"tokenizer.ggml.padding_token_id", "pad_token_id"}}) {
+    HYPIC_ASSIGN_OR_RETURN(std::optional<int64_t> id, m.head().meta_int(key));
+    if (id) c[field] = *id;
+  }
+  return Status::ok();
 }
 
 GgufHfMap::GgufHfMap(std::vector<std::shared_ptr<const GgufFile>> parts, std::string arch)

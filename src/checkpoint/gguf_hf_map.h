@@ -66,8 +66,12 @@ class GgufHfMap {
 
 // One architecture's mapping: fills `config` (a config.json equivalent) and the tensor table.
 using GgufArchMapper = Status (*)(GgufHfMap& m, nlohmann::json& config);
-// The mappings of gguf_qwen.cpp: qwen35, qwen35moe, qwen3next.
+// The mappings of gguf_qwen.cpp (qwen35, qwen35moe, qwen3next) and gguf_kimi.cpp (kimi-linear).
 Status map_gguf_qwen(GgufHfMap& m, nlohmann::json& config);
+Status map_gguf_kimi(GgufHfMap& m, nlohmann::json& config);
+
+// config's eos_token_id / bos_token_id / pad_token_id from the tokenizer.ggml.* ids written.
+Status map_special_token_ids(const GgufHfMap& m, nlohmann::json& config);
 
 // Helpers for the mappers: rows of heads in llama.cpp's tiled order (head t = j·nk + g) back
 // to Hugging Face's grouped order (head h = g·r + j, r = n / nk), each head `d` rows of

@@ -216,12 +216,7 @@ Status map_gguf_qwen(GgufHfMap& m, json& c) {
     c["mlp_only_layers"] = json::array();
   }
   c["tie_word_embeddings"] = !m.has("output.weight");
-  for (const auto& [key, field] : {std::pair{"tokenizer.ggml.eos_token_id", "eos_token_id"},
-                                   {"tokenizer.ggml.bos_token_id", "bos_token_id"},
-                                   {"tokenizer.ggml.padding_token_id", "pad_token_id"}}) {
-    HYPIC_ASSIGN_OR_RETURN(std::optional<int64_t> id, m.head().meta_int(key));
-    if (id) c[field] = *id;
-  }
+  HYPIC_RETURN_IF_ERROR(map_special_token_ids(m, c));
 
   HYPIC_RETURN_IF_ERROR(m.alias("model.embed_tokens.weight", "token_embd.weight"));
   HYPIC_RETURN_IF_ERROR(norm_minus_one(m, "model.norm.weight", "output_norm.weight"));

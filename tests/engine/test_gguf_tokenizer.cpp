@@ -62,15 +62,18 @@ TEST(GgufTokenizer, RefusesWhatItDoesNotRead) {
 }
 
 // The files llama.cpp's converter wrote of the golden checkpoints: the --model path's tokenizer
-// is the file's vocabulary, encoding as the directory's tokenizer.json.
+// is the file's vocabulary, encoding as the directory's tokenizer.json (Kimi: tiktoken.model,
+// the file's merges rebuilt from its ranks by the converter).
 TEST(GgufTokenizer, ConverterFilesEncodeAsTheirCheckpoints) {
   const std::string text = "Hello, world! 12345 caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd<|im_end|>\n  x";
-  for (const char* model : {"qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe"}) {
+  for (const char* model : {"qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe"}) {
     auto got = load_model_tokenizer(std::string(HYPIC_SOURCE_DIR) + "/tests/data/gguf/models/" + model + ".f32.gguf");
     ASSERT_TRUE(got.is_ok()) << got.status().to_string();
     auto want = load_model_tokenizer(std::string(HYPIC_SOURCE_DIR) + "/tests/models/" + model);
     ASSERT_TRUE(want.is_ok());
-    EXPECT_EQ(got->vocab_size(), want->vocab_size()) << model;
+    // Kimi's file marks its last ids (reserved names to the tiktoken loader) as unused holes.
+    if (std::string(model).rfind("kimi", 0) == 0) EXPECT_LE(got->vocab_size(), want->vocab_size());
+    else EXPECT_EQ(got->vocab_size(), want->vocab_size()) << model;
     EXPECT_EQ(got->encode(text), want->encode(text)) << model;
   }
 }

@@ -11,6 +11,8 @@ tools/convert_test_models_gguf.py), with gguf-py (the `gguf` PyPI package) only:
 * hypic_tiny.q4_k_m.dequant.gguf: the committed Q4_K_M file llama-quantize made of the
   embedded model (tools/convert_test_models_gguf.py) with every quantized tensor decoded to F32
   by gguf-py's dequantizer: the K-quants' twin.
+* kimi_linear_moe.nogroups.gguf: without kimi-linear.expert_group_count, as llama.cpp's
+  converter writes Kimi-Linear (tools/convert_test_models_gguf.py adds it to the test file).
 * refuse_arch.gguf (general.architecture 'llama') and refuse_type.gguf (one tensor stored as
   Q2_K): files hypic must refuse, naming what it does not read.
 
@@ -23,7 +25,7 @@ import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
 
-MODELS = ["qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe"]
+MODELS = ["qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe"]
 TYPES = {"f16": Q.F16, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0}
 
 
@@ -39,19 +41,19 @@ def quantizable(t, qtype) -> bool:
     return int(t.shape[0]) % block == 0
 
 
-def copy_metadata(reader, writer, arch=None):
+def copy_metadata(reader, writer, skip=()):
     for field in reader.fields.values():
-        if field.name.startswith("GGUF.") or field.name == "general.architecture":
+        if field.name.startswith("GGUF.") or field.name == "general.architecture" or field.name in skip:
             continue
         vtype = field.types[0]
         sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
         writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub)
 
 
-def write(reader, path, arch, encode):
-    """encode(tensor) -> (array, raw_dtype or None)"""
+def write(reader, path, arch, encode, skip=()):
+    """encode(tensor) -> (array, raw_dtype or None); metadata keys in `skip` left out"""
     w = gguf.GGUFWriter(str(path), arch)
-    copy_metadata(reader, w)
+    copy_metadata(reader, w, skip)
     for t in reader.tensors:
         data, raw = encode(t)
         if raw is None:
@@ -95,6 +97,9 @@ def main() -> None:
             return np.array(t.data, dtype=np.float32), None
         return gguf.quants.dequantize(np.array(t.data), t.tensor_type).astype(np.float32), None
     write(kq, a.out / "hypic_tiny.q4_k_m.dequant.gguf", kq.fields["general.architecture"].contents(), decode)
+    kimi = gguf.GGUFReader(str(a.source_dir / "tests/data/gguf/models/kimi_linear_moe.f32.gguf"))
+    write(kimi, a.out / "kimi_linear_moe.nogroups.gguf", "kimi-linear", lambda t: (np.array(t.data), None),
+          skip=("kimi-linear.expert_group_count",))
     reader = gguf.GGUFReader(str(a.source_dir / "tests/data/gguf/models/qwen3_5_dense.f32.gguf"))
     write(reader, a.out / "refuse_arch.gguf", "llama", lambda t: (np.array(t.data), None))
 

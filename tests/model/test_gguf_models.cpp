@@ -196,7 +196,7 @@ TEST(GgufModel, KQuantFileMatchesItsDequantizedTwin) {
   EXPECT_LT(e_long, 0.05);
 }
 
-INSTANTIATE_TEST_SUITE_P(Qwen, GgufModels, ::testing::Values("qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe"));
+INSTANTIATE_TEST_SUITE_P(Models, GgufModels, ::testing::Values("qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe"));
 
 TEST(GgufModel, ConfigFromMetadata) {
   auto g = open_gguf_model(f32_gguf("qwen3_5_moe"));
@@ -210,6 +210,24 @@ TEST(GgufModel, ConfigFromMetadata) {
   EXPECT_TRUE(g->weights.has("model.layers.0.linear_attn.A_log"));
   EXPECT_TRUE(g->weights.has("model.layers.0.mlp.experts.7.down_proj.weight"));
   EXPECT_FALSE(g->weights.has("model.layers.8.input_layernorm.weight"));  // MTP: unused
+}
+
+// Kimi-Linear: expert groups as the file says (the test file adds expert_group_count, which
+// llama.cpp's converter leaves out); without it, one group — llama.cpp's routing.
+TEST(GgufModel, KimiExpertGroups) {
+  auto g = open_gguf_model(f32_gguf("kimi_linear_moe"));
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_EQ(g->config.at("model_type"), "kimi_linear");
+  EXPECT_EQ(g->config.at("num_expert_group"), 4);
+  EXPECT_EQ(g->config.at("topk_group"), 2);
+  EXPECT_EQ(g->config.at("linear_attn_config").at("full_attn_layers"), nlohmann::json({3, 6}));
+  EXPECT_TRUE(g->weights.has("model.layers.2.self_attn.kv_b_proj.weight"));
+  REQUIRE_VARIANTS();
+  auto n = open_gguf_model(variant("kimi_linear_moe.nogroups"));
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  EXPECT_EQ(n->config.at("num_expert_group"), 1);
+  EXPECT_EQ(n->config.at("topk_group"), 1);
+  EXPECT_TRUE(Model::load(variant("kimi_linear_moe.nogroups"), {DType::kF32, false}).is_ok());
 }
 
 // Heads in llama.cpp's tiled order (t = j·nk + g) back to grouped (h = g·r + j).
