@@ -93,6 +93,17 @@ void untile_head_rows(const float* src, float* dst, int64_t row0, int64_t n, int
   }
 }
 
+Status alias_stacked_experts(GgufHfMap& m, int64_t E, int64_t H, int64_t I, const std::string& b,
+                             const std::string& p, const char* gate, const char* up, const char* down) {
+  for (int64_t e = 0; e < E; ++e) {
+    const std::string q = p + "experts." + std::to_string(e) + ".";
+    HYPIC_RETURN_IF_ERROR(m.alias(q + gate, b + "ffn_gate_exps.weight", {I, H}, e, 1));
+    HYPIC_RETURN_IF_ERROR(m.alias(q + up, b + "ffn_up_exps.weight", {I, H}, e, 1));
+    HYPIC_RETURN_IF_ERROR(m.alias(q + down, b + "ffn_down_exps.weight", {H, I}, e, 1));
+  }
+  return Status::ok();
+}
+
 Status map_special_token_ids(const GgufHfMap& m, json& c) {
   for (const auto& [key, field] : {std::pair{"tokenizer.ggml.eos_token_id", "eos_token_id"},
                                    {"tokenizer.ggml.bos_token_id", "bos_token_id"},

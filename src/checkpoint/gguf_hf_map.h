@@ -70,6 +70,10 @@ using GgufArchMapper = Status (*)(GgufHfMap& m, nlohmann::json& config);
 Status map_gguf_qwen(GgufHfMap& m, nlohmann::json& config);
 Status map_gguf_kimi(GgufHfMap& m, nlohmann::json& config);
 
+// Experts stacked by the converter into ffn_{gate,up,down}_exps [E, out, in] under block prefix
+// b: expert e's matrices as row ranges, named p + "experts.<e>." + gate / up / down.
+Status alias_stacked_experts(GgufHfMap& m, int64_t E, int64_t H, int64_t I, const std::string& b,
+                             const std::string& p, const char* gate, const char* up, const char* down);
 // config's eos_token_id / bos_token_id / pad_token_id from the tokenizer.ggml.* ids written.
 Status map_special_token_ids(const GgufHfMap& m, nlohmann::json& config);
 

@@ -77,17 +77,12 @@ Status map_mla(GgufHfMap& m, const MlaSizes& z, const std::string& b, const std:
   return m.alias(p + "o_proj.weight", b + "attn_output.weight");
 }
 
-// Experts stacked by modify_tensors ([E, out, in]; w1 gate, w2 down, w3 up): row ranges.
+// Experts stacked by modify_tensors (w1 gate, w2 down, w3 up).
 Status map_moe(GgufHfMap& m, int64_t E, int64_t H, int64_t I, bool shared, const std::string& b,
                const std::string& p) {
   HYPIC_RETURN_IF_ERROR(m.alias(p + "gate.weight", b + "ffn_gate_inp.weight", {E, H}));
   HYPIC_RETURN_IF_ERROR(m.alias(p + "gate.e_score_correction_bias", b + "exp_probs_b.bias", {E}));
-  for (int64_t e = 0; e < E; ++e) {
-    const std::string q = p + "experts." + std::to_string(e) + ".";
-    HYPIC_RETURN_IF_ERROR(m.alias(q + "w1.weight", b + "ffn_gate_exps.weight", {I, H}, e, 1));
-    HYPIC_RETURN_IF_ERROR(m.alias(q + "w2.weight", b + "ffn_down_exps.weight", {H, I}, e, 1));
-    HYPIC_RETURN_IF_ERROR(m.alias(q + "w3.weight", b + "ffn_up_exps.weight", {I, H}, e, 1));
-  }
+  HYPIC_RETURN_IF_ERROR(alias_stacked_experts(m, E, H, I, b, p, "w1.weight", "w3.weight", "w2.weight"));
   if (!shared) return Status::ok();
   for (const char* w : {"gate", "up", "down"})
     HYPIC_RETURN_IF_ERROR(m.alias(p + "shared_experts." + w + "_proj.weight", b + "ffn_" + w + "_shexp.weight"));

@@ -112,12 +112,7 @@ Status map_moe(GgufHfMap& m, int64_t E, int64_t H, int64_t I, bool shared, const
     HYPIC_RETURN_IF_ERROR(m.alias(p + "experts.gate_up_proj", b + "ffn_gate_up_exps.weight", {E, 2 * I, H}));
     HYPIC_RETURN_IF_ERROR(m.alias(p + "experts.down_proj", b + "ffn_down_exps.weight", {E, H, I}));
   } else {
-    for (int64_t e = 0; e < E; ++e) {
-      const std::string q = p + "experts." + std::to_string(e) + ".";
-      HYPIC_RETURN_IF_ERROR(m.alias(q + "gate_proj.weight", b + "ffn_gate_exps.weight", {I, H}, e, 1));
-      HYPIC_RETURN_IF_ERROR(m.alias(q + "up_proj.weight", b + "ffn_up_exps.weight", {I, H}, e, 1));
-      HYPIC_RETURN_IF_ERROR(m.alias(q + "down_proj.weight", b + "ffn_down_exps.weight", {H, I}, e, 1));
-    }
+    HYPIC_RETURN_IF_ERROR(alias_stacked_experts(m, E, H, I, b, p, "gate_proj.weight", "up_proj.weight", "down_proj.weight"));
   }
   if (!shared) return Status::ok();
   for (const char* w : {"gate", "up", "down"})
