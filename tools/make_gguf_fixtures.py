@@ -3,8 +3,8 @@
 reference dequantization, gguf-py): the fixture of tests/checkpoint/test_gguf.cpp.
 
 * metadata of every GGUF value type (u8 … f64, bool, string, arrays of ints and strings);
-* per type hypic reads (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) a [3, 512] tensor
-  `w.<TYPE>` — Q8_0 / Q4_0 quantized by gguf-py, the K-quants random blocks with sane scales
+* per type hypic reads (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) a [3, 512]
+  tensor `w.<TYPE>` — Q8_0 / Q4_0 / Q5_0 / Q5_1 quantized by gguf-py, the K-quants random blocks with sane scales
   (gguf-py has no K-quant quantizer) — and `ref.<TYPE>`, gguf-py's dequantization of it in F32:
   hypic's decoding of each block format is checked against llama.cpp's reference, not its own;
 * `w.Q2_K`, a type hypic refuses (the refusal names tensor and type).
@@ -47,7 +47,7 @@ def write_seeds(rng):
     os.makedirs(out, exist_ok=True)
     x = rng.standard_normal((1, 256)).astype(np.float32)
     for name, qtype in (("f32", T.F32), ("f16", T.F16), ("bf16", T.BF16), ("q8_0", T.Q8_0), ("q4_0", T.Q4_0),
-                        ("q4_k", T.Q4_K), ("q5_k", T.Q5_K), ("q6_k", T.Q6_K)):
+                        ("q5_0", T.Q5_0), ("q5_1", T.Q5_1), ("q4_k", T.Q4_K), ("q5_k", T.Q5_K), ("q6_k", T.Q6_K)):
         w = gguf.GGUFWriter(os.path.join(out, name + ".gguf"), "qwen35")
         w.add_uint32("qwen35.block_count", 1)
         w.add_float32("qwen35.attention.layer_norm_rms_epsilon", 1e-6)
@@ -58,7 +58,7 @@ def write_seeds(rng):
             w.add_tensor("t", x)
         elif qtype == T.F16:
             w.add_tensor("t", x.astype(np.float16))
-        elif qtype in (T.BF16, T.Q8_0, T.Q4_0):
+        elif qtype in (T.BF16, T.Q8_0, T.Q4_0, T.Q5_0, T.Q5_1):
             q = quants.quantize(x, qtype)
             w.add_tensor("t", q, raw_shape=q.shape, raw_dtype=qtype)
         else:
@@ -135,6 +135,8 @@ def main():
         "BF16": (quants.quantize(x, T.BF16), T.BF16),
         "Q8_0": (quants.quantize(x, T.Q8_0), T.Q8_0),
         "Q4_0": (quants.quantize(x, T.Q4_0), T.Q4_0),
+        "Q5_0": (quants.quantize(x, T.Q5_0), T.Q5_0),
+        "Q5_1": (quants.quantize(x, T.Q5_1), T.Q5_1),
         "Q4_K": (random_blocks(rng, T.Q4_K, [0, 2]), T.Q4_K),
         "Q5_K": (random_blocks(rng, T.Q5_K, [0, 2]), T.Q5_K),
         "Q6_K": (random_blocks(rng, T.Q6_K, [208]), T.Q6_K),

@@ -17,6 +17,8 @@ std::optional<DType> ggml_dtype(uint32_t type) {
     case GgmlType::kQ4_K: return DType::kGQ4K;
     case GgmlType::kQ5_K: return DType::kGQ5K;
     case GgmlType::kQ6_K: return DType::kGQ6K;
+    case GgmlType::kQ5_0: return DType::kGQ5_0;
+    case GgmlType::kQ5_1: return DType::kGQ5_1;
     default: return std::nullopt;
   }
 }
@@ -25,7 +27,7 @@ Status ggml_dequantize(uint32_t type, const uint8_t* src, float* dst, int64_t n)
   const GgmlTypeInfo* ti = ggml_type_info(type);
   if (!ti || !ti->supported)
     return unsupported(std::string("ggml type ") + (ti ? ti->name : std::to_string(type).c_str()) +
-                         " is not read by hypic (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                         " is not read by hypic (it reads F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   if (n % ti->block_elems != 0)
     return invalid_argument(std::to_string(n) + " elements are not a whole number of " + ti->name + " blocks");
   const std::optional<DType> t = ggml_dtype(type);

@@ -22,7 +22,7 @@ constexpr int kMaxDims = 4;  // GGML_MAX_DIMS
 constexpr GgmlTypeInfo kTypes[] = {
     {"F32", 1, 4, true},        {"F16", 1, 2, true},         {"Q4_0", 32, 18, true},
     {"Q4_1", 32, 20, false},    {nullptr, 0, 0, false},      {nullptr, 0, 0, false},
-    {"Q5_0", 32, 22, false},    {"Q5_1", 32, 24, false},     {"Q8_0", 32, 34, true},
+    {"Q5_0", 32, 22, true},     {"Q5_1", 32, 24, true},      {"Q8_0", 32, 34, true},
     {"Q8_1", 32, 36, false},    {"Q2_K", 256, 84, false},    {"Q3_K", 256, 110, false},
     {"Q4_K", 256, 144, true},   {"Q5_K", 256, 176, true},    {"Q6_K", 256, 210, true},
     {"Q8_K", 256, 292, false},  {"IQ2_XXS", 256, 66, false}, {"IQ2_XS", 256, 74, false},

@@ -55,7 +55,7 @@ struct GgmlTypeInfo {
   const char* name;
   int64_t block_elems;
   int64_t block_bytes;
-  bool supported;  // F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K
+  bool supported;  // F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
 };
 const GgmlTypeInfo* ggml_type_info(uint32_t type);
 
@@ -129,11 +129,11 @@ class GgufFile {
 std::string gguf_value_text(const nlohmann::json& v, size_t max = 80);
 
 // Decodes `n` elements (a whole number of the type's blocks) stored as `type` into floats:
-// ggml's reference dequantization for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K. Other
+// ggml's reference dequantization for F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K. Other
 // types: an error naming the type.
 Status ggml_dequantize(uint32_t type, const uint8_t* src, float* dst, int64_t n);
 
-// The hypic type of a ggml type hypic reads (F32, F16, BF16, kGQ8_0 … kGQ6K); nullopt otherwise.
+// The hypic type of a ggml type hypic reads (F32, F16, BF16, kGQ8_0 … kGQ5_1); nullopt otherwise.
 std::optional<DType> ggml_dtype(uint32_t type);
 
 }  // namespace hypic

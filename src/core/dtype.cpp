@@ -19,6 +19,8 @@ const char* dtype_name(DType t) {
     case DType::kGQ4K: return "Q4_K";
     case DType::kGQ5K: return "Q5_K";
     case DType::kGQ6K: return "Q6_K";
+    case DType::kGQ5_0: return "Q5_0";
+    case DType::kGQ5_1: return "Q5_1";
   }
   return "?";
 }
@@ -35,6 +37,8 @@ size_t dtype_row_bytes(DType t, int64_t cols) {
     case DType::kGQ4K: return k / 256 * 144;
     case DType::kGQ5K: return k / 256 * 176;
     case DType::kGQ6K: return k / 256 * 210;
+    case DType::kGQ5_0: return k / 32 * 22;
+    case DType::kGQ5_1: return k / 32 * 24;
     default: return k * dtype_size(t);
   }
 }

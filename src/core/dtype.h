@@ -11,9 +11,9 @@
 
 namespace hypic {
 
-// kGQ8_0 … kGQ6K: ggml's block formats as a GGUF file stores them (core/ggml_quant.h), rows of
+// kGQ8_0 … kGQ5_1: ggml's block formats as a GGUF file stores them (core/ggml_quant.h), rows of
 // whole blocks, kept as stored and multiplied in place (kernels/gemv_ggml.h).
-enum class DType : uint8_t { kF32, kBF16, kF16, kQ8, kQ4, kQ4T, kGQ8_0, kGQ4_0, kGQ4K, kGQ5K, kGQ6K };
+enum class DType : uint8_t { kF32, kBF16, kF16, kQ8, kQ4, kQ4T, kGQ8_0, kGQ4_0, kGQ4K, kGQ5K, kGQ6K, kGQ5_0, kGQ5_1 };
 
 inline size_t dtype_size(DType t) {
   switch (t) {
@@ -23,7 +23,7 @@ inline size_t dtype_size(DType t) {
     default: return 0;  // packed: see dtype_row_bytes
   }
 }
-inline bool dtype_ggml(DType t) { return t >= DType::kGQ8_0 && t <= DType::kGQ6K; }
+inline bool dtype_ggml(DType t) { return t >= DType::kGQ8_0 && t <= DType::kGQ5_1; }
 inline bool dtype_packed(DType t) {
   return t == DType::kQ8 || t == DType::kQ4 || t == DType::kQ4T || dtype_ggml(t);
 }

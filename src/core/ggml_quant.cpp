@@ -33,6 +33,26 @@ void q4_0(const uint8_t* b, float* y) {
   }
 }
 
+// Q5_0 / Q5_1: [f16 d][f16 m, Q5_1 only] u32 qh, 16 bytes of nibbles; element i's fifth bit
+// is bit i of qh; Q5_0's codes offset by 16, Q5_1's plus m.
+template <bool ONE>
+void q5(const uint8_t* b, float* y) {
+  const float d = half(b), m = ONE ? half(b + 2) : 0.0f;
+  uint32_t qh;
+  std::memcpy(&qh, b + (ONE ? 4 : 2), 4);
+  const uint8_t* q = b + (ONE ? 8 : 6);
+  for (int i = 0; i < 16; ++i) {
+    const int lo = (q[i] & 0xF) | int((qh >> i) << 4 & 0x10), hi = (q[i] >> 4) | int((qh >> (i + 12)) & 0x10);
+    if (ONE) {
+      y[i] = float(lo) * d + m;
+      y[i + 16] = float(hi) * d + m;
+    } else {
+      y[i] = float(lo - 16) * d;
+      y[i + 16] = float(hi - 16) * d;
+    }
+  }
+}
+
 // Q4_K: f16 d, f16 dmin, 12 bytes of 6-bit scales / mins, 128 bytes of nibbles; 8 sub-blocks
 // of 32: y = d·sc·q − dmin·m. Each 32 bytes hold two sub-blocks (low nibbles, then high).
 void q4_k(const uint8_t* b, float* y) {
@@ -96,7 +116,9 @@ void q6_k(const uint8_t* b, float* y) {
 int64_t ggml_block_elems(DType t) {
   switch (t) {
     case DType::kGQ8_0:
-    case DType::kGQ4_0: return 32;
+    case DType::kGQ4_0:
+    case DType::kGQ5_0:
+    case DType::kGQ5_1: return 32;
     case DType::kGQ4K:
     case DType::kGQ5K:
     case DType::kGQ6K: return kQK;
@@ -114,6 +136,8 @@ void ggml_dequantize_blocks(DType t, const uint8_t* src, float* dst, int64_t blo
     case DType::kGQ4K: block = q4_k; break;
     case DType::kGQ5K: block = q5_k; break;
     case DType::kGQ6K: block = q6_k; break;
+    case DType::kGQ5_0: block = q5<false>; break;
+    case DType::kGQ5_1: block = q5<true>; break;
     default: HYPIC_CHECK(false, std::string("ggml_dequantize_blocks: ") + dtype_name(t) + " is not a ggml type");
   }
   const int64_t be = ggml_block_elems(t), bb = ggml_block_bytes(t);

@@ -1,8 +1,11 @@
 // ggml's block formats (the tensor types of llama.cpp's GGUF files) as hypic row types
-// (core/dtype.h kGQ8_0 … kGQ6K): a row of K elements is K / block_elems blocks back to back.
+// (core/dtype.h kGQ8_0 … kGQ5_1): a row of K elements is K / block_elems blocks back to back.
 //   Q8_0 (32 elements, 34 bytes): f16 d, 32 int8 q; w = d·q.
 //   Q4_0 (32, 18): f16 d, 16 bytes: element i in byte i's low nibble, i + 16 in its high one;
 //        w = d·(q − 8).
+//   Q5_0 (32, 22): f16 d, 4 bytes qh (bit i: element i's fifth bit), Q4_0's 16 bytes of
+//        nibbles; w = d·(q − 16).   Q5_1 (32, 24): f16 d, f16 m, then as Q5_0; w = d·q + m.
+//        (llama-quantize's fallback where a row is no whole number of K-quant super-blocks.)
 //   Q4_K (256, 144): f16 d, f16 dmin, 12 bytes of 6-bit scales / mins of 8 sub-blocks of 32,
 //        128 bytes of nibbles (each 32 bytes: a sub-block in the low nibbles, the next in the
 //        high ones); w = d·sc·q − dmin·m.

@@ -45,6 +45,20 @@ void decode(DType t, const uint8_t* u, Unit& o) {
       }
       o.d = half(u), o.sc[0] = o.sc[1] = 1;
       return;
+    case DType::kGQ5_0:
+    case DType::kGQ5_1: {  // Q5_1: w = d·q + m, as the mins' form with dmin = −m, min 1
+      const bool one = t == DType::kGQ5_1;
+      uint32_t qh;
+      std::memcpy(&qh, u + (one ? 4 : 2), 4);
+      const uint8_t* q = u + (one ? 8 : 6);
+      for (int i = 0; i < 16; ++i) {
+        o.code[i] = int8_t(((q[i] & 0xF) | ((qh >> i) << 4 & 0x10)) - (one ? 0 : 16));
+        o.code[i + 16] = int8_t(((q[i] >> 4) | ((qh >> (i + 12)) & 0x10)) - (one ? 0 : 16));
+      }
+      o.d = half(u), o.sc[0] = o.sc[1] = 1;
+      if (one) o.dmin = -half(u + 2), o.mn[0] = 1;
+      return;
+    }
     case DType::kGQ4K:
     case DType::kGQ5K: {
       const bool five = t == DType::kGQ5K;
@@ -257,8 +271,10 @@ void rows_mr(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, i
 
 // One row of W × the M rows of x. Q8_0 / Q4_0 (whose block count is a multiple of 8, else
 // the portable code): eight blocks decoded once for every row; K-quants: up to kMR rows of x
-// per pass over the row.
+// per pass over the row. Q5_0 / Q5_1 (llama-quantize's fallback for a few small matrices):
+// the portable code.
 void row_avx2(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t M, float* out) {
+  if (t == DType::kGQ5_0 || t == DType::kGQ5_1) return row_generic(t, w, units, ub, x, M, out);
   if (t == DType::kGQ8_0 || t == DType::kGQ4_0) {
     if (units % 8) return row_generic(t, w, units, ub, x, M, out);
     __m256 acc[kMaxRows];
@@ -353,7 +369,7 @@ void dequantize_avx2(DType t, const uint8_t* w, int64_t units, float* out) {
 
 }  // namespace
 
-int64_t x_group(DType t) { return t == DType::kGQ8_0 || t == DType::kGQ4_0 ? 32 : 256; }
+int64_t x_group(DType t) { return ggml_block_elems(t) == 32 ? 32 : 256; }
 
 void quantize_x(const float* x, int64_t K, int64_t kp, int64_t group, int8_t* q, float* dx, int32_t* bsum,
                 int16_t* bsum16) {
@@ -392,7 +408,7 @@ void rows(DType t, const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t 
 }
 
 void dequantize_row(DType t, const uint8_t* w, int64_t K, float* out, bool avx2) {
-  if (avx2) dequantize_avx2(t, w, K / ggml_block_elems(t), out);
+  if (avx2 && t != DType::kGQ5_0 && t != DType::kGQ5_1) dequantize_avx2(t, w, K / ggml_block_elems(t), out);
   else ggml_dequantize_blocks(t, w, out, K / ggml_block_elems(t));
 }
 

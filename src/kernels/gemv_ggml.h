@@ -1,13 +1,15 @@
 // The decode GEMVs of kernels/gemv.h on ggml's blocks as a GGUF file stores them (core/ggml_quant.h:
-// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), internal to the kernels layer. x is quantized to int8 as
-// llama.cpp quantizes it for these types: per 32 for Q8_0 / Q4_0, per 256 (a super-block) for
-// the K-quants (d_x = max|x| / 127, codes round(x / d_x), and each 32's code sum); the weight
-// codes are decoded to int8 and the products summed exactly in integers:
-//   Q8_0, Q4_0:  Σ_b d_b·d_x,b·Σ q·q_x                     (Q4_0's codes q − 8)
+// Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), internal to the kernels layer. x is quantized to
+// int8 as llama.cpp quantizes it for these types: per 32 for the 32-element blocks, per 256 (a
+// super-block) for the K-quants (d_x = max|x| / 127, codes round(x / d_x), and each 32's code
+// sum); the weight codes are decoded to int8 and the products summed exactly in integers:
+//   Q8_0, Q4_0, Q5_0:  Σ_b d_b·d_x,b·Σ q·q_x          (codes q − 8 / q − 16)
+//   Q5_1:              Σ_b d_x,b·(d_b·Σ q·q_x + m_b·Σ q_x)
 //   K-quants:    Σ_s d_x,s·(d·Σ_j sc_j·Σ q·q_x − dmin·Σ_j m_j·Σ q_x)   (Q6_K: sc per 16,
 //                codes q − 32, no mins: d·Σ_j sc_j·(Σ q·q_x − 32·Σ q_x))
 // Tiers: AVX2 (vpmaddubsw / vpmaddwd, the integer scale applied by vpmaddwd; 8 fp32 lanes per x
-// row) and the portable code; their fp32 sums are ordered differently (tested against the
+// row; Q5_0 / Q5_1, llama-quantize's fallback for a few small matrices, on the portable code)
+// and the portable code; their fp32 sums are ordered differently (tested against the
 // dequantized reference with one bound, not bit for bit).
 #pragma once
 

@@ -406,7 +406,7 @@ TEST_F(CliTest, InspectReadsAGgufHeader) {
   const std::string gguf = std::string(HYPIC_SOURCE_DIR) + "/tests/data/gguf/blocks.gguf";
   const Proc r = hypic({"inspect", "--model", gguf});
   EXPECT_EQ(r.rc, 1) << r.err;
-  for (const char* want : {"GGUF version 3", "architecture hypic-test", "tensors: 17", "Q4_K", "Q2_K (not read by hypic)"})
+  for (const char* want : {"GGUF version 3", "architecture hypic-test", "tensors: 21", "Q5_1", "Q2_K (not read by hypic)"})
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   const char* refusal = "holds a 'hypic-test' model, which hypic does not run";
   EXPECT_NE(r.err.find(refusal), std::string::npos) << r.err;

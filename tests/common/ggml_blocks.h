@@ -28,7 +28,7 @@ inline Tensor random_ggml_blocks(DType t, int64_t N, int64_t K, uint32_t seed) {
       put(208);
     } else {
       put(0);
-      if (t == DType::kGQ4K || t == DType::kGQ5K) put(2);
+      if (t == DType::kGQ4K || t == DType::kGQ5K || t == DType::kGQ5_1) put(2);
     }
   }
   return W;

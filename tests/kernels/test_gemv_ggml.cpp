@@ -49,7 +49,7 @@ void reference(const std::vector<float>& x, int64_t M, const Tensor& W, bool qua
   mag->assign(size_t(M * N), 0.0);
   std::vector<double> xd(static_cast<size_t>(K));
   for (int64_t m = 0; m < M; ++m) {
-    if (group == 0) group = W.dtype() == DType::kGQ8_0 || W.dtype() == DType::kGQ4_0 ? 32 : 256;
+    if (group == 0) group = ggml_block_elems(W.dtype()) == 32 ? 32 : 256;
     if (quantized) quantize_x(x.data() + m * K, K, group, &xd);
     else for (int64_t k = 0; k < K; ++k) xd[size_t(k)] = x[size_t(m * K + k)];
     for (int64_t n = 0; n < N; ++n)
@@ -61,7 +61,8 @@ void reference(const std::vector<float>& x, int64_t M, const Tensor& W, bool qua
   }
 }
 
-constexpr DType kTypes[] = {DType::kGQ8_0, DType::kGQ4_0, DType::kGQ4K, DType::kGQ5K, DType::kGQ6K};
+constexpr DType kTypes[] = {DType::kGQ8_0, DType::kGQ4_0, DType::kGQ5_0, DType::kGQ5_1,
+                            DType::kGQ4K,  DType::kGQ5K,  DType::kGQ6K};
 
 // Every tier this CPU reaches, once each.
 std::vector<cpu::Tier> tiers() {

@@ -50,7 +50,7 @@ TEST(Gguf, ReadsMetadataOfEveryType) {
 TEST(Gguf, DecodesEveryBlockFormatAsLlamaCppDoes) {
   auto f = GgufFile::open(kFixture);
   ASSERT_TRUE(f.is_ok()) << f.status().to_string();
-  for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"}) {
+  for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"}) {
     const GgufTensorInfo* w = f->find(std::string("w.") + type);
     const GgufTensorInfo* ref = f->find(std::string("ref.") + type);
     ASSERT_TRUE(w && ref) << type;
