@@ -3,7 +3,7 @@
 converter made of the golden checkpoints (tests/data/gguf/models/*.f32.gguf,
 tools/convert_test_models_gguf.py), with gguf-py (the `gguf` PyPI package) only:
 
-* MODEL.TYPE.gguf for TYPE in f16, bf16, q8_0, q4_0: the tensors llama-quantize quantizes
+* MODEL.TYPE.gguf for TYPE in f16, bf16, q8_0, q4_0, q5_0, q5_1: the tensors llama-quantize quantizes
   (2-D or larger `.weight`s but norms, conv1d and routers; rows a whole number of blocks)
   re-encoded by gguf-py's own quantizer, the rest kept F32, metadata copied.
 * MODEL.TYPE.dequant.gguf: the same tensors decoded back to F32 by gguf-py's dequantizer, so
@@ -26,7 +26,7 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 
 MODELS = ["qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe"]
-TYPES = {"f16": Q.F16, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0}
+TYPES = {"f16": Q.F16, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q5_0": Q.Q5_0, "q5_1": Q.Q5_1}
 
 
 def quantizable(t, qtype) -> bool:

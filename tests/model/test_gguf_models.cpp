@@ -131,13 +131,14 @@ TEST_P(GgufModels, F32FileMatchesTheSafetensorsCheckpoint) {
 
 // Each type gguf-py writes, against its dequantized twin (the same weights in F32): with F32
 // compute every tensor is decoded to F32 (equal logits up to summation order); with the default
-// BF16 the Q8_0 / Q4_0 blocks stay as stored and run on the GEMVs of kernels/gemv_ggml.h, whose
-// only departure is the activations' int8 quantization per block of 32 — the bound of hypic's
+// BF16 the Q8_0 / Q4_0 / Q5_0 / Q5_1 blocks stay as stored and run on the GEMVs of
+// kernels/gemv_ggml.h, whose only departure is the activations' int8 quantization per block of
+// 32 — the bound of hypic's
 // own int8 models (tests/engine/test_quantized_models.cpp: 0.05); F16 / BF16 files become BF16
 // matrices (that file's bound, 0.025).
 TEST_P(GgufModels, QuantizedFilesMatchTheirDequantizedTwins) {
   REQUIRE_VARIANTS();
-  for (const char* type : {"f16", "bf16", "q8_0", "q4_0"}) {
+  for (const char* type : {"f16", "bf16", "q8_0", "q4_0", "q5_0", "q5_1"}) {
     const std::string base = GetParam() + "." + type;
     const auto want = test::prompt_logits(variant(base + ".dequant"), DType::kF32);
     const auto exact = test::prompt_logits(variant(base), DType::kF32);
