@@ -126,10 +126,10 @@ inline float hsum(__m256 v) {
 inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline __m256i load(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
-// The AVX2 kernels take W one unit at a time (eight 32-blocks of Q8_0 / Q4_0, or a K-quant
-// super-block) and MR ≤ 4 rows of x at once: each 32 codes are decoded in registers and used
-// by the MR rows before the next are decoded (16 ymm registers: nothing of a unit is held
-// beyond its use).
+// The AVX2 kernels take W one unit at a time. K-quants: a super-block against MR ≤ 4 rows of x,
+// each 32 codes decoded in registers and used by the MR rows before the next are decoded (16
+// ymm registers: nothing of a unit is held beyond its use). Q8_0 / Q4_0: eight 32-blocks
+// decoded once (8 registers) for every row of x.
 constexpr int kMR = 4;
 
 // Q8_0 / Q4_0: per block one int32 dot; eight blocks' dots reduced to one vector of 8 block
