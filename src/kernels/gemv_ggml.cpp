@@ -126,6 +126,29 @@ inline float hsum(__m256 v) {
 inline __m256i load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 inline __m256i load(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
+// The 32 unsigned codes of sub-block j (0..7) of a Q4_K / Q5_K super-block u: nibbles (low for
+// even j, high for odd) and, for Q5_K, bit j of qh moved to bit 4 of its byte (a 16-bit shift
+// by ≤ 4 keeps it in its byte).
+template <bool FIVE>
+inline __m256i k_codes(const uint8_t* u, __m256i qh, int j) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i v = load(u + (FIVE ? 48 : 16) + 32 * (j / 2));
+  __m256i c = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, low4);
+  if (!FIVE) return c;
+  const __m256i hb = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : j > 4 ? _mm256_srli_epi16(qh, j - 4) : qh;
+  return _mm256_or_si256(c, _mm256_and_si256(hb, _mm256_set1_epi8(16)));
+}
+
+// The 32 unsigned codes (0..63) of chunk 4n + q of a Q6_K super-block, from that half's low
+// nibbles a (bytes 0–31) / b (32–63) and 2-bit highs h: nibbles of a / b, bits 2q of h as
+// bits 4–5.
+inline __m256i q6k_codes(__m256i a, __m256i b, __m256i h, int q) {
+  const __m256i lo = q % 2 ? b : a;
+  const __m256i nib = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(lo, 4) : lo, _mm256_set1_epi8(0x0F));
+  const __m256i hs = q == 0 ? _mm256_slli_epi16(h, 4) : q == 1 ? _mm256_slli_epi16(h, 2) : q == 2 ? h : _mm256_srli_epi16(h, 2);
+  return _mm256_or_si256(nib, _mm256_and_si256(hs, _mm256_set1_epi8(0x30)));
+}
+
 // The AVX2 kernels take W one unit at a time. K-quants: a super-block against MR ≤ 4 rows of x,
 // each 32 codes decoded in registers and used by the MR rows before the next are decoded (16
 // ymm registers: nothing of a unit is held beyond its use). Q8_0 / Q4_0: eight 32-blocks
@@ -179,7 +202,6 @@ void rows_q8q4(const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t 
 template <bool FIVE, int MR>
 void rows_q45k(const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t m0, __m256* acc, __m256* macc) {
   const int64_t sums16 = x.kp / 16, groups = x.kp / 256;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
   for (int64_t i = 0; i < units; ++i) {
     const uint8_t* u = w + i * ub;
     const float d = half(u), dmin = half(u + 2);
@@ -196,12 +218,7 @@ void rows_q45k(const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t 
     __m256i isum[MR];
     for (int r = 0; r < MR; ++r) isum[r] = _mm256_setzero_si256();
     for (int j = 0; j < 8; ++j) {
-      const __m256i v = load(u + (FIVE ? 48 : 16) + 32 * (j / 2));
-      __m256i c = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, low4);
-      if (FIVE) {  // bit j of qh moved to bit 4 of its byte (a 16-bit shift by ≤ 4 keeps it in its byte)
-        const __m256i hb = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : j > 4 ? _mm256_srli_epi16(qh, j - 4) : qh;
-        c = _mm256_or_si256(c, _mm256_and_si256(hb, sixteen));
-      }
+      const __m256i c = k_codes<FIVE>(u, qh, j);
       // scale j in every int16 lane
       const __m256i sc = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(int16_t(0x0100 * (2 * j + 1) + 2 * j)));
       for (int r = 0; r < MR; ++r)  // codes are unsigned here: vpmaddubsw takes them as they are
@@ -224,7 +241,6 @@ void rows_q45k(const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t 
 template <int MR>
 void rows_q6k(const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t m0, __m256* acc) {
   const int64_t groups = x.kp / 256, sums16 = x.kp / 16;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30);
   for (int64_t i = 0; i < units; ++i) {
     const uint8_t* u = w + i * ub;
     const float d = half(u + 208);
@@ -238,11 +254,8 @@ void rows_q6k(const uint8_t* w, int64_t units, int64_t ub, const X& x, int64_t m
     for (int n = 0; n < 2; ++n) {
       const __m256i scn = n ? _mm256_permute4x64_epi64(sc16, 0xEE) : _mm256_permute4x64_epi64(sc16, 0x44);
       const __m256i a = load(u + 64 * n), b = load(u + 64 * n + 32), h = load(u + 128 + 32 * n);
-      for (int q = 0; q < 4; ++q) {  // chunk k = 4n + q: nibbles of a / b, bits 2q of h as bits 4–5
-        const __m256i lo = q % 2 ? b : a;
-        const __m256i nib = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(lo, 4) : lo, low4);
-        const __m256i hs = q == 0 ? _mm256_slli_epi16(h, 4) : q == 1 ? _mm256_slli_epi16(h, 2) : q == 2 ? h : _mm256_srli_epi16(h, 2);
-        const __m256i c = _mm256_or_si256(nib, _mm256_and_si256(hs, high2));
+      for (int q = 0; q < 4; ++q) {  // chunk k = 4n + q
+        const __m256i c = q6k_codes(a, b, h, q);
         const int lb = 4 * q, hb = lb + 2;  // byte offsets of sc[2k], sc[2k + 1] in their half
         const __m256i sc = _mm256_shuffle_epi8(scn, _mm256_set_m128i(_mm_set1_epi16(int16_t(hb | (hb + 1) << 8)),
                                                                      _mm_set1_epi16(int16_t(lb | (lb + 1) << 8))));
@@ -310,7 +323,7 @@ inline void put32(__m256i c, float a, float b, float off, float* out) {
 }
 
 void dequantize_avx2(DType t, const uint8_t* w, int64_t units, float* out) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), high2 = _mm256_set1_epi8(0x30), sixteen = _mm256_set1_epi8(16);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
   const int64_t ub = ggml_block_bytes(t);
   for (int64_t i = 0; i < units; ++i) {
     const uint8_t* u = w + i * ub;
@@ -335,12 +348,7 @@ void dequantize_avx2(DType t, const uint8_t* w, int64_t units, float* out) {
         for (int j = 0; j < 8; ++j) {
           int sc, m;
           ggml_scale_min_k4(j, u + 4, &sc, &m);
-          const __m256i v = load(u + (five ? 48 : 16) + 32 * (j / 2));
-          __m256i c = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, low4);
-          if (five) {
-            const __m256i hb = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : j > 4 ? _mm256_srli_epi16(qh, j - 4) : qh;
-            c = _mm256_or_si256(c, _mm256_and_si256(hb, sixteen));
-          }
+          const __m256i c = five ? k_codes<true>(u, qh, j) : k_codes<false>(u, qh, j);
           const float a = d * float(sc);
           put32(c, a, a, dmin * float(m), out + 256 * i + 32 * j);
         }
@@ -351,11 +359,8 @@ void dequantize_avx2(DType t, const uint8_t* w, int64_t units, float* out) {
         const float d = half(u + 208);
         for (int n = 0; n < 2; ++n) {
           const __m256i a = load(u + 64 * n), b = load(u + 64 * n + 32), h = load(u + 128 + 32 * n);
-          for (int q = 0; q < 4; ++q) {  // elements 128n + 32q …: as rows_q6k
-            const __m256i lo = q % 2 ? b : a;
-            const __m256i nib = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(lo, 4) : lo, low4);
-            const __m256i hs = q == 0 ? _mm256_slli_epi16(h, 4) : q == 1 ? _mm256_slli_epi16(h, 2) : q == 2 ? h : _mm256_srli_epi16(h, 2);
-            const __m256i c = _mm256_sub_epi8(_mm256_or_si256(nib, _mm256_and_si256(hs, high2)), _mm256_set1_epi8(32));
+          for (int q = 0; q < 4; ++q) {  // elements 128n + 32q …
+            const __m256i c = _mm256_sub_epi8(q6k_codes(a, b, h, q), _mm256_set1_epi8(32));
             const int k = 8 * n + 2 * q;  // the scales of the two 16s
             put32(c, d * float(sc[k]), d * float(sc[k + 1]), 0.0f, out + 256 * i + 128 * n + 32 * q);
           }
