@@ -39,6 +39,7 @@ import argparse
 import json
 import pathlib
 import runpy
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,14 +52,20 @@ MODELS = {
     "qwen3_5_moe": "qwen35",
     "qwen3_next_moe": "qwen2",
     "kimi_linear_moe": "kimi-k2",
+    "minimax_rotary": "minimax-m2",
+    "ling3_hybrid": "bailingmoe2",
 }
 EMBEDDED = ("hypic_tiny", ROOT / "models/hypic-tiny", "qwen35")
 # test checkpoint -> {metadata key: config.json field} the converter leaves out (see above)
-ADDED_KEYS = {"kimi_linear_moe": {"kimi-linear.expert_group_count": "num_expert_group"}}
+ADDED_KEYS = {
+    "kimi_linear_moe": {"kimi-linear.expert_group_count": lambda c: int(c["num_expert_group"])},
+    "minimax_rotary": {"minimax-01.attention.recurrent_layers": lambda c: [t == 0 for t in c["attn_type_list"]]},
+}
 
 
 def add_keys(path, keys):
-    """Rewrites the GGUF at `path` with the uint32 metadata `keys` added (gguf-py)."""
+    """Rewrites the GGUF at `path` with the metadata `keys` added (gguf-py): an int as uint32, a
+    list as an array of its elements' type."""
     import gguf
     r = gguf.GGUFReader(str(path))
     tmp = path.with_suffix(".tmp")
@@ -69,7 +76,10 @@ def add_keys(path, keys):
         sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
         w.add_key_value(f.name, f.contents(), f.types[0], sub_type=sub)
     for k, v in keys.items():
-        w.add_uint32(k, int(v))
+        if isinstance(v, list):
+            w.add_array(k, v)
+        else:
+            w.add_uint32(k, int(v))
     for t in r.tensors:
         w.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
     w.write_header_to_file()
@@ -77,6 +87,44 @@ def add_keys(path, keys):
     w.write_tensors_to_file()
     w.close()
     tmp.replace(path)
+
+
+def minimax_index(d):
+    """MiniMaxText01Model reads the embedding's shard from model.safetensors.index.json (to find
+    zero rows of added tokens); the test checkpoint is one unindexed model.safetensors."""
+    from safetensors import safe_open
+    with safe_open(str(d / "model.safetensors"), "pt") as f:
+        names = list(f.keys())
+    json.dump({"metadata": {}, "weight_map": {n: "model.safetensors" for n in names}},
+              open(d / "model.safetensors.index.json", "w"))
+
+
+def ling3_released_config(d):
+    """The golden Ling-3.0 checkpoint's config as transformers saves it (BailingHybridForCausalLM,
+    linear_* keys) rewritten in the released format BailingMoeV3Model reads: KDA head_dim, the
+    three switches it requires, the shared expert width, norm_topk_prob, n_group and the router's
+    score function. The tensors are already under the released names."""
+    c = json.load(open(d / "config.json"))
+    c.update(architectures=["BailingMoeV3ForCausalLM"], model_type="bailing_moe_v3", head_dim=c["linear_head_dim"], no_kda_lora=True,
+             gated_attention_proj_granularity_type="head_wise",
+             moe_shared_expert_intermediate_size=c["moe_intermediate_size"] * c["num_shared_experts"],
+             norm_topk_prob=c["moe_renormalize"], n_group=c["num_expert_group"], score_function="sigmoid")
+    json.dump(c, open(d / "config.json", "w"), indent=2)
+
+
+# test checkpoint -> what its copy needs before llama.cpp's converter takes it (see above)
+STAGED = {"minimax_rotary": minimax_index, "ling3_hybrid": ling3_released_config}
+
+
+def stage(name, tmp):
+    """The checkpoint the converter reads: tests/models/NAME, or a staged copy of it in tmp."""
+    src = ROOT / "tests/models" / name
+    if name not in STAGED:
+        return src
+    dst = tmp / name
+    shutil.copytree(src, dst)
+    STAGED[name](dst)
+    return dst
 
 
 class KimiTokenizerShim:
@@ -138,10 +186,12 @@ def main() -> None:
         out = a.out / f"{name}.f32.gguf"
         if name.startswith("kimi_linear"):
             kimi_vocab_via_tiktoken(ROOT / "tests/models" / name)
-        convert(script, base, ROOT / "tests/models" / name, MODELS[name], out)
+        with tempfile.TemporaryDirectory() as tmp:
+            src = stage(name, pathlib.Path(tmp))
+            convert(script, base, src, MODELS[name], out)
         if name in ADDED_KEYS:
             cfg = json.load(open(ROOT / "tests/models" / name / "config.json"))
-            add_keys(out, {k: cfg[f] for k, f in ADDED_KEYS[name].items()})
+            add_keys(out, {k: f(cfg) for k, f in ADDED_KEYS[name].items()})
         print(f"{out}: {out.stat().st_size} bytes")
     if a.llama_quantize:
         name, src, pre = EMBEDDED

@@ -75,11 +75,12 @@ Result<std::vector<std::string>> split_parts(const std::string& path, const Gguf
 
 struct ArchEntry {
   const char* name;
-  GgufArchMapper map;  // nullptr: a family hypic runs whose GGUF mapping is not done yet
+  GgufArchMapper map;
 };
+// Every hybrid architecture llama.cpp writes (Ring-linear / Ling-linear has none there).
 constexpr ArchEntry kArchs[] = {
     {"qwen35", map_gguf_qwen},   {"qwen35moe", map_gguf_qwen}, {"qwen3next", map_gguf_qwen},
-    {"kimi-linear", map_gguf_kimi}, {"minimax-01", nullptr},   {"bailingmoe3", nullptr},
+    {"kimi-linear", map_gguf_kimi}, {"minimax-01", map_gguf_minimax}, {"bailingmoe3", map_gguf_bailing3},
 };
 
 }  // namespace
@@ -145,6 +146,10 @@ Result<std::optional<double>> GgufHfMap::opt_float(std::string_view key) const {
   return head().meta_float(arch_ + "." + std::string(key));
 }
 
+Result<std::optional<bool>> GgufHfMap::opt_bool(std::string_view key) const {
+  return head().meta_bool(arch_ + "." + std::string(key));
+}
+
 Result<std::optional<std::vector<int64_t>>> GgufHfMap::opt_int_list(std::string_view key) const {
   const std::string k = arch_ + "." + std::string(key);
   const json* v = head().find_meta(k);
@@ -157,6 +162,19 @@ Result<std::optional<std::vector<int64_t>>> GgufHfMap::opt_int_list(std::string_
     else return invalid_argument(meta_type_error(k, head().path(), "an array of integers or booleans"));
   }
   return std::optional<std::vector<int64_t>>(std::move(out));
+}
+
+Result<std::optional<std::vector<double>>> GgufHfMap::opt_float_list(std::string_view key) const {
+  const std::string k = arch_ + "." + std::string(key);
+  const json* v = head().find_meta(k);
+  if (!v) return std::optional<std::vector<double>>();
+  if (!v->is_array()) return invalid_argument(meta_type_error(k, head().path(), "an array"));
+  std::vector<double> out;
+  for (const json& e : *v) {
+    if (!e.is_number()) return invalid_argument(meta_type_error(k, head().path(), "an array of numbers"));
+    out.push_back(e.get<double>());
+  }
+  return std::optional<std::vector<double>>(std::move(out));
 }
 
 const GgufTensorInfo* GgufHfMap::find(std::string_view gguf) const {
@@ -268,14 +286,10 @@ Result<GgufModel> open_gguf_model(const std::string& path) {
   if (!entry) {
     std::string known;
     for (const ArchEntry& e : kArchs)
-      if (e.map) known += (known.empty() ? "" : ", ") + std::string(e.name);
+      known += (known.empty() ? "" : ", ") + std::string(e.name);
     return unsupported("'" + path + "' holds a '" + m.architecture + "' model, which hypic does not run "
                        "(it serves hybrid linear-attention models; from GGUF: " + known + ")");
   }
-  if (!entry->map)
-    return unsupported("'" + path + "' holds a '" + m.architecture + "' model: hypic runs this family from its "
-                       "Hugging Face checkpoint (config.json and *.safetensors), but does not map its GGUF "
-                       "tensors yet; point --model at the Hugging Face directory");
   GgufHfMap map(m.parts, m.architecture);
   m.config = json::object();
   HYPIC_RETURN_IF_ERROR(entry->map(map, m.config).with_context("mapping the " + m.architecture + " GGUF '" + path + "'"));

@@ -3,8 +3,9 @@
 // `ARCH.*` metadata, and the tensors under their Hugging Face names, each transform of
 // llama.cpp's converter (convert_hf_to_gguf.py, conversion/*.py) undone where it is read.
 // The model loader then reads it as any checkpoint (model/loader.cpp). Mappings per
-// architecture: gguf_qwen.cpp (qwen35, qwen35moe, qwen3next); docs/GGUF_MAPPING.md says what
-// the converter writes.
+// architecture: gguf_qwen.cpp (qwen35, qwen35moe, qwen3next), gguf_kda_mla.cpp (kimi-linear,
+// bailingmoe3), gguf_minimax.cpp (minimax-01); docs/GGUF_MAPPING.md says what the converter
+// writes.
 #pragma once
 
 #include <memory>
@@ -31,9 +32,9 @@ struct GgufModel {
 bool is_gguf_path(const std::string& path);
 
 // Opens and validates every part, maps the architecture's metadata and tensors. Errors name
-// the file and what is wrong: a missing split part, an architecture hypic does not run (or
-// runs but whose GGUF mapping is not done yet), missing metadata, a tensor absent, of an
-// unexpected shape, or of a type hypic does not read (naming the tensor and the type).
+// the file and what is wrong: a missing split part, an architecture hypic does not run, missing
+// metadata, a tensor absent, of an unexpected shape, or of a type hypic does not read (naming the
+// tensor and the type).
 Result<GgufModel> open_gguf_model(const std::string& path);
 
 }  // namespace hypic

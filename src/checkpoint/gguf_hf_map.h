@@ -35,8 +35,11 @@ class GgufHfMap {
   Result<double> need_float(std::string_view key) const;
   Result<std::optional<int64_t>> opt_int(std::string_view key) const;
   Result<std::optional<double>> opt_float(std::string_view key) const;
+  Result<std::optional<bool>> opt_bool(std::string_view key) const;
   // An array of integers or booleans (as 0 / 1); nullopt when absent.
   Result<std::optional<std::vector<int64_t>>> opt_int_list(std::string_view key) const;
+  // An array of numbers; nullopt when absent.
+  Result<std::optional<std::vector<double>>> opt_float_list(std::string_view key) const;
 
   const GgufTensorInfo* find(std::string_view gguf) const;
   bool has(std::string_view gguf) const { return find(gguf) != nullptr; }
@@ -66,9 +69,12 @@ class GgufHfMap {
 
 // One architecture's mapping: fills `config` (a config.json equivalent) and the tensor table.
 using GgufArchMapper = Status (*)(GgufHfMap& m, nlohmann::json& config);
-// The mappings of gguf_qwen.cpp (qwen35, qwen35moe, qwen3next) and gguf_kimi.cpp (kimi-linear).
+// The mappings of gguf_qwen.cpp (qwen35, qwen35moe, qwen3next), gguf_kda_mla.cpp (kimi-linear,
+// bailingmoe3) and gguf_minimax.cpp (minimax-01).
 Status map_gguf_qwen(GgufHfMap& m, nlohmann::json& config);
 Status map_gguf_kimi(GgufHfMap& m, nlohmann::json& config);
+Status map_gguf_bailing3(GgufHfMap& m, nlohmann::json& config);
+Status map_gguf_minimax(GgufHfMap& m, nlohmann::json& config);
 
 // Experts stacked by the converter into ffn_{gate,up,down}_exps [E, out, in] under block prefix
 // b: expert e's matrices as row ranges, named p + "experts.<e>." + gate / up / down.

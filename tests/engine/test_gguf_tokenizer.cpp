@@ -66,7 +66,8 @@ TEST(GgufTokenizer, RefusesWhatItDoesNotRead) {
 // the file's merges rebuilt from its ranks by the converter).
 TEST(GgufTokenizer, ConverterFilesEncodeAsTheirCheckpoints) {
   const std::string text = "Hello, world! 12345 caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd<|im_end|>\n  x";
-  for (const char* model : {"qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe"}) {
+  for (const char* model :
+       {"qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe", "minimax_rotary", "ling3_hybrid"}) {
     auto got = load_model_tokenizer(std::string(HYPIC_SOURCE_DIR) + "/tests/data/gguf/models/" + model + ".f32.gguf");
     ASSERT_TRUE(got.is_ok()) << got.status().to_string();
     auto want = load_model_tokenizer(std::string(HYPIC_SOURCE_DIR) + "/tests/models/" + model);

@@ -13,6 +13,8 @@ tools/convert_test_models_gguf.py), with gguf-py (the `gguf` PyPI package) only:
   by gguf-py's dequantizer: the K-quants' twin.
 * kimi_linear_moe.nogroups.gguf: without kimi-linear.expert_group_count, as llama.cpp's
   converter writes Kimi-Linear (tools/convert_test_models_gguf.py adds it to the test file).
+* minimax_rotary.nopattern.gguf: without minimax-01.attention.recurrent_layers, as llama.cpp's
+  converter writes MiniMax (the tool adds it): the layer pattern falls back to every 8th layer.
 * refuse_arch.gguf (general.architecture 'llama') and refuse_type.gguf (one tensor stored as
   Q2_K): files hypic must refuse, naming what it does not read.
 
@@ -25,7 +27,7 @@ import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
 
-MODELS = ["qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe"]
+MODELS = ["qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe", "minimax_rotary", "ling3_hybrid"]
 TYPES = {"f16": Q.F16, "bf16": Q.BF16, "q8_0": Q.Q8_0, "q4_0": Q.Q4_0, "q5_0": Q.Q5_0, "q5_1": Q.Q5_1}
 
 
@@ -100,6 +102,9 @@ def main() -> None:
     kimi = gguf.GGUFReader(str(a.source_dir / "tests/data/gguf/models/kimi_linear_moe.f32.gguf"))
     write(kimi, a.out / "kimi_linear_moe.nogroups.gguf", "kimi-linear", lambda t: (np.array(t.data), None),
           skip=("kimi-linear.expert_group_count",))
+    minimax = gguf.GGUFReader(str(a.source_dir / "tests/data/gguf/models/minimax_rotary.f32.gguf"))
+    write(minimax, a.out / "minimax_rotary.nopattern.gguf", "minimax-01", lambda t: (np.array(t.data), None),
+          skip=("minimax-01.attention.recurrent_layers",))
     reader = gguf.GGUFReader(str(a.source_dir / "tests/data/gguf/models/qwen3_5_dense.f32.gguf"))
     write(reader, a.out / "refuse_arch.gguf", "llama", lambda t: (np.array(t.data), None))
 

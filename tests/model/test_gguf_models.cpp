@@ -197,7 +197,8 @@ TEST(GgufModel, KQuantFileMatchesItsDequantizedTwin) {
   EXPECT_LT(e_long, 0.05);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GgufModels, ::testing::Values("qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe"));
+INSTANTIATE_TEST_SUITE_P(Models, GgufModels, ::testing::Values("qwen3_5_dense", "qwen3_5_moe", "qwen3_next_moe", "kimi_linear_moe",
+                                                             "minimax_rotary", "ling3_hybrid"));
 
 TEST(GgufModel, ConfigFromMetadata) {
   auto g = open_gguf_model(f32_gguf("qwen3_5_moe"));
@@ -229,6 +230,41 @@ TEST(GgufModel, KimiExpertGroups) {
   EXPECT_EQ(n->config.at("num_expert_group"), 1);
   EXPECT_EQ(n->config.at("topk_group"), 1);
   EXPECT_TRUE(Model::load(variant("kimi_linear_moe.nogroups"), {DType::kF32, false}).is_ok());
+}
+
+// MiniMax: the layer pattern from attention.recurrent_layers (the test file adds it: the converter
+// leaves attn_type_list out), else every 8th layer softmax attention as llama.cpp's loader assumes
+// — for this 5-layer file none, so its softmax layers' tensors are missing, and the error says
+// which; the rest of the original config from the metadata.
+TEST(GgufModel, MiniMaxLayerPattern) {
+  auto g = open_gguf_model(f32_gguf("minimax_rotary"));
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_EQ(g->config.at("model_type"), "minimax_m1");
+  EXPECT_EQ(g->config.at("attn_type_list"), nlohmann::json({0, 1, 0, 0, 1}));
+  EXPECT_EQ(g->config.at("rotary_dim"), 8);
+  EXPECT_EQ(g->config.at("layernorm_mlp_alpha"), 2.0);
+  REQUIRE_VARIANTS();
+  auto n = open_gguf_model(variant("minimax_rotary.nopattern"));
+  ASSERT_FALSE(n.is_ok());
+  EXPECT_NE(n.status().message().find("'blk.1.attn_qkv.weight'"), std::string::npos) << n.status().message();
+}
+
+// Ling-3.0: layer kinds from the per-layer head_count_kv, the shared experts' width, the KDA
+// head size and gate from the kda.* keys, expert groups as written (BailingMoeV3Model writes them).
+TEST(GgufModel, Ling3Config) {
+  auto g = open_gguf_model(f32_gguf("ling3_hybrid"));
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const nlohmann::json& c = g->config;
+  EXPECT_EQ(c.at("model_type"), "bailing_hybrid");
+  EXPECT_EQ(c.at("layer_types").at(2), "full_attention");
+  EXPECT_EQ(c.at("layer_types").at(3), "linear_attention");
+  EXPECT_EQ(c.at("linear_head_dim"), 16);
+  EXPECT_EQ(c.at("num_shared_experts"), 1);
+  EXPECT_EQ(c.at("num_expert_group"), 4);
+  EXPECT_EQ(c.at("kda_lower_bound"), -5.0);
+  EXPECT_EQ(c.at("first_k_dense_replace"), 2);
+  EXPECT_TRUE(g->weights.has("model.layers.2.attention.g_proj.weight"));
+  EXPECT_TRUE(g->weights.has("model.layers.0.attention.f_proj.weight"));
 }
 
 // Heads in llama.cpp's tiled order (t = j·nk + g) back to grouped (h = g·r + j).
