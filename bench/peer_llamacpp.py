@@ -4,8 +4,8 @@
     .venv/bin/python bench/peer_llamacpp.py --model DIR [--types bf16,int8,q4] [--pairs 3]
         [--pp 512,2048] [--tg 64] [--isa native|avx2] [--ik IK_LLAMA_CPP_SOURCE_DIR]
 
-DIR is a Qwen3.5 checkpoint, dense or MoE, in Hugging Face format (config.json + safetensors;
-e.g. models/hypic-tiny, `hypic bench make-model --shape qwen3.5-h1024 | qwen3.5-35b-a3b`). The
+DIR is a checkpoint in Hugging Face format (config.json + safetensors; e.g. models/hypic-tiny,
+`hypic bench make-model --shape qwen3.5-h1024 | qwen3.5-35b-a3b | kimi-linear-48b-a3b`). The
 script
 
   1. fetches llama.cpp as vendored by the llama-cpp-python source package on PyPI
@@ -21,7 +21,11 @@ script
      the stored weight, Qwen3.5 by 1 + w), ssm_a = −exp(A_log), V heads reordered from grouped
      to tiled when there are more value than key heads, matrices in BF16; Q8_0 and Q4_0 files
      by llama.cpp's own llama-quantize from it. The vocabulary is a placeholder of the right
-     size (llama-bench feeds random token ids; no text is compared here);
+     size (llama-bench feeds random token ids; no text is compared here). Other families
+     (Kimi-Linear, MiniMax, Ling-3.0; only the gguf-TYPE types below) are converted by llama.cpp's
+     own convert_hf_to_gguf.py, which needs torch: tools/convert_test_models_gguf.py
+     --checkpoint, run by --converter-python (default /opt/hypic-dev/bin/python, the developer
+     venv), BF16;
   3. measures matched precisions (hypic bf16 / int8 / q4 against llama.cpp BF16 / Q8_0 /
      Q4_0), 2 threads, prefill of --pp tokens and decode of --tg tokens, alternating the two
      engines --pairs times: llama-bench -p PP -n TG -r 1, and hypic's
@@ -84,6 +88,11 @@ AVX2_FLAGS = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FM
               "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"]
 
 
+def llama_source(cache):
+    """llama.cpp's source tree in the cache (unpacked by build_llama)."""
+    return os.path.join(cache, f"llama_cpp_python-{LLAMA_CPP_PYTHON}", "vendor", "llama.cpp")
+
+
 def build_llama(cache, isa_cap="native"):
     amx = cpu_has_amx()
     build = os.path.join(cache, "build-avx2" if isa_cap == "avx2" else "build-noamx" if amx else "build")
@@ -107,7 +116,7 @@ def build_llama(cache, isa_cap="native"):
             log("pip could not fetch the llama-cpp-python source package; check the network or "
                 f"put {os.path.basename(sdist)} in {cache}")
             sys.exit(2)
-    src = os.path.join(cache, f"llama_cpp_python-{LLAMA_CPP_PYTHON}", "vendor", "llama.cpp")
+    src = llama_source(cache)
     if not os.path.isdir(src):
         log("unpacking the source package")
         with tarfile.open(sdist) as t:
@@ -227,12 +236,14 @@ def write_vocab(w, model_dir, V, cfg):
     return True
 
 
+def is_qwen35(model_dir):
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    return "qwen3_5" in cfg.get("text_config", cfg).get("model_type", cfg.get("model_type", ""))
+
+
 def write_gguf(model_dir, out):
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     t = cfg.get("text_config", cfg)
-    if "qwen3_5" not in t.get("model_type", cfg.get("model_type", "")):
-        sys.exit("peer_llamacpp: only Qwen3.5 checkpoints (dense or MoE) are written as GGUF "
-                 f"(model_type {t.get('model_type')})")
     E = t.get("num_experts") or 0
     ts = read_safetensors(model_dir)
     emb = next(n for n in ts if n.endswith("embed_tokens.weight"))
@@ -430,6 +441,8 @@ def main():
     ap.add_argument("--isa", choices=("native", "avx2"), default="native",
                     help="avx2: every engine as on an AVX2-only CPU (peers built so, hypic capped)")
     ap.add_argument("--ik", help="an ik_llama.cpp checkout: measure it too (same GGUF files, same ISA)")
+    ap.add_argument("--converter-python", default="/opt/hypic-dev/bin/python",
+                    help="a Python with torch and transformers, for llama.cpp's converter (non-Qwen3.5 models)")
     a = ap.parse_args()
     pps = [int(p) for p in a.pp.split(",")]
     if a.isa == "avx2":
@@ -440,8 +453,14 @@ def main():
     files = {"bf16": os.path.join(a.cache, f"{tag}-bf16.gguf")}
     if not os.path.exists(files["bf16"]):
         log(f"writing {files['bf16']}")
-        write_gguf(a.model, files["bf16"] + ".partial")
+        if is_qwen35(a.model):
+            write_gguf(a.model, files["bf16"] + ".partial")
+        else:
+            run([a.converter_python, os.path.join(REPO, "tools", "convert_test_models_gguf.py"), "--llama-cpp",
+                 llama_source(a.cache), "--checkpoint", a.model, "--outfile", files["bf16"] + ".partial"])
         os.replace(files["bf16"] + ".partial", files["bf16"])
+    if not is_qwen35(a.model) and any(not ty.startswith("gguf-") for ty in a.types.split(",")):
+        sys.exit("peer_llamacpp: only gguf-TYPE types are measured on a model that is not Qwen3.5")
     peer = {"bf16": "BF16", "int8": "Q8_0", "q4": "Q4_0"}
     for ty in a.types.split(","):
         if ty.startswith("gguf-"):

@@ -12,6 +12,10 @@ are written from these by the test itself with gguf-py, tests/model/gguf_variant
         --llama-cpp llama_cpp_python-0.3.36/vendor/llama.cpp \
         [--llama-quantize BUILD/bin/llama-quantize]
 
+With --checkpoint DIR --outfile FILE it converts one checkpoint instead (bench/peer_llamacpp.py
+does so for the families it does not write itself, e.g. `hypic bench make-model --shape
+kimi-linear-48b-a3b` with the test tokenizer: BF16 by default).
+
 With --llama-quantize (a llama.cpp build of the same source, e.g. the one bench/peer_llamacpp.py
 makes in its cache) it also writes hypic_tiny.q4_k_m.gguf: the embedded model (models/hypic-tiny,
 hidden 256: whole K-quant super-blocks, which the goldens' hidden 64 cannot hold) converted to
@@ -55,6 +59,9 @@ MODELS = {
     "minimax_rotary": "minimax-m2",
     "ling3_hybrid": "bailingmoe2",
 }
+# model_type prefix -> the pre name of --checkpoint's conversion
+PRE_BY_MODEL_TYPE = {"qwen3_5": "qwen35", "qwen3_next": "qwen2", "kimi_linear": "kimi-k2",
+                     "minimax": "minimax-m2", "bailing_hybrid": "bailingmoe2"}
 EMBEDDED = ("hypic_tiny", ROOT / "models/hypic-tiny", "qwen35")
 # test checkpoint -> {metadata key: config.json field} the converter leaves out (see above)
 ADDED_KEYS = {
@@ -154,10 +161,10 @@ def kimi_vocab_via_tiktoken(src):
     transformers.AutoTokenizer.from_pretrained = staticmethod(lambda *a, **k: KimiTokenizerShim(src))
 
 
-def convert(script, base, src, pre, out, *extra):
-    """llama.cpp's convert_hf_to_gguf.py on checkpoint `src`, F32, get_vocab_base_pre → pre."""
+def convert(script, base, src, pre, out, *extra, outtype="f32"):
+    """llama.cpp's convert_hf_to_gguf.py on checkpoint `src`, get_vocab_base_pre → pre."""
     base.TextModel.get_vocab_base_pre = lambda self, tokenizer, pre=pre: pre
-    sys.argv = [str(script), str(src), "--outtype", "f32", "--outfile", str(out), *extra]
+    sys.argv = [str(script), str(src), "--outtype", outtype, "--outfile", str(out), *extra]
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
@@ -172,8 +179,15 @@ def main() -> None:
     ap.add_argument("--out", type=pathlib.Path, default=ROOT / "tests/data/gguf/models")
     ap.add_argument("--llama-quantize", type=pathlib.Path,
                     help="llama.cpp's llama-quantize: also write hypic_tiny.q4_k_m.gguf")
+    ap.add_argument("--checkpoint", type=pathlib.Path,
+                    help="convert this checkpoint instead (e.g. one of `hypic bench make-model`, for "
+                         "bench/peer_llamacpp.py) to --outfile")
+    ap.add_argument("--outfile", type=pathlib.Path, help="with --checkpoint: the GGUF to write")
+    ap.add_argument("--outtype", default="bf16", help="with --checkpoint: the converter's --outtype")
     ap.add_argument("models", nargs="*", default=list(MODELS), help="test checkpoints to convert")
     a = ap.parse_args()
+    if a.checkpoint and not a.outfile:
+        ap.error("--checkpoint needs --outfile")
     script = a.llama_cpp / "convert_hf_to_gguf.py"
     if not script.is_file():
         sys.exit(f"{script} not found: pass the llama.cpp source tree")
@@ -181,6 +195,15 @@ def main() -> None:
     sys.path.insert(1, str(a.llama_cpp / "gguf-py"))
     from conversion import base  # llama.cpp's converter classes
 
+    if a.checkpoint:
+        model_type = json.load(open(a.checkpoint / "config.json")).get("model_type", "")
+        pre = next((p for t, p in PRE_BY_MODEL_TYPE.items() if model_type.startswith(t)), None)
+        if pre is None:
+            sys.exit(f"{a.checkpoint}: model_type {model_type!r} has no known tokenizer.ggml.pre")
+        if model_type == "kimi_linear":
+            kimi_vocab_via_tiktoken(a.checkpoint)
+        convert(script, base, a.checkpoint, pre, a.outfile, outtype=a.outtype)
+        return
     a.out.mkdir(parents=True, exist_ok=True)
     for name in a.models:
         out = a.out / f"{name}.f32.gguf"

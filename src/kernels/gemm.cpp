@@ -213,12 +213,14 @@ void linear_chunks(const float* x, int64_t ldx, int64_t M, const Tensor& W, floa
     if (t != DType::kGQ4K) return avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk);
     // Q4_K as Q4T leaves each 32-block an offset (core/ggml_quant.h): after the integer GEMM,
     // y += the sums of x's quantized blocks · offsetsᵀ, an fp32 product of K / 32 terms.
+    // Both factors in this thread's buffers (kept: a fresh mapping per call cost page faults).
     const int64_t nb = K / 32;
-    std::vector<float> xs(static_cast<size_t>(M * nb));
-    avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk, xs.data());
-    Tensor off = Tensor::zeros_f32({N, nb});
-    ggml_q4_k_to_q4_rows(static_cast<const uint8_t*>(W.raw()), dtype_row_bytes(t, K), N, K, nullptr, off.f32());
-    return linear_chunks(xs.data(), nb, M, off, y, ldy, true);
+    thread_local std::vector<float> sums, offs;
+    sums.resize(size_t(M * nb));
+    offs.resize(size_t(N * nb));
+    float *xs = sums.data(), *off = offs.data();
+    avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk, xs, off);
+    return linear_chunks(xs, nb, M, Tensor::view(DType::kF32, {N, nb}, off, nullptr), y, ldy, true);
   }
   const bool bf = how == Method::kBf16 || how == Method::kBf16Panels;
   const bool convert = how == Method::kBf16Panels || how == Method::kF32Panels;

@@ -282,7 +282,7 @@ void q8_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRow
 bool q4t_on_avx512() { return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vnni); }
 
 void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
-                 bool accumulate, int64_t chunk, float* block_sums) {
+                 bool accumulate, int64_t chunk, float* block_sums, float* offsets) {
   // ggml's Q4_0 / Q4_K (a GGUF file's blocks) as Q4T: each chunk re-laid as Q4T rows in the
   // task's buffer (Q4_0 exactly; Q4_K with the offsets its caller adds), then Q4T's kernel.
   const DType src = W.dtype();
@@ -308,7 +308,8 @@ void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float*
       rows.resize(size_t(n1 - n0) * ws);
       tiled.resize(rows.size());
       if (src == DType::kGQ4_0) ggml_q4_0_to_q4_rows(wb + size_t(n0) * src_ws, src_ws, n1 - n0, K, rows.data());
-      else ggml_q4_k_to_q4_rows(wb + size_t(n0) * src_ws, src_ws, n1 - n0, K, rows.data(), nullptr);
+      else ggml_q4_k_to_q4_rows(wb + size_t(n0) * src_ws, src_ws, n1 - n0, K, rows.data(),
+                                offsets ? offsets + n0 * (K / 32) : nullptr);
       q4_tile(rows.data(), n1 - n0, K, tiled.data());
       w = tiled.data(), yc = y + n0, n1 -= n0, n0 = 0;
     }

@@ -52,11 +52,11 @@ bool q4t_on_avx512();
 
 // y (+)= x · Wᵀ for a Q8, Q4T or ggml Q4_0 / Q4_K W [N, K] (re-laid as Q4T a chunk at a time,
 // core/ggml_quant.h; Q4_K's block offsets are the caller's to add) and M rows of x: x quantized
-// once, W's rows in chunks
-// of `chunk` (a multiple of 16; no row's result depends on it) as tasks on the threads.
-// block_sums, when not null: [M][ceil(K / 32)] the sums of x's quantized blocks (d · Σ codes),
-// the other factor of Q4_K's offsets.
+// once, W's rows in chunks of `chunk` (a multiple of 16; no row's result depends on it) as tasks
+// on the threads. For Q4_K, when not null: block_sums [M][K / 32] the sums of x's quantized
+// blocks (d · Σ codes) and offsets [N][K / 32] W's block offsets (written by the same pass that
+// re-lays the chunk): y += block_sums · offsetsᵀ completes the product.
 void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int64_t ldy,
-                 bool accumulate, int64_t chunk, float* block_sums = nullptr);
+                 bool accumulate, int64_t chunk, float* block_sums = nullptr, float* offsets = nullptr);
 
 }  // namespace hypic::kernels::avx2
