@@ -1,6 +1,7 @@
 #include "api/http_util.h"
 
 #include "api/http_front.h"
+#include "core/version.h"
 
 namespace hypic::api {
 
@@ -55,6 +56,8 @@ HttpResponse error_reply(const ApiError& e) {
   r.body = dump(e.to_json());
   return r;
 }
+
+json version_json() { return json{{"version", version()}, {"commit", build_commit()}}; }
 
 HttpResponse json_reply(const json& j, int status) {
   HttpResponse r;

@@ -29,6 +29,8 @@ std::string dump(const nlohmann::json& j);
 HttpResponse error_reply(const ApiError& e);
 // A JSON body (200 unless told otherwise).
 HttpResponse json_reply(const nlohmann::json& j, int status = 200);
+// GET /version of the server and the router: {"version", "commit"}.
+nlohmann::json version_json();
 
 // Equal strings, in time that depends on the lengths only (API keys).
 bool constant_time_equal(const std::string& a, const std::string& b);

@@ -53,10 +53,14 @@ const char* type_name(const json& v) {
   return "invalid";
 }
 
+}  // namespace
+
 ApiError wrong_type(const std::string& param, const char* want, const json& v) {
   return bad_request("'" + param + "' must be " + want + ", got " + type_name(v), param,
                      "invalid_type");
 }
+
+namespace {
 
 // Integer-valued JSON number (1 and 1.0 both accepted) within [lo, hi].
 std::optional<ApiError> get_int(const json& v, const std::string& param, int64_t lo, int64_t hi,
@@ -485,31 +489,31 @@ std::optional<ApiError> parse_request(std::string_view body, Endpoint ep,
                                       const RequestLimits& limits, ApiRequest* out) {
   *out = ApiRequest{};
   out->endpoint = ep;
-  if (body.size() > limits.max_body_bytes) {
-    ApiError e = bad_request("request body larger than " + std::to_string(limits.max_body_bytes) + " bytes", "", "request_too_large");
-    e.http_status = 413;
-    return e;
-  }
-  // No exceptions: a parse failure (syntax, invalid UTF-8, lone surrogate escapes) gives a
-  // discarded value. nlohmann's parser is iterative, so deep nesting cannot overflow the stack.
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    return bad_request("the request body is not valid JSON (or not valid UTF-8)", "", "invalid_json");
+  json j;
+  if (auto e = parse_json_body(body, limits, &j, /*object=*/false)) return e;
   return parse_object(j, body, ep, limits, out);
 }
 
-std::optional<ApiError> parse_segment_request(std::string_view body, const RequestLimits& lim,
-                                              SegmentRequest* out) {
-  *out = SegmentRequest{};
+std::optional<ApiError> parse_json_body(std::string_view body, const RequestLimits& lim, json* out, bool object) {
   if (body.size() > lim.max_body_bytes) {
     ApiError e = bad_request("request body larger than " + std::to_string(lim.max_body_bytes) + " bytes", "", "request_too_large");
     e.http_status = 413;
     return e;
   }
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
+  // No exceptions: a parse failure (syntax, invalid UTF-8, lone surrogate escapes) gives a
+  // discarded value. nlohmann's parser is iterative, so deep nesting cannot overflow the stack.
+  *out = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (out->is_discarded())
     return bad_request("the request body is not valid JSON (or not valid UTF-8)", "", "invalid_json");
-  if (!j.is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");
+  if (object && !out->is_object()) return bad_request("the request body must be a JSON object", "", "invalid_json");
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_segment_request(std::string_view body, const RequestLimits& lim,
+                                              SegmentRequest* out) {
+  *out = SegmentRequest{};
+  json j;
+  if (auto e = parse_json_body(body, lim, &j)) return e;
   // An unknown field is refused, not ignored: a misspelt cache_salt would register the
   // segment unsalted, visible to every tenant.
   for (const auto& item : j.items())

@@ -40,6 +40,8 @@ struct ApiError {
 };
 
 ApiError bad_request(std::string message, std::string param = "", std::string code = "");
+// '<param>' must be <want>, got <v's type>.
+ApiError wrong_type(const std::string& param, const char* want, const nlohmann::json& v);
 
 enum class Endpoint { kChat, kCompletions };
 enum class Role { kSystem, kUser, kAssistant, kTool };
@@ -145,6 +147,11 @@ struct ApiRequest {
   std::string tool_call_open, tool_call_close;
   int segment_count() const;
 };
+
+// A body as JSON (an object where `object`): 413 past lim.max_body_bytes, 400 when it is not
+// JSON (or not UTF-8, or not an object).
+std::optional<ApiError> parse_json_body(std::string_view body, const RequestLimits& lim, nlohmann::json* out,
+                                        bool object = true);
 
 // Parses and validates a request body. On failure returns the error (status 400 or 413).
 // The model name is checked by the caller (404 for an unknown model).

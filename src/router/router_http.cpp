@@ -142,6 +142,7 @@ void Router::Impl::setup_routes() {
     reply(std::move(r));
   });
   http->route("GET", "/v1/cluster", [this](const HttpRequest&, Reply reply) { reply(json_reply(cluster_json())); });
+  http->route("GET", "/version", [](const HttpRequest&, Reply reply) { reply(json_reply(api::version_json())); }, cheap);
   auto model_object = [](const std::string& name) {
     return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "hypic"}};
   };

@@ -16,10 +16,13 @@
 #include "api/http_util.h"
 #include "api/request_tools.h"
 #include "api/respond.h"
+#include "api/tokenize.h"
 #include "checkpoint/safetensors.h"
 #include "core/log.h"
+#include "core/version.h"
 #include "engine/prompt.h"
 #include "engine/runner.h"
+#include "kernels/system_info.h"
 #include "kv/redis.h"
 #include "server/admission.h"
 #include "server/combine_service.h"
@@ -103,6 +106,8 @@ struct HttpServer::Impl {
   void handle_segment(const HttpRequest& req, Reply reply, bool del);
   void handle_segment_list(const HttpRequest& req, Reply reply);
   void handle_metrics(Reply reply);
+  void handle_tokenize(const HttpRequest& req, Reply reply);
+  json props() const;
   std::optional<ApiError> query_salt(const HttpRequest& req, std::string* salt) const;
   void setup_routes();
   // Writes the memory tier's entries to the disk tier (bounded by opt.flush_timeout_ms).
@@ -265,6 +270,58 @@ void HttpServer::Impl::handle_metrics(Reply reply) {
   reply(std::move(r));
 }
 
+void HttpServer::Impl::handle_tokenize(const HttpRequest& req, Reply reply) {
+  TokenizeRequest t;
+  if (auto e = parse_tokenize(req.body, opt.limits, opt.model_name, &t)) return reply(error_reply(*e));
+  std::vector<int32_t> ids;
+  if (t.text) {
+    ids = tok.encode(*t.text, t.parse_special);
+  } else {
+    // The chat as /v1/chat/completions builds it (template, tools, segments by id, auto segments).
+    ApiRequest r;
+    PromptParts parts;
+    if (auto e = admission->prepare(t.chat.dump(), Endpoint::kChat, &r, &parts)) return reply(error_reply(*e));
+    ids = parts.concatenated();
+  }
+  reply(json_reply(tokenize_response(tok, t, ids, model.config().max_position_embeddings)));
+}
+
+// GET /props: the settings this server runs with, as they took effect (no key, no store address).
+json HttpServer::Impl::props() const {
+  const ModelConfig& c = model.config();
+  const RequestLimits& l = opt.limits;
+  json autos = json::array();
+  for (auto [on, name] : {std::pair{opt.auto_segments.separator, "separator"}, {opt.auto_segments.parts, "parts"},
+                          {opt.auto_segments.tools, "tools"}})
+    if (on) autos.push_back(name);
+  return json{
+      {"model", opt.model_name},
+      {"architecture", c.arch_name()},
+      {"model_type", c.model_type},
+      {"layers", c.num_hidden_layers},
+      {"vocab_size", c.vocab_size},
+      {"context_tokens", c.max_position_embeddings},
+      {"compute_dtype", dtype_name(model.compute_type())},
+      {"model_fingerprint", model.fingerprint()},
+      {"defaults", {{"max_tokens", l.default_max_tokens}, {"seam", ApiRequest{}.seam}, {"mode", "hypic"}}},
+      {"limits", {{"max_tokens", l.max_tokens}, {"max_body_bytes", l.max_body_bytes}, {"max_messages", l.max_messages},
+                  {"max_segments", l.max_segments}, {"max_choices", l.max_choices}, {"max_seam", l.max_seam},
+                  {"max_segment_ttl_s", l.max_segment_ttl_s}}},
+      {"auto_segments", autos},
+      {"segment_separator", opt.auto_segments.sep},
+      {"scheduler", {{"workers", opt.scheduler.workers}, {"max_queue", opt.scheduler.max_queue},
+                     {"max_batch", opt.scheduler.max_batch}}},
+      {"cache", {{"mem_bytes", opt.cache_mem_bytes}, {"disk", !opt.cache_dir.empty()},
+                 {"shared_store", !opt.segment_store.empty()}}},
+      {"registered_segments", {{"max_segments", opt.max_registered_segments},
+                               {"max_bytes", opt.registered_mem_bytes ? opt.registered_mem_bytes : opt.cache_mem_bytes / 2}}},
+      {"scatter", !opt.scatter.workers.empty() || opt.scatter.local_lanes > 1},
+      {"api_key_required", !opt.api_key.empty()},
+      {"drain_timeout_ms", opt.drain_timeout_ms},
+      {"version", version()},
+      {"system", kernels::system_info_json()}};
+}
+
 void HttpServer::Impl::setup_routes() {
   HttpFrontOptions fo = opt.http;
   fo.host = opt.host;
@@ -284,6 +341,18 @@ void HttpServer::Impl::setup_routes() {
     if (req.matches[1] == opt.model_name) return reply(json_reply(model_object));
     reply(error_reply(model_not_found(req.matches[1], opt.model_name)));
   }, cheap);
+  http->route("GET", "/version", [](const HttpRequest&, Reply reply) {
+    reply(json_reply(version_json()));
+  }, cheap);
+  http->route("GET", "/props", [this](const HttpRequest&, Reply reply) { reply(json_reply(props())); });
+  http->route("POST", "/tokenize", [this](const HttpRequest& req, Reply reply) {
+    handle_tokenize(req, std::move(reply));
+  }, json_body);
+  http->route("POST", "/detokenize", [this](const HttpRequest& req, Reply reply) {
+    json out;
+    if (auto e = detokenize(req.body, opt.limits, opt.model_name, tok, &out)) return reply(error_reply(*e));
+    reply(json_reply(out));
+  }, json_body);
   http->route("POST", "/v1/chat/completions", [this](const HttpRequest& req, Reply reply) {
     handle_completion(req, std::move(reply), Endpoint::kChat);
   }, json_body);

@@ -471,6 +471,9 @@ class Faults(unittest.TestCase):
         router = start_router(self)
         status, body = http_get(router.base + "/health")
         self.assertEqual(status, 503, body)
+        status, body = http_get(router.base + "/version")  # answered with no member too
+        self.assertEqual(status, 200, body)
+        self.assertRegex(json.loads(body)["version"], r"^\d+\.\d+\.\d+$")
         with self.assertRaises(openai.APIStatusError) as e:
             ask(router.base, DOCS[:1], "f3")
         self.assertEqual(e.exception.status_code, 503)
