@@ -69,8 +69,10 @@ const char* reason_phrase(int status) {
   switch (status) {
     case 100: return "Continue";
     case 200: return "OK";
+    case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
@@ -376,9 +378,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
     // (Beast's parser accepts HTTP/1.0 and 1.1 only: other versions are a 400 "bad version".)
     const bool expect_continue = has_body && version_ == 11 && iequal(req_.header("Expect"), "100-continue");
+    cors_ = f_->cors_allow(req_);
+    const bool preflight = req_.method == "OPTIONS" && !f_->opt.cors_origins.empty() &&
+                           req_.has_header("Origin") && req_.has_header("Access-Control-Request-Method");
     if (f_->draining) {
       close_after_ = true;
       early_ = shaped_error(req_.path, shutting_down_error());
+    } else if (preflight) {
+      early_ = preflight_answer();
     } else if (!f_->authorized(req_)) {
       early_ = front_error(401, "missing or invalid API key (send 'Authorization: Bearer KEY'; on /v1/messages also "
                                 "'x-api-key: KEY')", "invalid_api_key", req_.path);
@@ -418,6 +425,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
     body_->eager(true);
     set_state(State::kBody);
     arm(f_->opt.body_timeout_ms);
+  }
+
+  // A CORS preflight (no key needed: browsers send none on it): 204 with what the page may
+  // send, or 403 for an Origin not allowed.
+  HttpResponse preflight_answer() const {
+    if (cors_.empty())
+      return front_error(403, "origin '" + req_.header("Origin") + "' is not allowed (the server's --cors-origin list)",
+                         "cors_origin_not_allowed", req_.path);
+    HttpResponse r;
+    r.status = 204;
+    r.content_type.clear();
+    r.set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+    r.set("Access-Control-Allow-Headers", req_.has_header("Access-Control-Request-Headers")
+                                              ? req_.header("Access-Control-Request-Headers")
+                                              : std::string("Authorization, Content-Type"));
+    r.set("Access-Control-Max-Age", "600");
+    return r;
   }
 
   // ---- routing and handlers ----
@@ -485,8 +509,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string s = (version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ") + std::to_string(r.status) + " " + reason_phrase(r.status) + "\r\n";
     if (!r.content_type.empty()) s += "Content-Type: " + r.content_type + "\r\n";
     for (const auto& [k, v] : r.headers) s += k + ": " + v + "\r\n";
+    if (!cors_.empty()) s += "Access-Control-Allow-Origin: " + cors_ + "\r\nVary: Origin\r\n";
     if (chunked) s += "Transfer-Encoding: chunked\r\n";
-    else if (!r.stream) s += "Content-Length: " + std::to_string(length) + "\r\n";
+    else if (!r.stream && r.status != 204) s += "Content-Length: " + std::to_string(length) + "\r\n";
     if (close) s += "Connection: close\r\n";
     else if (version_ == 10) s += "Connection: keep-alive\r\n";
     return s + "\r\n";
@@ -593,6 +618,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<bhttp::request_parser<bhttp::string_body>> body_;
   std::optional<HttpResponse> early_;  // answered once the body is drained
   HttpRequest req_;
+  std::string cors_;  // Access-Control-Allow-Origin for the request being answered ("": none)
   unsigned version_ = 11;
   size_t header_bytes_ = 0;  // of this request's header block so far
   bool keep_alive_ = true;

@@ -109,6 +109,16 @@ bool HttpFront::Impl::authorized(const HttpRequest& r) const {
          (r.path == kMessagesPath && constant_time_equal(r.header("x-api-key"), opt.api_key));
 }
 
+std::string HttpFront::Impl::cors_allow(const HttpRequest& r) const {
+  if (opt.cors_origins.empty() || !r.has_header("Origin")) return "";
+  const std::string origin = r.header("Origin");
+  for (const std::string& o : opt.cors_origins) {
+    if (o == "*") return "*";
+    if (o == origin) return origin;
+  }
+  return "";
+}
+
 void HttpFront::Impl::accept() {
   if (stopped) return;
   acceptor.async_accept([self = shared_from_this()](const error_code& ec, tcp::socket s) {

@@ -115,6 +115,12 @@ struct HttpFrontOptions {
   int keep_alive_timeout_ms = 5000;
   int write_timeout_ms = 30000;
   int handler_threads = 2;
+  // CORS: the Origins whose pages may call this server ("*": any; empty: none, no CORS
+  // headers). An allowed Origin gets Access-Control-Allow-Origin on every answer and its
+  // preflight (OPTIONS with Access-Control-Request-Method) a 204 without the API key;
+  // another Origin's preflight is 403. Credentials (cookies) are never allowed: the key is a
+  // header the page sends.
+  std::vector<std::string> cors_origins;
 };
 
 struct HttpFrontStats {

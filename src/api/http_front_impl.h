@@ -114,6 +114,9 @@ struct HttpFront::Impl : std::enable_shared_from_this<HttpFront::Impl> {
   void close_idle();
   void remove(Connection* c, const std::string& peer, bool counted);
   bool authorized(const HttpRequest& r) const;
+  // The Access-Control-Allow-Origin answer to r's Origin: "" when CORS is off, r has no
+  // Origin or it is not allowed.
+  std::string cors_allow(const HttpRequest& r) const;
 };
 
 }  // namespace hypic::api

@@ -21,8 +21,10 @@ namespace hypic::cli {
 int cmd_serve(int argc, char** argv) {
   Args a("hypic serve --model DIR [--host H] [--port P] [--api-key KEY] ...",
          "Serves the model over HTTP: POST /v1/chat/completions, POST /v1/completions,\n"
-         "GET /v1/models, GET /health (OpenAI-compatible, SSE streaming), /v1/segments\n"
-         "(register / get / list / delete cached segments), GET /metrics (Prometheus).\n"
+         "GET /v1/models, GET /health (OpenAI-compatible, SSE streaming), POST /v1/messages\n"
+         "(Anthropic's Messages API), /v1/segments (register / get / list / delete cached\n"
+         "segments), GET /metrics (Prometheus), POST /tokenize and /detokenize (llama-server's\n"
+         "and vLLM's shapes), GET /version, GET /props (the settings in effect).\n"
          "Binds to loopback unless --host says otherwise. One JSON line per request on stderr.");
   a.opt("model", "DIR|FILE.gguf", "model directory (Hugging Face), or a GGUF file (llama.cpp's; a split: its first part)")
       .opt("host", "H", "address to bind", "127.0.0.1")

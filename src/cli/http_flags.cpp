@@ -11,7 +11,10 @@ void add_http_flags(Args& a) {
       .opt("write-timeout", "S", "seconds one write to a client that does not read may take (then closed)", "30")
       .opt("http-threads", "N", "threads running route handlers (parsing, tokenising; connections need none)", "2")
       .opt("drain-timeout", "S", "on SIGTERM: seconds requests in flight may still run; then they are cut "
-                                 "(a stream ends with an error event, code shutting_down); new requests get 503", "30");
+                                 "(a stream ends with an error event, code shutting_down); new requests get 503", "30")
+      .opt("cors-origin", "ORIGIN", "let browser pages from ORIGIN (scheme://host[:port], or * for any) call this "
+                                    "server: CORS headers and preflight answers; repeatable; off by default (no "
+                                    "credentials are ever allowed: pages send the API key as a header)");
 }
 
 Status read_http_flags(const Args& a, api::HttpFrontOptions* o, int* drain_timeout_ms) {
@@ -30,6 +33,15 @@ Status read_http_flags(const Args& a, api::HttpFrontOptions* o, int* drain_timeo
       {"http-threads", 1, 64, 1, &o->handler_threads},
       {"drain-timeout", 0, 86400, 1000, drain_timeout_ms},
   };
+  for (const std::string& origin : a.all("cors-origin")) {
+    const size_t scheme = origin.find("://");
+    const bool ok = origin == "*" || ((origin.rfind("http://", 0) == 0 || origin.rfind("https://", 0) == 0) &&
+                                      origin.size() > scheme + 3 && origin.find('/', scheme + 3) == std::string::npos);
+    if (!ok)
+      return invalid_argument("--cors-origin '" + origin + "' is not an origin: give scheme://host[:port] as the "
+                              "browser sends it (no path, no trailing slash), or * for any");
+    o->cors_origins.push_back(origin);
+  }
   for (const Flag& f : flags) {
     auto v = a.integer(f.name);
     if (!v) return v.status();

@@ -571,6 +571,11 @@ TEST_F(CliTest, RunSegmentsDebugDeviationAndErrors) {
                "exclude", 2);
 }
 
+TEST_F(CliTest, ServeCorsOriginMustBeAnOrigin) {
+  for (const char* bad : {"http://app.example/", "app.example", "http://", "ftp://app.example"})
+    expect_error({"serve", "--model", model(), "--port", "0", "--cors-origin", bad}, "is not an origin", 2);
+}
+
 TEST_F(CliTest, BenchErrors) {
   expect_error({"bench", "prefill", "--tokens", "8"}, "--model", 2);
   expect_error({"bench", "prefill", "--model", model(), "--tokens", "0"}, "--tokens", 2);

@@ -1,5 +1,6 @@
 // The operational endpoints: POST /tokenize and /detokenize (llama-server's and vLLM's shapes),
-// GET /version and /props, behind the API key; the server on tests/models/qwen3_5_dense.
+// GET /version and /props, behind the API key; CORS (--cors-origin). The server on
+// tests/models/qwen3_5_dense.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
@@ -189,6 +190,74 @@ TEST_F(OpsEndpoints, VersionAndPropsBehindTheKey) {
   EXPECT_EQ(props["defaults"]["max_tokens"], 77);
   EXPECT_EQ(props["api_key_required"], true);
   EXPECT_EQ(p->body.find("sekrit"), std::string::npos);  // no secret in it
+}
+
+// CORS: off by default (no headers; a preflight is just an OPTIONS the routes do not take);
+// on, an allowed Origin's preflight is answered without the key and its answers carry
+// Access-Control-Allow-Origin; another Origin's preflight is 403 and its answers carry none;
+// credentials are never allowed.
+TEST_F(OpsEndpoints, CorsOriginsAndPreflight) {
+  const httplib::Headers preflight{{"Origin", "http://app.example"}, {"Access-Control-Request-Method", "POST"},
+                                   {"Access-Control-Request-Headers", "authorization, content-type"}};
+  {
+    Running s(*model_, *tok_, opts());
+    auto c = s.client();
+    auto r = c.Options("/tokenize", preflight);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405);
+    EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+    auto g = c.Get("/version", {{"Origin", "http://app.example"}});
+    ASSERT_TRUE(g);
+    EXPECT_FALSE(g->has_header("Access-Control-Allow-Origin"));
+  }
+  ServerOptions o = opts();
+  o.api_key = "sekrit";
+  o.http.cors_origins = {"http://app.example", "https://other.example:8443"};
+  Running s(*model_, *tok_, o);
+  auto c = s.client();
+  auto r = c.Options("/tokenize", preflight);  // no key: browsers send none on a preflight
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "http://app.example");
+  EXPECT_NE(r->get_header_value("Access-Control-Allow-Methods").find("POST"), std::string::npos);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Headers"), "authorization, content-type");
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Credentials"));
+  httplib::Headers evil = preflight;
+  evil.erase("Origin");
+  evil.emplace("Origin", "http://evil.example");
+  r = c.Options("/tokenize", evil);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Origin"));
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "cors_origin_not_allowed");
+  // the requests themselves: the key is still required; the answer names the allowed Origin
+  int st = 0;
+  post(c, "/tokenize", json{{"content", "x"}}, &st, {{"Origin", "http://app.example"}});
+  EXPECT_EQ(st, 401);
+  auto ok = c.Post("/tokenize", {{"Origin", "https://other.example:8443"}, {"Authorization", "Bearer sekrit"}},
+                   json{{"content", "x"}}.dump(), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(ok->get_header_value("Access-Control-Allow-Origin"), "https://other.example:8443");
+  EXPECT_EQ(ok->get_header_value("Vary"), "Origin");
+  auto other = c.Get("/version", {{"Origin", "http://evil.example"}, {"Authorization", "Bearer sekrit"}});
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 200);
+  EXPECT_FALSE(other->has_header("Access-Control-Allow-Origin"));
+}
+
+TEST_F(OpsEndpoints, CorsAnyOrigin) {
+  ServerOptions o = opts();
+  o.http.cors_origins = {"*"};
+  Running s(*model_, *tok_, o);
+  auto c = s.client();
+  auto r = c.Get("/version", {{"Origin", "http://anywhere.example"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), "*");
+  EXPECT_FALSE(r->has_header("Access-Control-Allow-Credentials"));
+  auto h = c.Get("/health");  // no Origin: no CORS headers
+  ASSERT_TRUE(h);
+  EXPECT_FALSE(h->has_header("Access-Control-Allow-Origin"));
 }
 
 }  // namespace
