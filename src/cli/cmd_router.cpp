@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
+#include "core/log.h"
 #include "cli/http_flags.h"
 #include "cli/stop_signal.h"
 #include "router/router.h"
@@ -93,14 +94,15 @@ int cmd_router(int argc, char** argv) {
   auto r = router::Router::create(ro);
   if (!r) return report_error("router", r.status());
   if (Status s = (*r)->bind(); !s) return report_error("router", s);
-  std::fprintf(stderr, "hypic router: http://%s:%d", ro.host.c_str(), (*r)->port());
-  if ((*r)->grpc_port() >= 0) std::fprintf(stderr, ", members join at %s:%d", ro.host.c_str(), (*r)->grpc_port());
-  std::fprintf(stderr, " (%zu static instances, %zu static workers)%s%s\n", ro.instances.size(), ro.workers.size(),
-               ro.creds->tls() ? " (TLS)" : "", ro.creds->has_token() ? " (cluster token required)" : "");
+  const std::string join = (*r)->grpc_port() >= 0
+                               ? ", members join at " + ro.host + ":" + std::to_string((*r)->grpc_port()) : "";
+  log_status("hypic router: http://%s:%d%s (%zu static instances, %zu static workers)%s%s", ro.host.c_str(),
+             (*r)->port(), join.c_str(), ro.instances.size(), ro.workers.size(), ro.creds->tls() ? " (TLS)" : "",
+             ro.creds->has_token() ? " (cluster token required)" : "");
   std::fflush(stderr);
   router::Router* p = r->get();
   run_until_stopped([&] { p->run(); }, [&] { p->stop(drain_ms); });
-  std::fprintf(stderr, "hypic router: stopped\n");
+  log_status("hypic router: stopped");
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
+#include "core/log.h"
 #include "cli/http_flags.h"
 #include "cli/stop_signal.h"
 #include "cluster/heartbeat.h"
@@ -160,10 +161,10 @@ int cmd_serve(int argc, char** argv) {
   auto srv = server::HttpServer::create(*model.value(), tok.value(), so);
   if (!srv) return report_error("serve", srv.status());
   if (Status s = (*srv)->bind(); !s) return report_error("serve", s);
-  std::fprintf(stderr, "hypic serve: model '%s' on http://%s:%d%s\n", so.model_name.c_str(),
+  log_status("hypic serve: model '%s' on http://%s:%d%s", so.model_name.c_str(),
                so.host.c_str(), (*srv)->port(), so.api_key.empty() ? "" : " (API key required)");
   if ((*srv)->grpc_port() >= 0)
-    std::fprintf(stderr, "hypic serve: Combine gRPC on %s:%d%s%s\n", so.host.c_str(), (*srv)->grpc_port(),
+    log_status("hypic serve: Combine gRPC on %s:%d%s%s", so.host.c_str(), (*srv)->grpc_port(),
                  so.creds->tls() ? " (TLS)" : "", so.creds->has_token() ? " (cluster token required)" : "");
   std::fflush(stderr);
   std::unique_ptr<cluster::Heartbeat> heartbeat;
@@ -178,7 +179,7 @@ int cmd_serve(int argc, char** argv) {
     if (heartbeat) heartbeat->stop();  // the router stops sending requests first
     s->stop();
   });
-  std::fprintf(stderr, "hypic serve: stopped\n");
+  log_status("hypic serve: stopped");
   return 0;
 }
 

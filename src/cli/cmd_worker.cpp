@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
+#include "core/log.h"
 #include "cli/stop_signal.h"
 #include "cluster/heartbeat.h"
 #include "cluster/wire.h"
@@ -15,7 +16,7 @@
 namespace hypic::cli {
 
 int cmd_worker(int argc, char** argv) {
-  Args a("hypic worker --model DIR [--host H] [--port P] [--dtype bf16|f32] ...",
+  Args a("hypic worker --model DIR [--host H] [--port P] [--dtype bf16|f32|int8|q4] ...",
          "Scatter worker: builds the cached-segment entries a combine worker (hypic serve)\n"
          "sends it over gRPC (proto/hypic_cluster.proto) and streams each back as soon as it is\n"
          "built. It must load the same checkpoint with the same --dtype as the combine worker.\n"
@@ -63,7 +64,7 @@ int cmd_worker(int argc, char** argv) {
   if (!model) return report_error("worker", model.status());
   auto srv = cluster::WorkerServer::start(*model.value(), wo);
   if (!srv) return report_error("worker", srv.status());
-  std::fprintf(stderr, "hypic worker: model '%s' (%s) on %s%s%s\n", a.str("model").c_str(),
+  log_status("hypic worker: model '%s' (%s) on %s%s%s", a.str("model").c_str(),
                dtype_name(*dt), (*srv)->address().c_str(), wo.creds->tls() ? " (TLS)" : "",
                wo.creds->has_token() ? " (cluster token required)" : "");
   std::fflush(stderr);
@@ -79,7 +80,7 @@ int cmd_worker(int argc, char** argv) {
     if (heartbeat) heartbeat->stop();  // the router stops sending work first
     s->shutdown(2000);
   });
-  std::fprintf(stderr, "hypic worker: stopped\n");
+  log_status("hypic worker: stopped");
   return 0;
 }
 

@@ -143,7 +143,7 @@ struct Router::Impl {
     return opt.model_name.empty() ? cluster.model_name() : opt.model_name;
   }
   void log_line(const json& j) {
-    if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
+    if (opt.log_requests) log_json_line(dump(j));
   }
   void count(int status) {
     std::lock_guard<std::mutex> l(count_mu);

@@ -5,6 +5,7 @@
 #include "api/http_util.h"
 #include "api/request_tools.h"
 #include "checkpoint/safetensors.h"
+#include "core/log.h"
 #include "engine/prompt.h"
 #include "server/engine_request.h"
 #include "server/jobs.h"
@@ -54,7 +55,7 @@ void Admission::sweep(SegmentRegistry::Clock::time_point now) const {
 }
 
 void Admission::log(const json& line) const {
-  if (opt_.log_requests) std::fprintf(stderr, "%s\n", dump(line).c_str());
+  if (opt_.log_requests) log_json_line(dump(line));
 }
 
 void Admission::finished(int status, const json& line) const {

@@ -69,6 +69,7 @@ struct HttpServer::Impl {
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
   std::once_flag stop_once;
+  bool bound = false;  // bind() succeeded: there is something to drain
   // Shared records: a thread that looks every kWatchPeriod whether they forgot everything
   // (SegmentRegistry::republish_if_forgotten), so ids held only here come back without a lookup.
   std::thread watch;
@@ -113,7 +114,7 @@ struct HttpServer::Impl {
   // Writes the memory tier's entries to the disk tier (bounded by opt.flush_timeout_ms).
   void flush_cache();
   void log_line(const json& j) {
-    if (opt.log_requests) std::fprintf(stderr, "%s\n", dump(j).c_str());
+    if (opt.log_requests) log_json_line(dump(j));
   }
 };
 
@@ -490,7 +491,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
 
 Status HttpServer::bind() {
   Status s = impl_->http->bind();
-  if (s) impl_->opt.port = impl_->http->port();
+  if (s) impl_->opt.port = impl_->http->port(), impl_->bound = true;
   return s;
 }
 
@@ -511,7 +512,7 @@ void HttpServer::stop() {
     // What the cut jobs produced is still being written: a moment for that, then close.
     i.http->wait_idle(2000);
     i.http->stop();
-    if (i.opt.log_requests)
+    if (i.opt.log_requests && i.bound)
       i.log_line(json{{"event", "drain"}, {"ms", t.ms()}, {"cut", cut}, {"drain_timeout_s", i.opt.drain_timeout_ms / 1000.0}});
     i.stop_watch();
     i.flush_cache();

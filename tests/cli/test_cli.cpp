@@ -4,6 +4,8 @@
 // ($<TARGET_FILE:hypic>, see tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -574,6 +576,26 @@ TEST_F(CliTest, RunSegmentsDebugDeviationAndErrors) {
 TEST_F(CliTest, ServeCorsOriginMustBeAnOrigin) {
   for (const char* bad : {"http://app.example/", "app.example", "http://", "ftp://app.example"})
     expect_error({"serve", "--model", model(), "--port", "0", "--cors-origin", bad}, "is not an origin", 2);
+}
+
+// A serve that cannot bind says where and why, and logs no drain (nothing was served).
+TEST_F(CliTest, ServeThatCannotBindSaysSo) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const Proc r = hypic({"serve", "--model", model(), "--port", port, "--log-format", "json"});
+  ::close(fd);
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("\"drain\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("{\"ts\":"), std::string::npos) << r.err;  // --log-format json
 }
 
 TEST_F(CliTest, BenchErrors) {
