@@ -52,7 +52,7 @@ int cmd_eval(int argc, char** argv) {
       .opt("modes", "LIST", "PIC modes", "full,prefix,hypic,naive")
       .opt("seams", "LIST", "seam widths for hypic and naive", "0,4,8,16")
       .opt("max-tokens", "N", "answer length limit", "48")
-      .opt("cache-mem", "MiB", "segment / prefix cache budget per configuration", "2048")
+      .opt("cache-mem", "MiB", "segment / prefix cache budget per configuration (as run and serve)", "1024")
       .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("json", "", "print one JSON document instead of the table");
   if (auto done = parse_command(a, argc, argv, "eval", {"model"})) return *done;
