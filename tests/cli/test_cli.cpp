@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -127,15 +128,48 @@ TEST_F(CliTest, Help) {
 // Every command and every benchmark is listed by `hypic --help` and runs its own --help.
 TEST_F(CliTest, HelpListsEveryCommand) {
   const Proc top = hypic({"--help"});
-  for (const char* c : {"run", "inspect", "serve", "worker", "router", "eval"}) {
+  for (const char* c : {"run", "inspect", "serve", "worker", "router", "eval", "quantize"}) {
     EXPECT_NE(top.out.find(std::string("\n  ") + c + " "), std::string::npos) << c << "\n" << top.out;
     expect_help(hypic({c, "--help"}), {std::string("usage: hypic ") + c});
   }
   const Proc bench = hypic({"bench", "--help"});
-  for (const char* b : {"prefill", "decode", "make-model", "compose", "ttft", "scatter"}) {
+  for (const char* b : {"prefill", "decode", "make-model", "compose", "ttft", "scatter", "constrained"}) {
     EXPECT_NE(top.out.find(std::string("bench ") + b + " "), std::string::npos) << b << "\n" << top.out;
     EXPECT_NE(bench.out.find(std::string("\n  ") + b + " "), std::string::npos) << b << "\n" << bench.out;
     expect_help(hypic({"bench", b, "--help"}), {std::string("usage: hypic bench ") + b});
+  }
+}
+
+// Every flag a command's --help lists is one its parser takes (the help is generated from the
+// same table, cli/args.h: the parser refuses any flag not in it, so together the two
+// lists are equal), the shared --log-format included.
+TEST_F(CliTest, EveryHelpFlagIsAccepted) {
+  std::vector<std::vector<std::string>> cmds = {{"run"}, {"inspect"}, {"serve"}, {"worker"}, {"router"},
+                                                {"eval"}, {"quantize"}};
+  for (const char* b : {"prefill", "decode", "make-model", "compose", "ttft", "scatter", "constrained"})
+    cmds.push_back({"bench", b});
+  const std::regex flag(R"(^  --([a-z0-9-]+)( \S+)?)");
+  for (const auto& cmd : cmds) {
+    std::vector<std::string> args = cmd;
+    args.push_back("--help");
+    const Proc h = hypic(args);
+    ASSERT_EQ(h.rc, 0) << cmd.back() << "\n" << h.err;
+    std::istringstream lines(h.out);
+    int n = 0;
+    bool log_format = false;
+    for (std::string line; std::getline(lines, line);) {
+      std::smatch m;
+      if (!std::regex_search(line, m, flag)) continue;
+      ++n;
+      log_format |= m[1] == "log-format";
+      std::vector<std::string> with = cmd;
+      with.push_back("--" + m[1].str() + (m[2].matched ? "=x" : ""));
+      with.push_back("--help");
+      const Proc r = hypic(with);
+      EXPECT_EQ(r.rc, 0) << with[with.size() - 2] << " of " << cmd.back() << ": " << r.err;
+    }
+    EXPECT_GT(n, 0) << cmd.back();
+    EXPECT_TRUE(log_format) << cmd.back();
   }
 }
 
