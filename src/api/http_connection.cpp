@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <openssl/ssl.h>
+
 #include "api/http_front_impl.h"
 #include "api/http_util.h"
 
@@ -103,12 +105,14 @@ std::string media_type(std::string_view v) {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  enum class State { kIdle, kHeader, kBody, kWaiting, kWriting, kLinger, kClosed };
+  enum class State { kHandshake, kIdle, kHeader, kBody, kWaiting, kWriting, kLinger, kClosed };
 
   // `counted`: one of the front's connections (caps); else a refused one, only answered.
   Connection(std::shared_ptr<HttpFront::Impl> front, tcp::socket s, std::string peer, int port, bool counted)
       : f_(std::move(front)), sock_(std::move(s)), timer_(f_->io), peer_(std::move(peer)), peer_port_(port),
-        counted_(counted), gone_(std::make_shared<std::atomic<bool>>(false)) {}
+        counted_(counted), gone_(std::make_shared<std::atomic<bool>>(false)) {
+    if (f_->tls) tls_ = std::make_unique<asio::ssl::stream<tcp::socket&>>(sock_, *f_->tls);
+  }
 
   const std::string& peer() const { return peer_; }
   State state() const { return state_; }
@@ -118,6 +122,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     error_code ec;
     sock_.set_option(tcp::no_delay(true), ec);
     sock_.non_blocking(true, ec);  // for best-effort synchronous writes only
+    if (tls_) return handshake();
     next_request();
   }
 
@@ -126,6 +131,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     error_code ec;
     sock_.non_blocking(true, ec);
     close_after_ = true;
+    if (tls_) return reject_.emplace(std::move(r)), handshake();  // answered inside TLS
     answer_early(std::move(r));
   }
 
@@ -181,6 +187,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   void on_timeout() {
     switch (state_) {
+      case State::kHandshake:  // as slow as a request's headers may be
+        f_->timed_out += 1;
+        return close();
       case State::kIdle:  // keep-alive idle
       case State::kLinger:
         return close();
@@ -200,6 +209,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
+  // ---- TLS ----
+  void handshake() {
+    set_state(State::kHandshake);
+    arm(f_->opt.header_timeout_ms);
+    tls_->async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](const error_code& ec) {
+      if (self->state_ == State::kClosed) return;
+      self->disarm();
+      if (ec) return self->refuse_handshake(ec);
+      if (!self->reject_) return self->next_request();
+      HttpResponse r = std::move(*self->reject_);
+      self->reject_.reset();
+      self->answer_early(std::move(r));
+    });
+  }
+
+  // A failed handshake closes the connection; plain HTTP sent to this port (OpenSSL knows its
+  // first bytes) is first told, in plain HTTP, to use https.
+  void refuse_handshake(const error_code& ec) {
+    if (ec.category() == asio::error::get_ssl_category() && ERR_GET_REASON(ec.value()) == SSL_R_HTTP_REQUEST) {
+      const std::string body = front_error(400, "this port speaks HTTPS: use https://", "plain_http_to_https_port").body;
+      const std::string s = "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+      error_code ignored;
+      sock_.write_some(asio::buffer(s), ignored);
+    }
+    close();
+  }
+
   // ---- reading ----
   void read_more() {
     if (reading_ || state_ == State::kClosed) return;
@@ -207,13 +244,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Into a buffer of its own, appended to buf_ when it completes: a read stays in flight while
     // a response is written, and parsing meanwhile (a pipelined request) consumes buf_, which
     // may move its storage under a region handed to the socket.
-    sock_.async_read_some(asio::buffer(rbuf_), [self = shared_from_this()](const error_code& ec, size_t n) {
+    auto done = [self = shared_from_this()](const error_code& ec, size_t n) {
       self->reading_ = false;
       if (self->state_ == State::kClosed) return;
       if (ec) return self->on_read_end();
       self->buf_.commit(asio::buffer_copy(self->buf_.prepare(n), asio::buffer(self->rbuf_.data(), n)));
       self->on_data();
-    });
+    };
+    if (tls_) tls_->async_read_some(asio::buffer(rbuf_), std::move(done));
+    else sock_.async_read_some(asio::buffer(rbuf_), std::move(done));
   }
 
   void on_read_end() {  // EOF or a socket error: the peer is gone (or half-closed)
@@ -231,6 +270,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_data() {
     switch (state_) {
+      case State::kHandshake:  // no reads before it is done
+        return;
       case State::kIdle:
         set_state(State::kHeader);
         arm(f_->opt.header_timeout_ms);
@@ -497,8 +538,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     deliver(seq_, std::move(r));
   }
 
-  // Best effort, synchronous and non-blocking: a small answer right before closing.
+  // Best effort, synchronous and non-blocking: a small answer right before closing. Not
+  // inside TLS (a read may be in flight in the TLS stream: the connection just closes).
   void send_now(const HttpResponse& r) {
+    if (tls_) return;
     const std::string s = head_bytes(r, r.body.size(), /*chunked=*/false, /*close=*/true) + r.body;
     error_code ec;
     sock_.write_some(asio::buffer(s), ec);
@@ -574,7 +617,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     inflight_.swap(wbuf_);
     wbuf_.clear();
     if (state_ == State::kWriting) arm(f_->opt.write_timeout_ms);
-    asio::async_write(sock_, asio::buffer(inflight_), [self = shared_from_this()](const error_code& ec, size_t) {
+    auto done = [self = shared_from_this()](const error_code& ec, size_t) {
       self->writing_ = false;
       self->inflight_.clear();
       if (self->state_ == State::kClosed) return;
@@ -585,7 +628,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
         return self->pump();
       }
       self->flush();
-    });
+    };
+    if (tls_) asio::async_write(*tls_, asio::buffer(inflight_), std::move(done));
+    else asio::async_write(sock_, asio::buffer(inflight_), std::move(done));
   }
 
   void finish_response() {
@@ -604,6 +649,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::shared_ptr<HttpFront::Impl> f_;
   tcp::socket sock_;
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls_;  // set: HTTPS, every byte through it
+  std::optional<HttpResponse> reject_;  // a refused TLS connection's answer, after the handshake
   asio::steady_timer timer_;
   std::string peer_;
   int peer_port_ = 0;

@@ -109,6 +109,34 @@ bool HttpFront::Impl::authorized(const HttpRequest& r) const {
          (r.path == kMessagesPath && constant_time_equal(r.header("x-api-key"), opt.api_key));
 }
 
+Status HttpFront::Impl::make_tls() {
+  if (opt.tls_cert.empty() != opt.tls_key.empty())
+    return invalid_argument("HTTPS needs both a certificate and its key (--https-cert and --https-key)");
+  if (opt.tls_cert.empty()) {
+    if (!opt.tls_client_ca.empty()) return invalid_argument("--https-client-ca needs --https-cert and --https-key");
+    return Status::ok();
+  }
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+  error_code ec;
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1 |
+                       asio::ssl::context::single_dh_use, ec);
+  auto bad = [&](const std::string& what, const std::string& file) {
+    return invalid_argument("cannot use " + what + " '" + file + "' (" + ec.message() + "): a PEM file is needed");
+  };
+  if (ctx->use_certificate_chain_file(opt.tls_cert, ec); ec) return bad("the TLS certificate", opt.tls_cert);
+  const std::string not_its = "the TLS key '" + opt.tls_key + "' is not the key of the certificate '" + opt.tls_cert + "'";
+  if (ctx->use_private_key_file(opt.tls_key, asio::ssl::context::pem, ec); ec)
+    return ec.message().find("mismatch") != std::string::npos ? invalid_argument(not_its) : bad("the TLS key", opt.tls_key);
+  if (!SSL_CTX_check_private_key(ctx->native_handle())) return invalid_argument(not_its);
+  if (!opt.tls_client_ca.empty()) {
+    if (ctx->load_verify_file(opt.tls_client_ca, ec); ec) return bad("the client CA", opt.tls_client_ca);
+    ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
+  }
+  tls = std::move(ctx);
+  return Status::ok();
+}
+
 std::string HttpFront::Impl::cors_allow(const HttpRequest& r) const {
   if (opt.cors_origins.empty() || !r.has_header("Origin")) return "";
   const std::string origin = r.header("Origin");
@@ -176,6 +204,7 @@ Status HttpFront::bind() {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
+  HYPIC_RETURN_IF_ERROR(i.make_tls());
   const std::string where = i.opt.host + ":" + std::to_string(i.opt.port);
   auto fail = [&](const std::string& why) {
     return io_error("cannot listen on " + where + " (" + why + "; in use, or not an address of this machine); pick another --port or --host");

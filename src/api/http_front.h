@@ -121,6 +121,10 @@ struct HttpFrontOptions {
   // another Origin's preflight is 403. Credentials (cookies) are never allowed: the key is a
   // header the page sends.
   std::vector<std::string> cors_origins;
+  // TLS: the certificate chain and its key (PEM files; both or neither): every connection then
+  // speaks HTTPS (HTTP/1.1 inside TLS 1.2 or 1.3), plain HTTP to it is answered 400 and closed.
+  // tls_client_ca (PEM): clients must also present a certificate signed by it.
+  std::string tls_cert, tls_key, tls_client_ca;
 };
 
 struct HttpFrontStats {

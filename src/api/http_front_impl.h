@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -104,6 +105,7 @@ struct HttpFront::Impl : std::enable_shared_from_this<HttpFront::Impl> {
   std::atomic<bool> running{false};
   std::atomic<int64_t> open{0}, rejected{0}, timed_out{0}, busy{0};
   std::once_flag stop_once;
+  std::unique_ptr<asio::ssl::context> tls;  // set by bind() when opt.tls_cert is
 
   explicit Impl(HttpFrontOptions o) : opt(std::move(o)), pool(opt.handler_threads) {}
   void accept();
@@ -114,6 +116,8 @@ struct HttpFront::Impl : std::enable_shared_from_this<HttpFront::Impl> {
   void close_idle();
   void remove(Connection* c, const std::string& peer, bool counted);
   bool authorized(const HttpRequest& r) const;
+  // The TLS context of opt.tls_*: an error naming the file that cannot be used.
+  Status make_tls();
   // The Access-Control-Allow-Origin answer to r's Origin: "" when CORS is off, r has no
   // Origin or it is not allowed.
   std::string cors_allow(const HttpRequest& r) const;

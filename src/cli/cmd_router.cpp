@@ -96,7 +96,8 @@ int cmd_router(int argc, char** argv) {
   if (Status s = (*r)->bind(); !s) return report_error("router", s);
   const std::string join = (*r)->grpc_port() >= 0
                                ? ", members join at " + ro.host + ":" + std::to_string((*r)->grpc_port()) : "";
-  log_status("hypic router: http://%s:%d%s (%zu static instances, %zu static workers)%s%s", ro.host.c_str(),
+  log_status("hypic router: %s://%s:%d%s (%zu static instances, %zu static workers)%s%s",
+             ro.http.tls_cert.empty() ? "http" : "https", ro.host.c_str(),
              (*r)->port(), join.c_str(), ro.instances.size(), ro.workers.size(), ro.creds->tls() ? " (TLS)" : "",
              ro.creds->has_token() ? " (cluster token required)" : "");
   std::fflush(stderr);

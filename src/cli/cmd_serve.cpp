@@ -161,7 +161,7 @@ int cmd_serve(int argc, char** argv) {
   auto srv = server::HttpServer::create(*model.value(), tok.value(), so);
   if (!srv) return report_error("serve", srv.status());
   if (Status s = (*srv)->bind(); !s) return report_error("serve", s);
-  log_status("hypic serve: model '%s' on http://%s:%d%s", so.model_name.c_str(),
+  log_status("hypic serve: model '%s' on %s://%s:%d%s", so.model_name.c_str(), so.http.tls_cert.empty() ? "http" : "https",
                so.host.c_str(), (*srv)->port(), so.api_key.empty() ? "" : " (API key required)");
   if ((*srv)->grpc_port() >= 0)
     log_status("hypic serve: Combine gRPC on %s:%d%s%s", so.host.c_str(), (*srv)->grpc_port(),

@@ -14,7 +14,11 @@ void add_http_flags(Args& a) {
                                  "(a stream ends with an error event, code shutting_down); new requests get 503", "30")
       .opt("cors-origin", "ORIGIN", "let browser pages from ORIGIN (scheme://host[:port], or * for any) call this "
                                     "server: CORS headers and preflight answers; repeatable; off by default (no "
-                                    "credentials are ever allowed: pages send the API key as a header)");
+                                    "credentials are ever allowed: pages send the API key as a header)")
+      .opt("https-cert", "FILE", "serve HTTPS: this certificate chain (PEM), with --https-key; plain HTTP to the "
+                                 "port is answered 400 and closed (the cluster's gRPC TLS is --tls-cert / --tls-key)")
+      .opt("https-key", "FILE", "the private key (PEM) of --https-cert")
+      .opt("https-client-ca", "FILE", "with --https-cert: clients must present a certificate signed by this CA (PEM)");
 }
 
 Status read_http_flags(const Args& a, api::HttpFrontOptions* o, int* drain_timeout_ms) {
@@ -42,6 +46,9 @@ Status read_http_flags(const Args& a, api::HttpFrontOptions* o, int* drain_timeo
                               "browser sends it (no path, no trailing slash), or * for any");
     o->cors_origins.push_back(origin);
   }
+  o->tls_cert = a.str("https-cert");
+  o->tls_key = a.str("https-key");
+  o->tls_client_ca = a.str("https-client-ca");
   for (const Flag& f : flags) {
     auto v = a.integer(f.name);
     if (!v) return v.status();

@@ -7,7 +7,8 @@
 namespace hypic::cli {
 
 // --max-connections, --max-connections-per-peer, --header-timeout, --body-timeout,
-// --keep-alive-timeout, --write-timeout, --http-threads, --drain-timeout.
+// --keep-alive-timeout, --write-timeout, --http-threads, --drain-timeout, --cors-origin,
+// --https-cert, --https-key, --https-client-ca.
 void add_http_flags(Args& a);
 // Reads them (validated) into *o and *drain_timeout_ms.
 Status read_http_flags(const Args& a, api::HttpFrontOptions* o, int* drain_timeout_ms);

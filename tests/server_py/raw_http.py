@@ -3,6 +3,7 @@ comes back, so a test sees what the server really sent."""
 import json
 import re
 import socket
+import ssl
 import time
 
 HOST = "127.0.0.1"
@@ -33,15 +34,18 @@ class Closed(Exception):
 
 
 class Conn:
-    """One client connection; `src` binds it to another loopback source address first."""
+    """One client connection; `src` binds it to another loopback source address first; `tls`
+    (an ssl.SSLContext) speaks HTTPS over it (the handshake done here)."""
 
-    def __init__(self, port, src=None, timeout=20.0):
+    def __init__(self, port, src=None, timeout=20.0, tls=None):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             if src:
                 self.sock.bind((src, 0))
             self.sock.settimeout(timeout)
             self.sock.connect((HOST, port))
+            if tls is not None:
+                self.sock = tls.wrap_socket(self.sock, server_hostname=HOST)
         except BaseException:
             self.sock.close()
             raise
@@ -82,7 +86,7 @@ class Conn:
             d = self.sock.recv(65536)
         except socket.timeout:
             raise TimeoutError("no bytes within the deadline; got so far: %r" % self.buf[:300])
-        except (ConnectionResetError, ConnectionAbortedError):
+        except (ConnectionResetError, ConnectionAbortedError, ssl.SSLError):  # a TLS peer gone counts as closed
             d = b""
         if not d:
             self.eof = True
@@ -203,12 +207,12 @@ def request_bytes(method, path, key=None, body=None, headers=(), content_type=No
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
 
 
-def fetch(port, method, path, key=None, body=None, src=None, timeout=30.0, **kw):
+def fetch(port, method, path, key=None, body=None, src=None, timeout=30.0, tls=None, **kw):
     """One request on a fresh connection: its response (None if closed unanswered)."""
     if isinstance(body, (dict, list)):
         body = json.dumps(body).encode()
         kw.setdefault("content_type", "application/json")
-    with Conn(port, src=src, timeout=timeout) as c:
+    with Conn(port, src=src, timeout=timeout, tls=tls) as c:
         c.send(request_bytes(method, path, key=key, body=body, **kw))
         return c.read_response()
 
