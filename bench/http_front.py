@@ -51,7 +51,7 @@ def start_server(binary, model, extra):
     p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        m = re.search(r"on http://([0-9.]+):(\d+)", open(log.name, errors="replace").read())
+        m = re.search(r"on https?://([0-9.]+):(\d+)", open(log.name, errors="replace").read())
         if m:
             return p, int(m.group(2)), log.name
         if p.poll() is not None:
@@ -77,14 +77,16 @@ def chat_body(model, stream):
 
 
 class Client:
-    """One kept-alive connection; reconnects after an error."""
+    """One kept-alive connection (HTTPS with `tls`, an ssl.SSLContext); reconnects after an
+    error."""
 
-    def __init__(self, port, timeout):
-        self.port, self.timeout, self.c = port, timeout, None
+    def __init__(self, port, timeout, tls=None):
+        self.port, self.timeout, self.tls, self.c = port, timeout, tls, None
 
     def _conn(self):
         if self.c is None:
-            self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+            self.c = (http.client.HTTPSConnection("127.0.0.1", self.port, timeout=self.timeout, context=self.tls)
+                      if self.tls else http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout))
         return self.c
 
     def health(self):
@@ -127,10 +129,11 @@ class Client:
         self.c = None
 
 
-def measure(port, model, n, timeout, budget):
+def measure(port, model, n, timeout, budget, tls=None, fresh=False):
     """Sequential warm chats and health checks: latencies and timeouts. Each kind stops after
-    `budget` seconds (a server that times every request out would take n x timeout)."""
-    cl = Client(port, timeout)
+    `budget` seconds (a server that times every request out would take n x timeout). `fresh`:
+    a new connection per request (with `tls`: a TLS handshake each)."""
+    cl = Client(port, timeout, tls)
     body = chat_body(model, True)
     out = {"chat_ms": [], "ttft_ms": [], "overhead_ms": [], "health_ms": [], "timeouts": 0, "errors": 0, "sent": 0}
     for kind in ("chat", "health"):
@@ -157,6 +160,8 @@ def measure(port, model, n, timeout, budget):
                 cl.close()
                 continue
             out[kind + "_ms"].append(1000 * (time.perf_counter() - t0))
+            if fresh:
+                cl.close()
             if kind == "chat" and ttft is not None:
                 out["ttft_ms"].append(1000 * ttft)
                 if server is not None:
