@@ -8,7 +8,8 @@ APT_PKGS=(cmake g++ libcpp-httplib-dev libboost-dev make pkg-config libdnnl-dev 
           python3 python3-venv libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
           libsqlite3-dev openssl libssl-dev libhiredis-dev redis-server
           clang libclang-rt-14-dev   # clang + libFuzzer: tests/fuzz/
-          qemu-user)                 # an honest AVX2-only CPU for the ISA smoke test (tests/scripts/qemu_smoke.py)
+          qemu-user                  # an honest AVX2-only CPU for the ISA smoke test (tests/scripts/qemu_smoke.py)
+          chromium chromium-driver)  # the page at / in a headless browser (tests/server_py/test_ui.py)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,8 +22,9 @@ if ((${#missing[@]})); then
 fi
 
 # Test-side Python (no torch: heavy tools live in tools/ and use their own environment). gguf:
-# gguf-py, which writes the quantized GGUF files the model tests load (tests/model/gguf_variants.py).
-PY_PKGS=(numpy tokenizers safetensors openai anthropic gguf==0.19.0)
+# gguf-py, which writes the quantized GGUF files the model tests load (tests/model/gguf_variants.py);
+# selenium, which drives Chromium through the page at / (tests/server_py/test_ui.py).
+PY_PKGS=(numpy tokenizers safetensors openai anthropic gguf==0.19.0 selenium)
 STAMP=.venv/.hypic-stamp
 WANT="${PY_PKGS[*]}"
 if [[ ! -f $STAMP || "$(cat $STAMP)" != "$WANT" ]]; then

@@ -103,7 +103,8 @@ std::function<bool()> HttpRequest::client_gone() const {
 // ---- HttpFront ----
 
 bool HttpFront::Impl::authorized(const HttpRequest& r) const {
-  return opt.api_key.empty() || r.path == "/health" ||
+  // The page at / holds no data: it asks for the key and sends it with its requests.
+  return opt.api_key.empty() || r.path == "/health" || (r.path == "/" && r.method == "GET") ||
          constant_time_equal(r.header("Authorization"), "Bearer " + opt.api_key) ||
          // Anthropic's clients send the key as x-api-key: taken on their route only.
          (r.path == kMessagesPath && constant_time_equal(r.header("x-api-key"), opt.api_key));

@@ -29,6 +29,7 @@
 #include "server/jobs.h"
 #include "server/metrics.h"
 #include "server/segment_registry.h"
+#include "server/ui_page.h"
 
 namespace hypic::server {
 
@@ -341,6 +342,13 @@ void HttpServer::Impl::setup_routes() {
   http->route("GET", "/v1/models/{path}", [this, model_object](const HttpRequest& req, Reply reply) {
     if (req.matches[1] == opt.model_name) return reply(json_reply(model_object));
     reply(error_reply(model_not_found(req.matches[1], opt.model_name)));
+  }, cheap);
+  http->route("GET", "/", [](const HttpRequest&, Reply reply) {
+    HttpResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = ui_page_html();
+    r.set("Cache-Control", "no-cache");
+    reply(std::move(r));
   }, cheap);
   http->route("GET", "/version", [](const HttpRequest&, Reply reply) {
     reply(json_reply(version_json()));
