@@ -150,28 +150,31 @@ Result<std::optional<bool>> GgufHfMap::opt_bool(std::string_view key) const {
   return head().meta_bool(arch_ + "." + std::string(key));
 }
 
-Result<std::optional<std::vector<int64_t>>> GgufHfMap::opt_int_list(std::string_view key) const {
+Result<const json*> GgufHfMap::opt_array(std::string_view key) const {
   const std::string k = arch_ + "." + std::string(key);
   const json* v = head().find_meta(k);
+  if (v && !v->is_array()) return invalid_argument(meta_type_error(k, head().path(), "an array"));
+  return v;
+}
+
+Result<std::optional<std::vector<int64_t>>> GgufHfMap::opt_int_list(std::string_view key) const {
+  HYPIC_ASSIGN_OR_RETURN(const json* v, opt_array(key));
   if (!v) return std::optional<std::vector<int64_t>>();
-  if (!v->is_array()) return invalid_argument(meta_type_error(k, head().path(), "an array"));
   std::vector<int64_t> out;
   for (const json& e : *v) {
     if (e.is_boolean()) out.push_back(e.get<bool>() ? 1 : 0);
     else if (e.is_number_integer()) out.push_back(e.get<int64_t>());
-    else return invalid_argument(meta_type_error(k, head().path(), "an array of integers or booleans"));
+    else return invalid_argument(meta_type_error(arch_ + "." + std::string(key), head().path(), "an array of integers or booleans"));
   }
   return std::optional<std::vector<int64_t>>(std::move(out));
 }
 
 Result<std::optional<std::vector<double>>> GgufHfMap::opt_float_list(std::string_view key) const {
-  const std::string k = arch_ + "." + std::string(key);
-  const json* v = head().find_meta(k);
+  HYPIC_ASSIGN_OR_RETURN(const json* v, opt_array(key));
   if (!v) return std::optional<std::vector<double>>();
-  if (!v->is_array()) return invalid_argument(meta_type_error(k, head().path(), "an array"));
   std::vector<double> out;
   for (const json& e : *v) {
-    if (!e.is_number()) return invalid_argument(meta_type_error(k, head().path(), "an array of numbers"));
+    if (!e.is_number()) return invalid_argument(meta_type_error(arch_ + "." + std::string(key), head().path(), "an array of numbers"));
     out.push_back(e.get<double>());
   }
   return std::optional<std::vector<double>>(std::move(out));

@@ -60,6 +60,8 @@ class GgufHfMap {
 
  private:
   Result<const GgufTensorInfo*> need(const std::string& gguf) const;
+  // The array at ARCH.key: nullptr when absent, an error when not an array.
+  Result<const nlohmann::json*> opt_array(std::string_view key) const;
   std::vector<std::shared_ptr<const GgufFile>> parts_;
   std::string arch_;
   std::map<std::string, std::pair<size_t, const GgufTensorInfo*>> index_;  // name -> (part, info)

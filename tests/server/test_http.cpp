@@ -27,27 +27,8 @@ using nlohmann::json;
 
 using test::Running;
 
-class HttpTest : public ::testing::Test {
+class HttpTest : public test::ServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    const std::string dir = std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense";
-    auto m = Model::load(dir, {DType::kF32, false});
-    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
-    model_ = std::move(m).value().release();
-    auto t = Tokenizer::load(dir + "/tokenizer.json");
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tok_ = new Tokenizer(std::move(t).value());
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete tok_;
-  }
-  static ServerOptions opts() {
-    ServerOptions o;
-    o.model_name = "tiny";
-    o.cache_mem_bytes = 64 << 20;
-    return o;
-  }
   static json chat_body(int max_tokens = 8) {
     return json{{"model", "tiny"},
                 {"temperature", 0},
@@ -139,11 +120,7 @@ class HttpTest : public ::testing::Test {
       if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
     return 0;
   }
-  static Model* model_;
-  static Tokenizer* tok_;
 };
-Model* HttpTest::model_ = nullptr;
-Tokenizer* HttpTest::tok_ = nullptr;
 
 TEST_F(HttpTest, HealthAndModels) {
   Running s(*model_, *tok_, opts());

@@ -18,38 +18,15 @@ namespace {
 using nlohmann::json;
 using test::Running;
 
-class OpsEndpoints : public ::testing::Test {
+class OpsEndpoints : public test::ServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    const std::string dir = std::string(HYPIC_SOURCE_DIR) + "/tests/models/qwen3_5_dense";
-    auto m = Model::load(dir, {DType::kF32, false});
-    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
-    model_ = std::move(m).value().release();
-    auto t = Tokenizer::load(dir + "/tokenizer.json");
-    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
-    tok_ = new Tokenizer(std::move(t).value());
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete tok_;
-  }
-  static ServerOptions opts() {
-    ServerOptions o;
-    o.model_name = "tiny";
-    o.cache_mem_bytes = 64 << 20;
-    return o;
-  }
   static json post(httplib::Client& c, const std::string& path, const json& body, int* status,
                    const httplib::Headers& h = {}) {
     auto r = c.Post(path.c_str(), h, body.dump(), "application/json");
     *status = r ? r->status : -1;
     return r ? json::parse(r->body, nullptr, false) : json();
   }
-  static Model* model_;
-  static Tokenizer* tok_;
 };
-Model* OpsEndpoints::model_ = nullptr;
-Tokenizer* OpsEndpoints::tok_ = nullptr;
 
 const std::string kText = "Hello, world! caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd<|im_end|> 12345";
 
