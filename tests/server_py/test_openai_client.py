@@ -792,9 +792,9 @@ class ScatterCombine(unittest.TestCase):
                 return f.read()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            m = re.search(r"(\d+\.\d+\.\d+\.\d+|localhost|\[?[0-9a-f:]+\]?):(\d+)", text())
+            m = re.search(r"hypic worker: model .* on [0-9.]+:(\d+)", text())  # not the log lines' times
             if m:
-                return "127.0.0.1:" + m.group(2)
+                return "127.0.0.1:" + m.group(1)
             self.assertIsNone(proc.poll(), text())
             time.sleep(0.05)
         self.fail("hypic worker printed no port:\n" + text())
