@@ -305,7 +305,7 @@ json HttpServer::Impl::props() const {
       {"context_tokens", c.max_position_embeddings},
       {"compute_dtype", dtype_name(model.compute_type())},
       {"model_fingerprint", model.fingerprint()},
-      {"defaults", {{"max_tokens", l.default_max_tokens}, {"seam", ApiRequest{}.seam}, {"mode", "hypic"}}},
+      {"defaults", {{"max_tokens", l.default_max_tokens}, {"seam", ApiRequest{}.seam}, {"mode", pic_mode_name(ApiRequest{}.mode)}}},
       {"limits", {{"max_tokens", l.max_tokens}, {"max_body_bytes", l.max_body_bytes}, {"max_messages", l.max_messages},
                   {"max_segments", l.max_segments}, {"max_choices", l.max_choices}, {"max_seam", l.max_seam},
                   {"max_segment_ttl_s", l.max_segment_ttl_s}}},
