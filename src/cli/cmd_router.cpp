@@ -22,7 +22,9 @@ int cmd_router(int argc, char** argv) {
          "unless the load is imbalanced, with the live `hypic worker`s for its cold segments.\n"
          "Members are listed here (--instances, --workers) and/or join at run time\n"
          "(`hypic serve --join` / `hypic worker --join` this router's --grpc-port). No model\n"
-         "is loaded here. Binds to loopback unless --host says otherwise.");
+         "is loaded here. Binds to loopback unless --host says otherwise. Serves the\n"
+         "instances' endpoints (/v1/chat/completions, /v1/completions, /v1/messages, /tokenize,\n"
+         "/detokenize, /props, /v1/models) and its own: /health, /metrics, /version, /v1/cluster.");
   a.opt("host", "H", "address to bind (HTTP and gRPC)", "127.0.0.1")
       .opt("port", "P", "HTTP port (0: any free port, printed at start)", "8000")
       .opt("grpc-port", "P", "port of the Router service members join (0: any free port; default: none)")

@@ -1,4 +1,5 @@
-// The router's HTTP routes: completions (parsed, checked, forwarded), /metrics, /v1/cluster.
+// The router's HTTP routes: completions (parsed, checked, forwarded), /tokenize, /detokenize and
+// /props (forwarded to an instance), /metrics, /v1/cluster.
 #include "router/router_impl.h"
 
 namespace hypic::router {
@@ -110,6 +111,47 @@ std::string Router::Impl::metrics_text() {
   return s;
 }
 
+// The read-only operations: answered by a healthy instance (the least busy; they serve one
+// model), the next one tried when the call fails. /props gains the router's own view.
+void Router::Impl::handle_query(const HttpRequest& req, Reply reply) {
+  std::set<std::string> tried;
+  std::string last = "no instance is available (none has joined or answered a health check)";
+  for (int attempt = 0; attempt < opt.max_attempts; ++attempt) {
+    const MemberState* pick = nullptr;
+    const std::vector<MemberState> members = cluster.snapshot();
+    for (const MemberState& mb : members)
+      if (mb.role == Role::kInstance && mb.healthy && !tried.count(mb.address) && (!pick || mb.inflight < pick->inflight))
+        pick = &mb;
+    if (!pick) break;
+    const std::string addr = pick->address;
+    tried.insert(addr);
+    pb::QueryRequest q;
+    q.set_path(req.path);
+    q.set_body(req.body);
+    pb::QueryReply a;
+    grpc::ClientContext ctx;
+    opt.creds->authorize(&ctx);
+    ctx.set_deadline(detail::after_ms(opt.first_byte_timeout_ms));
+    const grpc::Status st = combine_stub(addr)->Query(&ctx, q, &a);
+    if (!st.ok()) {
+      last = "instance " + addr + " did not answer: " + st.error_message();
+      continue;
+    }
+    if (a.has_error()) return reply(error_reply(api::error_from_pb(a.error())));
+    json body = json::parse(a.json(), nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded()) {
+      last = "instance " + addr + " answered a body that is not JSON";
+      continue;
+    }
+    if (req.path == "/props") {
+      body["api_key_required"] = !opt.api_key.empty();
+      body["router"] = {{"instance", addr}, {"members", members.size()}, {"version", api::version_json()}};
+    }
+    return reply(json_reply(body));
+  }
+  reply(error_reply(make_error(503, last, "server_error", "no_instance")));
+}
+
 json Router::Impl::cluster_json() {
   json members = json::array();
   for (const MemberState& mb : cluster.snapshot())
@@ -143,6 +185,10 @@ void Router::Impl::setup_routes() {
   });
   http->route("GET", "/v1/cluster", [this](const HttpRequest&, Reply reply) { reply(json_reply(cluster_json())); });
   http->route("GET", "/version", [](const HttpRequest&, Reply reply) { reply(json_reply(api::version_json())); }, cheap);
+  auto query = [this](const HttpRequest& req, Reply reply) { handle_query(req, std::move(reply)); };
+  http->route("GET", "/props", query);
+  http->route("POST", "/tokenize", query, json_body);
+  http->route("POST", "/detokenize", query, json_body);
   auto model_object = [](const std::string& name) {
     return json{{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "hypic"}};
   };

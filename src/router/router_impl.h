@@ -149,6 +149,8 @@ struct Router::Impl {
     std::lock_guard<std::mutex> l(count_mu);
     by_status[status] += 1;
   }
+  // POST /tokenize, /detokenize, GET /props: forwarded to an instance (Combine.Query).
+  void handle_query(const HttpRequest& req, Reply reply);
   std::string metrics_text();
   json cluster_json();
   // The error of a forward that was cancelled: cut at the drain deadline (503), or its

@@ -4,6 +4,7 @@
 
 #include "api/http_util.h"
 #include "api/request_tools.h"
+#include "api/tokenize.h"
 #include "checkpoint/safetensors.h"
 #include "core/log.h"
 #include "engine/prompt.h"
@@ -74,6 +75,29 @@ cluster::pb::InstanceLoad Admission::load() const {
   l.set_max_queue(opt_.max_queue);
   l.set_cache_bytes(store_.stats().mem_bytes);
   return l;
+}
+
+std::variant<ApiError, json> Admission::query(std::string_view path, std::string_view body) const {
+  if (path == "/props") return opt_.props;
+  if (path == "/detokenize") {
+    json out;
+    if (auto e = detokenize(body, opt_.limits, opt_.model_name, tok_, &out)) return *e;
+    return out;
+  }
+  if (path != "/tokenize") return make_error(404, "no operation " + std::string(path), "invalid_request_error", "not_found");
+  TokenizeRequest t;
+  if (auto e = parse_tokenize(body, opt_.limits, opt_.model_name, &t)) return *e;
+  std::vector<int32_t> ids;
+  if (t.text) {
+    ids = tok_.encode(*t.text, t.parse_special);
+  } else {
+    // The chat as /v1/chat/completions builds it (template, tools, segments by id, auto segments).
+    ApiRequest r;
+    PromptParts parts;
+    if (auto e = prepare(t.chat.dump(), Endpoint::kChat, &r, &parts)) return *e;
+    ids = parts.concatenated();
+  }
+  return tokenize_response(tok_, t, ids, model_.config().max_position_embeddings);
 }
 
 }  // namespace hypic::server

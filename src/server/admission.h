@@ -3,7 +3,8 @@
 // and validated, the request's auto segments and grammar applied, registered segment ids
 // resolved, the prompt tokenised in the model's chat format, the job queued on the
 // scheduler. A forwarded request is admitted exactly as a direct one. Also what both report
-// when a request ends (its log line, the request counter) and the load a router balances on.
+// when a request ends (its log line, the request counter), the load a router balances on, and
+// the read-only operations both answer (/tokenize, /detokenize, /props).
 //
 // Threading: every method may be called from any thread at once (the registry, scheduler,
 // metrics and store lock for themselves).
@@ -41,6 +42,7 @@ class Admission {
     api::AutoSegments auto_segments;  // the server's default (a request's own overrides it)
     int max_batch = 0, max_queue = 0;  // the scheduler's, reported in load()
     bool log_requests = true;
+    nlohmann::json props;  // GET /props: the server's effective settings (no secrets)
   };
   // All must outlive the admission.
   Admission(const Model& model, const Tokenizer& tok, SegmentRegistry& registry, Scheduler& scheduler,
@@ -62,6 +64,10 @@ class Admission {
   void finished(int status, const nlohmann::json& line) const;
   // This instance's load, for a router's choice.
   cluster::pb::InstanceLoad load() const;
+
+  // POST /tokenize, POST /detokenize (body: the request's) or GET /props: the response body,
+  // or the error the client gets (an unknown path is a 404).
+  std::variant<api::ApiError, nlohmann::json> query(std::string_view path, std::string_view body) const;
 
  private:
   const Model& model_;

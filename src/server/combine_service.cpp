@@ -32,6 +32,14 @@ struct CombineServer::Service final : pb::Combine::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status Query(grpc::ServerContext* ctx, const pb::QueryRequest* req, pb::QueryReply* out) override {
+    if (auto st = creds->check(ctx, "Combine.Query"); !st.ok()) return st;
+    auto r = admission.query(req->path(), req->body());
+    if (auto* e = std::get_if<ApiError>(&r)) *out->mutable_error() = error_to_pb(*e);
+    else out->set_json(dump(std::get<json>(r)));
+    return grpc::Status::OK;
+  }
+
   grpc::Status Generate(grpc::ServerContext* ctx, const pb::GenerateRequest* req,
                         grpc::ServerWriter<pb::GenerateEvent>* w) override {
     if (auto st = creds->check(ctx, "Combine.Generate"); !st.ok()) return st;

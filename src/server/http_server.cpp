@@ -16,7 +16,6 @@
 #include "api/http_util.h"
 #include "api/request_tools.h"
 #include "api/respond.h"
-#include "api/tokenize.h"
 #include "checkpoint/safetensors.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -108,7 +107,8 @@ struct HttpServer::Impl {
   void handle_segment(const HttpRequest& req, Reply reply, bool del);
   void handle_segment_list(const HttpRequest& req, Reply reply);
   void handle_metrics(Reply reply);
-  void handle_tokenize(const HttpRequest& req, Reply reply);
+  // POST /tokenize, /detokenize, GET /props (Admission::query).
+  void handle_query(const HttpRequest& req, Reply reply);
   json props() const;
   std::optional<ApiError> query_salt(const HttpRequest& req, std::string* salt) const;
   void setup_routes();
@@ -272,20 +272,10 @@ void HttpServer::Impl::handle_metrics(Reply reply) {
   reply(std::move(r));
 }
 
-void HttpServer::Impl::handle_tokenize(const HttpRequest& req, Reply reply) {
-  TokenizeRequest t;
-  if (auto e = parse_tokenize(req.body, opt.limits, opt.model_name, &t)) return reply(error_reply(*e));
-  std::vector<int32_t> ids;
-  if (t.text) {
-    ids = tok.encode(*t.text, t.parse_special);
-  } else {
-    // The chat as /v1/chat/completions builds it (template, tools, segments by id, auto segments).
-    ApiRequest r;
-    PromptParts parts;
-    if (auto e = admission->prepare(t.chat.dump(), Endpoint::kChat, &r, &parts)) return reply(error_reply(*e));
-    ids = parts.concatenated();
-  }
-  reply(json_reply(tokenize_response(tok, t, ids, model.config().max_position_embeddings)));
+void HttpServer::Impl::handle_query(const HttpRequest& req, Reply reply) {
+  auto r = admission->query(req.path, req.body);
+  if (auto* e = std::get_if<ApiError>(&r)) return reply(error_reply(*e));
+  reply(json_reply(std::get<json>(r)));
 }
 
 // GET /props: the settings this server runs with, as they took effect (no key, no store address).
@@ -353,15 +343,10 @@ void HttpServer::Impl::setup_routes() {
   http->route("GET", "/version", [](const HttpRequest&, Reply reply) {
     reply(json_reply(version_json()));
   }, cheap);
-  http->route("GET", "/props", [this](const HttpRequest&, Reply reply) { reply(json_reply(props())); });
-  http->route("POST", "/tokenize", [this](const HttpRequest& req, Reply reply) {
-    handle_tokenize(req, std::move(reply));
-  }, json_body);
-  http->route("POST", "/detokenize", [this](const HttpRequest& req, Reply reply) {
-    json out;
-    if (auto e = detokenize(req.body, opt.limits, opt.model_name, tok, &out)) return reply(error_reply(*e));
-    reply(json_reply(out));
-  }, json_body);
+  auto query = [this](const HttpRequest& req, Reply reply) { handle_query(req, std::move(reply)); };
+  http->route("GET", "/props", query);
+  http->route("POST", "/tokenize", query, json_body);
+  http->route("POST", "/detokenize", query, json_body);
   http->route("POST", "/v1/chat/completions", [this](const HttpRequest& req, Reply reply) {
     handle_completion(req, std::move(reply), Endpoint::kChat);
   }, json_body);
@@ -477,6 +462,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   ao.max_batch = impl->opt.scheduler.max_batch;
   ao.max_queue = impl->opt.scheduler.max_queue;
   ao.log_requests = impl->opt.log_requests;
+  ao.props = impl->props();
   impl->admission = std::make_unique<Admission>(model, tok, *impl->registry, *impl->scheduler, impl->metrics,
                                                 *impl->store, std::move(ao));
   if (ro.records && !ro.records->shared()) {  // shared ones are resolved when used

@@ -267,6 +267,24 @@ class RouterCluster(unittest.TestCase):
         got = client(self.router.base).completions.create(model=MODEL, prompt="Once upon a time", max_tokens=6, temperature=0)
         self.assertEqual(got.choices[0].text, want.choices[0].text)
 
+    def test_tokenize_detokenize_and_props_through_the_router(self):
+        for body in ({"content": DOCS[0]}, {"prompt": DOCS[1], "with_pieces": True},
+                     {"model": MODEL, "messages": [{"role": "user", "content": "Name a river."}]}):
+            want = http_json("POST", self.plain.base + "/tokenize", body)
+            self.assertEqual(want[0], 200, want)
+            self.assertEqual(http_json("POST", self.router.base + "/tokenize", body), want)
+        ids = http_json("POST", self.plain.base + "/tokenize", {"content": DOCS[0]})[1]["tokens"]
+        status, out = http_json("POST", self.router.base + "/detokenize", {"tokens": ids})
+        self.assertEqual((status, out["content"]), (200, DOCS[0]))
+        status, out = http_json("POST", self.router.base + "/detokenize", {"tokens": [1 << 30]})
+        self.assertEqual((status, out["error"]["param"]), (400, "tokens[0]"), out)  # the instance's error, relayed
+        status, body = http_get(self.router.base + "/props")
+        self.assertEqual(status, 200, body)
+        props = json.loads(body)
+        self.assertEqual(props["model"], MODEL)
+        self.assertIn(props["router"]["instance"], [p.address for p in self.inst])
+        self.assertFalse(props["api_key_required"])
+
     def test_documents_are_spread_over_instances_and_each_stays_at_its_home(self):
         docs = ["Note %d: the ferry to island %d leaves at %d o'clock from pier %d." % (i, i, i % 12 + 1, i) * 6
                 for i in range(16)]
@@ -474,6 +492,8 @@ class Faults(unittest.TestCase):
         status, body = http_get(router.base + "/version")  # answered with no member too
         self.assertEqual(status, 200, body)
         self.assertRegex(json.loads(body)["version"], r"^\d+\.\d+\.\d+$")
+        status, body = http_json("POST", router.base + "/tokenize", {"content": "x"})
+        self.assertEqual((status, body["error"]["code"]), (503, "no_instance"), body)
         with self.assertRaises(openai.APIStatusError) as e:
             ask(router.base, DOCS[:1], "f3")
         self.assertEqual(e.exception.status_code, 503)
@@ -516,6 +536,7 @@ class ClusterAuth(unittest.TestCase):
         wait_members(router, {good.address: "worker", inst.address: "instance"})
         r = ask(router.base, DOCS[6:8], "auth-1")
         self.assertGreaterEqual(hypic_usage(r.usage)["scatter"]["built_remote"], 1)
+        self.assertEqual(http_json("POST", router.base + "/tokenize", {"content": "x"})[0], 200)  # Query carries the token
         self.assertNotIn(wrong.address, [m["address"] for m in cluster(router)["members"]])
 
     def test_plaintext_is_refused_by_a_tls_cluster(self):
