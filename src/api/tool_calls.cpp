@@ -169,9 +169,10 @@ void ToolCallReader::take(std::vector<Event>* out, bool at_end) {
     if (!inside_) {
       const size_t p = buf_.find(open_);
       if (p == std::string::npos) {
-        const size_t keep = at_end ? 0 : partial_prefix(buf_, open_);
-        add_text(out, buf_.substr(0, buf_.size() - keep));
-        buf_.erase(0, buf_.size() - keep);
+        // The start of a block, held back: text at the end, unless the reply was cut there.
+        const size_t held = partial_prefix(buf_, open_);
+        add_text(out, buf_.substr(0, buf_.size() - (at_end && !cut_ ? 0 : held)));
+        buf_.erase(0, buf_.size() - (at_end ? 0 : held));
         return;
       }
       add_text(out, buf_.substr(0, p));
@@ -180,8 +181,8 @@ void ToolCallReader::take(std::vector<Event>* out, bool at_end) {
     }
     const size_t q = buf_.find(close_);
     if (q == std::string::npos) {
-      if (at_end) {  // unterminated: text as it was written
-        add_text(out, open_ + buf_);
+      if (at_end) {  // unterminated: text as written, or nothing when the reply was cut inside it
+        if (!cut_) add_text(out, open_ + buf_);
         buf_.clear();
         inside_ = false;
       }
@@ -209,15 +210,16 @@ std::vector<ToolCallReader::Event> ToolCallReader::feed(std::string_view text) {
   return out;
 }
 
-std::vector<ToolCallReader::Event> ToolCallReader::finish() {
+std::vector<ToolCallReader::Event> ToolCallReader::finish(bool cut) {
   std::vector<Event> out;
+  cut_ = cut;
   take(&out, true);
   held_ws_.clear();
   return out;
 }
 
 ParsedReply read_tool_calls(std::string_view text, const std::string& open, const std::string& close,
-                            const std::vector<ToolDef>& tools) {
+                            const std::vector<ToolDef>& tools, bool cut) {
   ToolCallReader r(open, close, tools);
   ParsedReply out;
   auto add = [&](std::vector<ToolCallReader::Event> evs) {
@@ -227,7 +229,7 @@ ParsedReply read_tool_calls(std::string_view text, const std::string& open, cons
     }
   };
   add(r.feed(text));
-  add(r.finish());
+  add(r.finish(cut));
   return out;
 }
 

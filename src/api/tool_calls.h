@@ -7,8 +7,10 @@
 // </function>\n</tool_call>"; either body is read whatever the format). A block that parses,
 // names a declared tool and has an object of arguments (JSON: an object or a string holding
 // one; XML: each value typed by the tool's schema — strings as they are, numbers, booleans
-// (True / true), objects and lists as JSON) becomes a tool call; any other block, and an
-// unterminated one, stays text. So malformed output comes back as content, never an error.
+// (True / true), objects and lists as JSON) becomes a tool call; any other block stays text,
+// so malformed output comes back as content, never an error — except in a reply cut by
+// max_tokens, whose unterminated last block (or the start of its tag) is dropped: a fragment of
+// a call is neither.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +55,8 @@ class ToolCallReader {
   ToolCallReader(std::string open, std::string close, std::vector<ToolDef> tools)
       : open_(std::move(open)), close_(std::move(close)), tools_(std::move(tools)) {}
   std::vector<Event> feed(std::string_view text);
-  std::vector<Event> finish();
+  // `cut`: the reply was cut by max_tokens (an unfinished block at its end is dropped).
+  std::vector<Event> finish(bool cut);
   int calls() const { return calls_; }
 
  private:
@@ -66,16 +69,17 @@ class ToolCallReader {
   bool at_start_ = true;  // no content since the start or the last call
   bool inside_ = false;   // buf_ is inside a call block
   int calls_ = 0;
+  bool cut_ = false;  // finish(true): the reply was cut
 };
 
 // A whole reply: content (text outside calls, trimmed; "" when none) and the calls; the
-// same as the events of one ToolCallReader fed the whole text.
+// same as the events of one ToolCallReader fed the whole text (`cut`: as finish's).
 struct ParsedReply {
   std::string content;
   std::vector<ToolCall> calls;
 };
 ParsedReply read_tool_calls(std::string_view text, const std::string& open, const std::string& close,
-                            const std::vector<ToolDef>& tools);
+                            const std::vector<ToolDef>& tools, bool cut);
 
 // A fresh call id: "call_" and 24 random hex digits.
 std::string new_tool_call_id();

@@ -11,6 +11,7 @@ using Expr = Builder::Expr;
 namespace {
 
 constexpr int kMaxArrayBound = 64;
+constexpr int kMaxDigits = 16;  // of an integer, and of a number's fraction
 
 // Builds JSON rules into one Builder; the shared pieces (whitespace, strings, any value) are
 // made once.
@@ -53,8 +54,19 @@ class JsonRules {
     string_ = b_.seq({b_.byte('"'), b_.star(ch), b_.byte('"')});
     return *string_;
   }
+  // e written 0..n times (nested options).
+  Expr upto(Expr e, int n) {
+    Expr r = b_.epsilon();
+    for (int i = 0; i < n; ++i) r = b_.opt(b_.seq({e, r}));
+    return r;
+  }
+  // Integers of at most kMaxDigits digits and fractions of at most kMaxDigits: a value ends
+  // (a model that repeats a digit cannot run on to max_tokens), and every integer written is
+  // exact in an int64.
   Expr integer() {
-    if (!integer_) integer_ = b_.seq({b_.opt(b_.byte('-')), b_.alt({b_.byte('0'), b_.seq({b_.range('1', '9'), b_.star(b_.range('0', '9'))})})});
+    if (!integer_)
+      integer_ = b_.seq({b_.opt(b_.byte('-')),
+                         b_.alt({b_.byte('0'), b_.seq({b_.range('1', '9'), upto(b_.range('0', '9'), kMaxDigits - 1)})})});
     return *integer_;
   }
   Expr number() {
@@ -66,7 +78,7 @@ class JsonRules {
     sign.set('-');
     const Expr digit = b_.range('0', '9');
     // Exponents of at most two digits: every number stays within a double's range.
-    number_ = b_.seq({integer(), b_.opt(b_.seq({b_.byte('.'), b_.plus(digit)})),
+    number_ = b_.seq({integer(), b_.opt(b_.seq({b_.byte('.'), digit, upto(digit, kMaxDigits - 1)})),
                       b_.opt(b_.seq({b_.bytes(e), b_.opt(b_.bytes(sign)), digit, b_.opt(digit)}))});
     return *number_;
   }

@@ -13,8 +13,9 @@
 // The text the grammars admit: properties in the schema's order (required ones always, optional
 // ones may be left out), at most one space after '{', '[', ',' and ':' and before '}' and ']'
 // (no unbounded whitespace a model could loop on), strings of well-formed UTF-8 with JSON's
-// escapes (no \u escape of a UTF-16 surrogate), numbers in JSON's syntax with exponents of at
-// most two digits. Every text the grammar admits parses as JSON and validates against the
+// escapes (no \u escape of a UTF-16 surrogate), numbers in JSON's syntax with at most 16 digits
+// before the point, 16 after it and 2 in the exponent (a value always ends: a model repeating a
+// digit cannot run on). Every text the grammar admits parses as JSON and validates against the
 // schema.
 #pragma once
 

@@ -226,7 +226,7 @@ Scheduler::Decoding Jobs::choice(const CompletionJob& job, const Timer& arrival,
       g.text = echo->text + g.text;
       g.logprobs.insert(g.logprobs.begin(), echo->logprobs.begin(), echo->logprobs.end());
     }
-    if (tools) tools->push(tools->reader.finish(), *ticket, nullptr);
+    if (tools) tools->push(tools->reader.finish(g.finish_reason == "length"), *ticket, nullptr);
     Outcome o = finish_generation(std::move(g), st, f, lp ? std::optional<Endpoint>(ep) : std::nullopt);
     if (o.completion) o.completion->usage.auto_segments = made;
     if (tools && o.completion) {  // the content without the calls, and the calls

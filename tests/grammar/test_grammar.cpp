@@ -192,6 +192,23 @@ TEST(JsonSchema, AcceptsAndRejects) {
   EXPECT_FALSE((*arr)->matches("[1, 2, 3, 4, 5]"));
 }
 
+TEST(JsonSchema, NumbersEndAfterSixteenDigits) {
+  auto g = json_schema_grammar(Json::parse(R"({"type": "object", "properties": {"n": {"type": "integer"},
+      "x": {"type": "number"}}, "required": ["n", "x"], "additionalProperties": false})"));
+  ASSERT_TRUE(g.is_ok());
+  const std::string d16(16, '3');
+  EXPECT_TRUE((*g)->matches(R"({"n": )" + d16 + R"(, "x": -)" + d16 + "." + d16 + "e-12}"));
+  EXPECT_FALSE((*g)->matches(R"({"n": 3)" + d16 + R"(, "x": 1})"));
+  EXPECT_FALSE((*g)->matches(R"({"n": 1, "x": 1.)" + d16 + "3}"));
+  // After 16 digits only the value's end may follow.
+  Grammar::State s = (*g)->start();
+  for (char c : std::string(R"({"n": )") + d16) s = (*g)->advance(s, uint8_t(c));
+  ASSERT_FALSE(s.dead());
+  const ByteSet next = (*g)->next_bytes(s);
+  for (char c = '0'; c <= '9'; ++c) EXPECT_FALSE(next.test(uint8_t(c))) << c;
+  EXPECT_TRUE(next.test(uint8_t(',')));
+}
+
 TEST(JsonSchema, RecursionThatWritesSomethingIsAllowed) {
   // A tree: the recursion goes through an optional member and an array item.
   auto g = json_schema_grammar(Json::parse(R"({"$ref": "#/$defs/t", "$defs": {"t": {"type": "object",
@@ -241,10 +258,10 @@ TEST(JsonSchema, OutsideTheSubsetIsAnErrorNamingIt) {
   Json values = Json::array();
   for (size_t i = 0; i < kMaxEnumValues; ++i) values.push_back("value " + std::to_string(i));
   Json wide = Json{{"type", "object"}, {"properties", Json::object()}};
-  for (size_t i = 0; i <= kMaxSchemaRules / kMaxEnumValues; ++i) wide["properties"]["p" + std::to_string(i)] = Json{{"enum", values}};
+  for (size_t i = 0; i <= kMaxSchemaRules / kMaxEnumValues; ++i) wide["properties"][std::string("p").append(std::to_string(i))] = Json{{"enum", values}};
   EXPECT_NE(check_json_schema(wide).message().find("rules"), std::string::npos) << check_json_schema(wide).message();
   Json many = Json{{"type", "object"}, {"properties", Json::object()}};
-  for (size_t i = 0; i <= kMaxSchemaRules / 16; ++i) many["properties"]["p" + std::to_string(i)] = Json{{"type", "boolean"}};
+  for (size_t i = 0; i <= kMaxSchemaRules / 16; ++i) many["properties"][std::string("p").append(std::to_string(i))] = Json{{"type", "boolean"}};
   EXPECT_NE(check_json_schema(many).message().find("subschemas"), std::string::npos);
   // Nesting past the limit is refused, not recursed into.
   Json deep = Json::object();

@@ -208,17 +208,17 @@ TEST(Tools, Qwen35WritesToolsFirstAndXmlCalls) {
                                     "<parameter=unit>\nkelvin\n</parameter>\n</function>\n</tool_call>"));
   EXPECT_TRUE(req.grammar->matches("<tool_call>\n<function=get_time>\n<parameter=anything>\nat all\n</parameter>\n</function>\n</tool_call>"));
   // And the reader types each value by the tool's schema.
-  const ParsedReply p = read_tool_calls(call, f.call_open, f.call_close, req.tools);
+  const ParsedReply p = read_tool_calls(call, f.call_open, f.call_close, req.tools, false);
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].arguments, R"({"city":"St. Gallen\nnorth","unit":"c"})");
   const std::string typed = "<tool_call>\n<function=get_time>\n<parameter=n>\n3\n</parameter>\n<parameter=ok>\nTrue\n</parameter>\n"
                             "<parameter=xs>\n[1, 2]\n</parameter>\n<parameter=s>\nplain words\n</parameter>\n</function>\n</tool_call>";
-  const ParsedReply t = read_tool_calls("Let me see.\n\n" + typed, f.call_open, f.call_close, req.tools);
+  const ParsedReply t = read_tool_calls("Let me see.\n\n" + typed, f.call_open, f.call_close, req.tools, false);
   EXPECT_EQ(t.content, "Let me see.");
   ASSERT_EQ(t.calls.size(), 1u);
   EXPECT_EQ(t.calls[0].arguments, R"({"n":3,"ok":true,"xs":[1,2],"s":"plain words"})");
   EXPECT_TRUE(read_tool_calls("<tool_call>\n<function=get_time>\n<parameter=n>\n3\n</function>\n</tool_call>", f.call_open, f.call_close,
-                              req.tools).calls.empty());  // an unclosed parameter: text
+                              req.tools, false).calls.empty());  // an unclosed parameter: text
 }
 
 TEST(Tools, GrammarPerChoice) {
@@ -258,6 +258,7 @@ TEST(Tools, ReadingCallsOutOfReplies) {
   struct Case {
     std::string text, content;
     std::vector<std::string> calls;  // name + arguments
+    bool cut = false;                // the reply was cut by max_tokens
   };
   const Case cases[] = {
       {"Just text.", "Just text.", {}},
@@ -266,15 +267,21 @@ TEST(Tools, ReadingCallsOutOfReplies) {
       {"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
        "\"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}\n</tool_call>",
        "", {"get_time{}", "get_weather{\"city\":\"Oslo\"}"}},
-      // Broken JSON, an unknown tool, arguments that are not an object, an unterminated block: text.
+      // Broken JSON, an unknown tool, arguments that are not an object, an unterminated block: text,
+      // unless the reply was cut by max_tokens inside it (then dropped, after the calls before it).
       {"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\n</tool_call>", "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\n</tool_call>", {}},
       {"<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call>", "<tool_call>\n{\"name\": \"rm_rf\", \"arguments\": {}}\n</tool_call>", {}},
       {"<tool_call>\n{\"name\": \"get_time\", \"arguments\": [1]}\n</tool_call>", "<tool_call>\n{\"name\": \"get_time\", \"arguments\": [1]}\n</tool_call>", {}},
       {"Sure <tool_call>\n{\"name\": \"get_time\"", "Sure <tool_call>\n{\"name\": \"get_time\"", {}},
+      {"Sure <tool_call>\n{\"name\": \"get_time\"", "Sure", {}, true},
+      {"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"argu",
+       "", {"get_time{}"}, true},
+      {"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>\n<tool_", "", {"get_time{}"}, true},
       {"a <tool_ca", "a <tool_ca", {}},
+      {"a <tool_ca", "a", {}, true},
   };
   for (const Case& c : cases) {
-    ParsedReply whole = read_tool_calls(c.text, open, close, names);
+    ParsedReply whole = read_tool_calls(c.text, open, close, names, c.cut);
     EXPECT_EQ(whole.content, c.content) << c.text;
     ASSERT_EQ(whole.calls.size(), c.calls.size()) << c.text;
     for (size_t i = 0; i < c.calls.size(); ++i) {
@@ -297,7 +304,7 @@ TEST(Tools, ReadingCallsOutOfReplies) {
         for (size_t i = cut; i < c.text.size(); ++i) add(r.feed(c.text.substr(i, 1)));
       else
         add(r.feed(c.text.substr(cut)));
-      add(r.finish());
+      add(r.finish(c.cut));
       EXPECT_EQ(content, c.content) << c.text << " cut " << cut;
       EXPECT_EQ(calls, c.calls) << c.text << " cut " << cut;
     }

@@ -68,8 +68,8 @@ def discard(log_file):
 class HypicServer(Process):
     """One `hypic serve` process; its stderr (one JSON line per request) goes to a file."""
 
-    def __init__(self, *extra_args, api_key=None):
-        args = [OPTS["hypic_bin"], "serve", "--model", MODEL_DIR, "--port", "0",
+    def __init__(self, *extra_args, api_key=None, model_dir=MODEL_DIR):
+        args = [OPTS["hypic_bin"], "serve", "--model", model_dir, "--port", "0",
                 "--dtype", "f32", "--cache-mem", "64"] + list(extra_args)
         if api_key:
             args += ["--api-key", api_key]
@@ -210,10 +210,11 @@ class ServerCase(unittest.TestCase):
     even when setUpClass fails half-way)."""
     SERVER_ARGS = ()
     SERVER_KEY = None
+    SERVER_MODEL_DIR = MODEL_DIR
 
     @classmethod
     def setUpClass(cls):
-        cls.server = HypicServer(*cls.SERVER_ARGS, api_key=cls.SERVER_KEY)
+        cls.server = HypicServer(*cls.SERVER_ARGS, api_key=cls.SERVER_KEY, model_dir=cls.SERVER_MODEL_DIR)
         cls.addClassCleanup(cls.server.cleanup)
         cls.server.start()
         cls.client = cls.server.client()
