@@ -125,6 +125,9 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
       return unsupported("'" + k + "' is not supported; remove it", k, "unsupported_parameter");
     }
   }
+  // Extended thinking is not asked for ('thinking' is not supported yet): a model whose
+  // template thinks answers with its reasoning block closed.
+  chat["chat_template_kwargs"] = {{"enable_thinking", false}};
   // A null max_tokens is as missing (Anthropic's API requires a number).
   if (auto m = j.find("max_tokens"); m == j.end() || m->is_null()) return bad("'max_tokens' is required", "max_tokens");
   json msgs = json::array();

@@ -253,6 +253,14 @@ std::optional<ApiError> parse_messages(const json& v, const RequestLimits& lim, 
     else
       return bad_request("role '" + rs + "' is not supported (system, developer, user, assistant, tool)", pm + ".role", "invalid_value");
     if (auto e = parse_message_tool_fields(m, pm, &msg)) return e;
+    for (const char* key : {"reasoning_content", "reasoning"}) {  // vLLM's and llama-server's name, OpenRouter's
+      auto rc = m.find(key);
+      if (rc == m.end() || rc->is_null()) continue;
+      if (msg.role != Role::kAssistant)
+        return bad_request("only assistant messages have '" + std::string(key) + "'", pm + "." + key, "invalid_value");
+      if (!rc->is_string()) return wrong_type(pm + "." + key, "a string", *rc);
+      msg.reasoning = rc->get<std::string>();
+    }
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
       if (msg.tool_calls.empty())  // an assistant message of calls only may have no content
@@ -332,7 +340,7 @@ std::optional<ApiError> check_fields(const json& j, Endpoint ep) {
       {"model", nullptr}, {"messages", nullptr}, {"max_tokens", nullptr}, {"max_completion_tokens", nullptr},
       {"temperature", nullptr}, {"top_p", nullptr}, {"top_k", nullptr}, {"seed", nullptr}, {"n", nullptr},
       {"stop", nullptr}, {"stream", nullptr}, {"stream_options", nullptr}, {"cache_salt", nullptr},
-      {"user", nullptr}, {"logprobs", nullptr}, {"hypic", nullptr},
+      {"user", nullptr}, {"logprobs", nullptr}, {"hypic", nullptr}, {"chat_template_kwargs", nullptr},
       {"presence_penalty", is_zero_number}, {"frequency_penalty", is_zero_number},
       {"logit_bias", is_empty}, {"top_logprobs", nullptr}, {"tools", nullptr}, {"functions", is_empty},
       {"tool_choice", nullptr}, {"function_call", [](const json& v) { return v == "none"; }},
@@ -444,6 +452,16 @@ std::optional<ApiError> parse_object(const json& j, std::string_view body, Endpo
   if (auto e = parse_logprobs(j, ep, r)) return e;
   if (ep == Endpoint::kChat)
     if (auto e = parse_tool_fields(j, body, r)) return e;
+  // vLLM's and llama-server's: keyword arguments of the chat template; hypic's templates
+  // take enable_thinking (and ignore the rest, as a template ignores variables it never reads).
+  if (auto it = j.find("chat_template_kwargs"); ep == Endpoint::kChat && it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return wrong_type("chat_template_kwargs", "an object", *it);
+    if (auto t = it->find("enable_thinking"); t != it->end() && !t->is_null()) {
+      bool on = true;
+      if (auto e = get_bool(*t, "chat_template_kwargs.enable_thinking", &on)) return e;
+      r->enable_thinking = on;
+    }
+  }
   if (auto it = j.find("hypic"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("hypic", "an object", *it);
     for (const auto& [k, v] : it->items())

@@ -22,6 +22,7 @@
 
 namespace hypic {
 class ChatTemplate;
+struct ReasoningFormat;
 namespace grammar {
 class Grammar;
 }
@@ -65,6 +66,7 @@ struct Message {
   std::vector<ContentPart> parts;
   std::vector<ToolCall> tool_calls;  // an assistant message's calls (history)
   std::string tool_call_id;          // a tool message: the call it answers
+  std::string reasoning;             // an assistant message's reasoning_content (history)
 };
 
 struct RequestLimits {
@@ -140,6 +142,13 @@ struct ApiRequest {
   nlohmann::ordered_json response_schema;
   // Tools go into the prompt and calls are read out of the reply (tools given, choice not none).
   bool uses_tools() const { return !tools.empty() && tool_choice != ToolChoice::kNone; }
+  // Chat: chat_template_kwargs.enable_thinking as asked (none: the server's default).
+  std::optional<bool> enable_thinking;
+  // Not parsed; set by the server: the model's reasoning format when its checkpoint thinks
+  // (then history is written as the template writes it), and whether this reply starts
+  // inside a reasoning block (its reasoning is returned apart from its content).
+  const ReasoningFormat* reasoning = nullptr;
+  bool thinking = false;
   // Not parsed; set by the server (request_grammar): what sampling is constrained to (null:
   // free text) and the model's call block delimiters (calls are read out of the reply).
   std::shared_ptr<const grammar::Grammar> grammar;

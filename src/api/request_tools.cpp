@@ -1,5 +1,6 @@
 #include "api/request_tools.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -241,6 +242,31 @@ std::optional<ApiError> check_tool_messages(const std::vector<Message>& msgs) {
   return std::nullopt;
 }
 
+namespace {
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  return std::string(s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1));
+}
+
+// An assistant message's reasoning and content apart, as Qwen3.5's template reads them: its
+// reasoning_content, else the text between "<think>" and "</think>" in its content.
+void split_reasoning(const Message& m, std::string* reasoning, std::string* content) {
+  *reasoning = m.reasoning;
+  if (!m.reasoning.empty()) return;
+  const size_t close = content->find("</think>");
+  if (close == std::string::npos) return;
+  std::string before = content->substr(0, close);
+  const size_t open = before.rfind("<think>");
+  if (open != std::string::npos) before = before.substr(open + 7);
+  *reasoning = before;
+  const size_t after = content->rfind("</think>") + 8;
+  *content = content->substr(std::min(content->find_first_not_of('\n', after), content->size()));
+}
+
+}  // namespace
+
 std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiRequest& r, std::vector<Message>* out) {
   out->clear();
   const ToolFormat* f = chat.tool_format();
@@ -250,22 +276,36 @@ std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiReq
     return bad_request("tool calling is not available for this model's chat format ('" + std::string(chat.name()) +
                            "') in hypic yet; send the request without tools and tool messages",
                        "tools", "unsupported_value");
+  // With reasoning, assistant turns after the last user query keep theirs; earlier ones lose it.
+  size_t last_query = 0;
+  for (size_t i = 0; i < r.messages.size(); ++i)
+    if (r.messages[i].role == Role::kUser) last_query = i;
   for (size_t i = 0; i < r.messages.size(); ++i) {
     const Message& m = r.messages[i];
+    std::string content = text_of(m);
+    if (r.reasoning && m.role == Role::kAssistant) {
+      std::string reasoning;
+      split_reasoning(m, &reasoning, &content);
+      Message a = m;
+      a.parts = {{i > last_query ? r.reasoning->open + trim(reasoning) + r.reasoning->close + content : content, false, ""}};
+      a.reasoning.clear();
+      out->push_back(std::move(a));
+    } else if (m.role != Role::kTool) {
+      out->push_back(m);
+    }
     if (m.role == Role::kTool) {
       const bool first = i == 0 || r.messages[i - 1].role != Role::kTool;
-      if (first) out->push_back(Message{Role::kUser, {}, {}, ""});
+      if (first) out->push_back(Message{Role::kUser, {}, {}, "", ""});
       out->back().parts.push_back({(first ? "" : f->response_separator) + f->response_open + text_of(m) + f->response_close,
                                    r.segment_tool_results, ""});  // (only a trailing run is ever marked)
       continue;
     }
-    out->push_back(m);
     if (m.tool_calls.empty()) continue;
     Message& a = out->back();
     std::string calls;
     for (size_t k = 0; k < m.tool_calls.size(); ++k) {
       if (k > 0) calls += f->call_separator;
-      else if (!text_of(m).empty()) calls += f->text_call_separator;
+      else if (!content.empty()) calls += f->text_call_separator;
       calls += f->call_open + call_body(*f, m.tool_calls[k]) + f->call_close;
     }
     a.parts.push_back({calls, false, ""});
@@ -282,7 +322,7 @@ std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiReq
   tools.back().text += f->preamble_tail;
   const bool system = !out->empty() && out->front().role == Role::kSystem;
   if (!system) {
-    out->insert(out->begin(), Message{Role::kSystem, std::move(tools), {}, ""});
+    out->insert(out->begin(), Message{Role::kSystem, std::move(tools), {}, "", ""});
   } else if (f->tools_first) {  // the tools, then the system message's text
     std::vector<ContentPart>& parts = out->front().parts;
     if (!text_of(out->front()).empty()) tools.back().text += "\n\n";

@@ -44,7 +44,7 @@ struct Collector : std::enable_shared_from_this<Collector> {
       const auto n = ticket->poll(&piece, &o, [self = shared_from_this()] { self->step(); });
       if (n == Ticket::Next::kPending) return;
       if (n == Ticket::Next::kText) {
-        if (piece.choice == 0 && !piece.tool_call) text += piece.text;
+        if (piece.choice == 0 && !piece.tool_call && !piece.reasoning) text += piece.text;
         continue;
       }
       return fn(std::move(text), std::move(o));
@@ -64,6 +64,10 @@ class ChunkStream final : public TicketBodyStream {
   }
   void piece(const std::string& text, json logprobs, int choice, std::string* out) override {
     *out += event(chunk(m_, m_.chat ? json{{"content", text}} : json(text), nullptr, std::move(logprobs), choice));
+  }
+  // As vLLM and llama-server stream it.
+  void reasoning(const std::string& text, int choice, std::string* out) override {
+    if (m_.chat) *out += event(chunk(m_, json{{"reasoning_content", text}}, nullptr, nullptr, choice));
   }
   // As vLLM streams them: the id and name first, then the arguments.
   void tool_call(const ToolCall& call, int index, int choice, std::string* out) override {
@@ -108,6 +112,7 @@ BodyStream::Poll TicketBodyStream::poll(std::string* out, const std::function<vo
     if (n == Ticket::Next::kPending) return out->empty() ? Poll::kPending : Poll::kData;
     if (n == Ticket::Next::kText) {
       if (p.tool_call) tool_call(*p.tool_call, p.call_index, p.choice, out);
+      else if (p.reasoning) reasoning(p.text, p.choice, out);
       else piece(p.text, std::move(p.logprobs), p.choice, out);
       if (out->size() >= (64u << 10)) return Poll::kData;
       continue;
@@ -146,6 +151,7 @@ void reply_completion(Reply reply, std::shared_ptr<Ticket> ticket, ReplyMeta m, 
         if (m.chat) {
           choice["message"] = {{"role", "assistant"},
                                {"content", !c.text.empty() || c.tool_calls.empty() ? json(c.text) : json(nullptr)}};
+          if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
           if (!c.tool_calls.empty()) choice["message"]["tool_calls"] = openai_tool_calls(c.tool_calls);
         } else {
           choice["text"] = c.text;

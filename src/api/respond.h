@@ -68,6 +68,8 @@ class TicketBodyStream : public BodyStream {
   // choice `choice`.
   virtual void piece(const std::string& text, nlohmann::json logprobs, int choice, std::string* out) = 0;
   virtual void tool_call(const ToolCall& call, int index, int choice, std::string* out) = 0;
+  // A piece of the reply's reasoning. Default: not sent.
+  virtual void reasoning(const std::string& text, int choice, std::string* out) {}
   // The last events; then reports the end through end().
   virtual void finish(const Outcome& o, std::string* out) = 0;
   ReplyOnce& end() { return *end_; }

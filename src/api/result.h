@@ -48,6 +48,7 @@ struct ChoiceResult {
   std::string stop_sequence;       // the stop string that ended it ("" none)
   nlohmann::json logprobs;         // the endpoint's logprobs object (null: not asked for)
   std::vector<ToolCall> tool_calls;
+  std::string reasoning;           // the reply's reasoning ("" none, or a model that does not reason)
 };
 
 struct CompletionResult {

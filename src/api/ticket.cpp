@@ -65,7 +65,7 @@ Ticket::Next Ticket::next_for(Piece* p, Outcome* out, std::chrono::milliseconds 
 bool Ticket::next(std::string* text, Outcome* out) {
   Piece p;
   while (next(&p, out)) {
-    if (p.tool_call) continue;
+    if (p.tool_call || p.reasoning) continue;
     *text = std::move(p.text);
     return true;
   }

@@ -41,6 +41,7 @@ class Ticket {
     std::optional<ToolCall> tool_call;
     int call_index = 0;
     int choice = 0;
+    bool reasoning = false;  // text of the reply's reasoning, not its content
   };
 
   // Worker side. push returns false once the job is cancelled.
@@ -51,6 +52,9 @@ class Ticket {
   bool push_text(std::string text, nlohmann::json logprobs = nullptr, int choice = 0) {
     return push(Piece{std::move(text), std::move(logprobs), std::nullopt, 0, choice});
   }
+  bool push_reasoning(std::string text, int choice = 0) {
+    return push(Piece{std::move(text), nullptr, std::nullopt, 0, choice, true});
+  }
   void finish(Outcome o);
   bool cancelled() const;
 
@@ -60,7 +64,7 @@ class Ticket {
   // next() waiting at most `max_wait`: kPending when nothing came meanwhile.
   enum class Next { kText, kOutcome, kPending };
   Next next_for(Piece* p, Outcome* out, std::chrono::milliseconds max_wait);
-  // next() for text alone: tool-call pieces are skipped.
+  // next() for content text alone: tool-call and reasoning pieces are skipped.
   bool next(std::string* text, Outcome* out);
   // Waits for the outcome, concatenating all text pieces into *text.
   Outcome wait(std::string* text);

@@ -44,6 +44,10 @@ int cmd_serve(int argc, char** argv) {
                                      "last; trailing tool results), tools (each tool description); or off; a request's "
                                      "hypic.auto_segments overrides it", "off")
       .opt("segment-separator", "S", "the separator of --auto-segments separator", "<<PIC_SEP>>")
+      .opt("reasoning", "auto|on|off", "replies that reason (Qwen3.5's <think> block): on, off, or auto (on when the "
+                                       "checkpoint's own chat template thinks); a request turns it off with "
+                                       "chat_template_kwargs.enable_thinking false; the reasoning is returned as "
+                                       "reasoning_content", "auto")
       .opt("flush-timeout", "S", "on SIGTERM, after the drain: seconds to write the memory tier's entries to --cache-dir", "30")
       .opt("max-concurrency", "N", "requests in flight at once (decoded together: continuous batching)", "16")
       .opt("prefill-threads", "N", "threads prefilling new requests while the batch decodes", "1")
@@ -156,6 +160,9 @@ int cmd_serve(int argc, char** argv) {
   auto model = load_checked_model(dir, lo);
   if (!model) return report_error("serve", model.status());
   log_chat_format(dir, (*model)->config());
+  auto reasoning = model_reasoning(dir, (*model)->config(), a.str("reasoning"));
+  if (!reasoning) return report_error("serve", reasoning.status());
+  so.reasoning = *reasoning;
   auto tok = load_model_tokenizer(dir);  // GGUF vocabulary, tokenizer.json or tiktoken.model
   if (!tok) return report_error("serve", tok.status());
   auto srv = server::HttpServer::create(*model.value(), tok.value(), so);

@@ -45,6 +45,15 @@ Status Composer::prefill(const TokenizedRequest& req, const ComposeOptions& opt,
   model_.reserve(*st, st->pos + stats->prompt_tokens);
   if (opt.mode == PicMode::kPrefix) return prefill_prefix_mode(req, opt, st, logits, stats);
 
+  if (opt.mode == PicMode::kFull || !prefix_ || opt.trace_suffix) {
+    return compose_head(req, opt, /*with_suffix=*/true, st, logits, stats);
+  }
+  if (req.segments.empty()) return prefill_prefix_mode(req, opt, st, logits, stats);  // the same computation
+  return prefill_composed(req, opt, st, logits, stats);
+}
+
+Status Composer::compose_head(const TokenizedRequest& req, const ComposeOptions& opt, bool with_suffix, SeqState* st,
+                              std::vector<float>* logits, ComposeStats* stats) const {
   ForwardPlan plan;
   plan.rule = opt.mode == PicMode::kNaive ? ComposeRule::kNaive : ComposeRule::kTransition;
   plan.rerotate = opt.rerotate;
@@ -91,45 +100,120 @@ Status Composer::prefill(const TokenizedRequest& req, const ComposeOptions& opt,
     plan.pieces.push_back(piece);
   }
   stats->build_ms = tb.ms();
-  compute(req.suffix.data(), int64_t(req.suffix.size()));
-  stats->recomputed_tokens = int64_t(plan.tokens.size());
+  if (with_suffix) compute(req.suffix.data(), int64_t(req.suffix.size()));
+  stats->recomputed_tokens += int64_t(plan.tokens.size());
   Timer tp;
-  HYPIC_RETURN_IF_ERROR(model_.forward_plan(*st, plan, LogitsFor::kLast, logits));
+  HYPIC_RETURN_IF_ERROR(model_.forward_plan(*st, plan, with_suffix ? LogitsFor::kLast : LogitsFor::kNone, logits));
   stats->prefill_ms = tp.ms();
+  return Status::ok();
+}
+
+namespace {
+
+// `ids` cut at the offsets in `breaks` (increasing; those outside (0, ids.size()) ignored).
+std::vector<std::vector<int32_t>> split_at(const std::vector<int32_t>& ids, const std::vector<size_t>& breaks) {
+  std::vector<std::vector<int32_t>> parts;
+  size_t from = 0;
+  for (size_t b : breaks) {
+    if (b <= from || b >= ids.size()) continue;
+    parts.emplace_back(ids.begin() + int64_t(from), ids.begin() + int64_t(b));
+    from = b;
+  }
+  if (from < ids.size()) parts.emplace_back(ids.begin() + int64_t(from), ids.end());
+  return parts;
+}
+
+// The namespaces of the prefix cache: prefix mode's checkpoints are exact (the same for every
+// mode), those after a composed head depend on how it was composed. The tag ends at the first
+// ':', so no salt can name another tag's namespace.
+std::string prefix_namespace(const std::string& salt) { return "prefix:" + salt; }
+
+std::string composed_namespace(const ComposeOptions& opt) {
+  return std::string(opt.mode == PicMode::kNaive ? "naive" : "hypic") + "/" + std::to_string(opt.seam) +
+         (opt.rerotate ? "" : "/norot") + ":" + opt.salt;
+}
+
+}  // namespace
+
+Status Composer::run_parts(const std::string& ns, const std::vector<const std::vector<int32_t>*>& seq, size_t from,
+                           const ComposeOptions& opt, SeqState* st, std::vector<float>* logits, ComposeStats* stats) const {
+  const std::vector<const std::vector<int32_t>*> cacheable(seq.begin(), seq.end() - 1);
+  for (size_t i = from; i < seq.size(); ++i) {
+    if (opt.cancelled && opt.cancelled())
+      return Status(StatusCode::kCancelled, "the prefill was cancelled (the client left, or the server is stopping)");
+    const bool last = i + 1 == seq.size();
+    const int64_t pos0 = st->pos;
+    HYPIC_RETURN_IF_ERROR(model_.forward(*st, *seq[i], last ? LogitsFor::kLast : LogitsFor::kNone, logits));
+    stats->recomputed_tokens += int64_t(seq[i]->size());
+    if (!last) {
+      prefix_->insert(ns, cacheable, int(i), *st, pos0);
+      stats->cached_new_tokens += int64_t(seq[i]->size());
+    }
+  }
   return Status::ok();
 }
 
 Status Composer::prefill_prefix_mode(const TokenizedRequest& req, const ComposeOptions& opt, SeqState* st,
                                      std::vector<float>* logits, ComposeStats* stats) const {
   if (!prefix_) return invalid_argument("prefix mode needs a prefix cache");
+  // The prefix as its messages (checkpointed one by one), then the segments, then the
+  // suffix's messages and the generation prompt.
+  const std::vector<std::vector<int32_t>> messages = split_at(req.prefix, req.prefix_breaks);
+  const std::vector<std::vector<int32_t>> suffix = split_at(req.suffix, req.suffix_breaks);
   std::vector<const std::vector<int32_t>*> seq;
-  if (!req.prefix.empty()) seq.push_back(&req.prefix);
+  std::vector<bool> is_segment;
+  auto add = [&](const std::vector<int32_t>& part, bool segment) {
+    seq.push_back(&part);
+    is_segment.push_back(segment);
+  };
+  for (const std::vector<int32_t>& m : messages) add(m, false);
   for (const SegmentRef& s : req.segments)
-    if (!s.tokens.empty()) seq.push_back(&s.tokens);
-  seq.push_back(&req.suffix);
+    if (!s.tokens.empty()) add(s.tokens, true);
+  for (const std::vector<int32_t>& s : suffix) add(s, false);
   Timer tp;
-  // The suffix (question) is never cached: only the parts before it are reusable.
-  const std::vector<const std::vector<int32_t>*> cacheable(seq.begin(), seq.end() - 1);
-  const int matched = prefix_->restore(opt.salt, cacheable, st);
-  for (int i = 0; i < matched; ++i) {
-    stats->reused_tokens += int64_t(seq[size_t(i)]->size());
-    if (seq[size_t(i)] != &req.prefix) ++stats->segments_hit;
+  // The generation prompt is never cached: only the parts before it are reusable.
+  const std::string ns = prefix_namespace(opt.salt);
+  const int matched = prefix_->restore(ns, {seq.begin(), seq.end() - 1}, st);
+  for (size_t i = 0; i + 1 < seq.size(); ++i) {
+    if (int(i) < matched) stats->reused_tokens += int64_t(seq[i]->size());
+    if (is_segment[i]) ++(int(i) < matched ? stats->segments_hit : stats->segments_missed);
   }
-  for (size_t i = size_t(matched); i < seq.size(); ++i) {
-    if (opt.cancelled && opt.cancelled())
-      return Status(StatusCode::kCancelled, "the prefill was cancelled (the client left, or the server is stopping)");
-    const bool last = i + 1 == seq.size();
-    const int64_t pos0 = st->pos;
-    HYPIC_RETURN_IF_ERROR(
-        model_.forward(*st, *seq[i], last ? LogitsFor::kLast : LogitsFor::kNone, logits));
-    stats->recomputed_tokens += int64_t(seq[i]->size());
-    if (!last) {
-      if (seq[i] != &req.prefix) ++stats->segments_missed;
-      prefix_->insert(opt.salt, cacheable, int(i), *st, pos0);
-      stats->cached_new_tokens += int64_t(seq[i]->size());
-    }
-  }
+  HYPIC_RETURN_IF_ERROR(run_parts(ns, seq, size_t(matched), opt, st, logits, stats));
   stats->prefill_ms = tp.ms();
+  return Status::ok();
+}
+
+// hypic / naive: the composed head (prefix, segments, seams) is one checkpoint, keyed by its
+// parts and how they were composed, and each of the suffix's messages another, so a
+// conversation whose segments stay put (an agent's tool list) computes each turn's new
+// messages only. Exact: what is restored is what composing again would give.
+Status Composer::prefill_composed(const TokenizedRequest& req, const ComposeOptions& opt, SeqState* st,
+                                  std::vector<float>* logits, ComposeStats* stats) const {
+  std::vector<int32_t> head = req.prefix;
+  for (const SegmentRef& s : req.segments) {
+    head.push_back(-1);  // a boundary: [A, B] and [AB] compose differently
+    head.insert(head.end(), s.tokens.begin(), s.tokens.end());
+  }
+  const std::vector<std::vector<int32_t>> suffix = split_at(req.suffix, req.suffix_breaks);
+  std::vector<const std::vector<int32_t>*> seq{&head};
+  for (const std::vector<int32_t>& s : suffix) seq.push_back(&s);
+  const std::string ns = composed_namespace(opt);
+  const int matched = prefix_->restore(ns, {seq.begin(), seq.end() - 1}, st);
+  if (matched == 0) {
+    HYPIC_RETURN_IF_ERROR(compose_head(req, opt, /*with_suffix=*/false, st, nullptr, stats));
+    prefix_->insert(ns, {seq.begin(), seq.end() - 1}, 0, *st, 0);
+    stats->cached_new_tokens = st->pos - stats->reused_tokens;  // the head but the bodies that were hits
+  } else {
+    for (const SegmentRef& s : req.segments) {
+      ++stats->segments_hit;
+      stats->reused_tokens += int64_t(s.tokens.size());
+    }
+    stats->reused_tokens += int64_t(req.prefix.size());
+    for (int i = 1; i < matched; ++i) stats->reused_tokens += int64_t(seq[size_t(i)]->size());
+  }
+  Timer tp;
+  HYPIC_RETURN_IF_ERROR(run_parts(ns, seq, size_t(std::max(matched, 1)), opt, st, logits, stats));
+  stats->prefill_ms += tp.ms();
   return Status::ok();
 }
 

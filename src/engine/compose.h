@@ -90,6 +90,15 @@ class Composer {
  private:
   Status prefill_prefix_mode(const TokenizedRequest& req, const ComposeOptions& opt, SeqState* st,
                              std::vector<float>* logits, ComposeStats* stats) const;
+  Status prefill_composed(const TokenizedRequest& req, const ComposeOptions& opt, SeqState* st,
+                          std::vector<float>* logits, ComposeStats* stats) const;
+  // The prefix, the segments (composed per opt.mode) and, with_suffix, the suffix in one plan;
+  // logits of the last token only with the suffix.
+  Status compose_head(const TokenizedRequest& req, const ComposeOptions& opt, bool with_suffix, SeqState* st,
+                      std::vector<float>* logits, ComposeStats* stats) const;
+  // seq[from, end) through the model after `st`, each part but the last checkpointed under `ns`.
+  Status run_parts(const std::string& ns, const std::vector<const std::vector<int32_t>*>& seq, size_t from,
+                   const ComposeOptions& opt, SeqState* st, std::vector<float>* logits, ComposeStats* stats) const;
   const Model& model_;
   std::shared_ptr<SegmentStore> store_;
   std::shared_ptr<PrefixCache> prefix_;

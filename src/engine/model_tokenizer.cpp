@@ -1,7 +1,12 @@
 #include "engine/model_tokenizer.h"
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "checkpoint/gguf.h"
 #include "checkpoint/gguf_hf.h"
@@ -48,6 +53,56 @@ void log_chat_format(const std::string& model, const ModelConfig& cfg) {
   }
   HYPIC_LOG_INFO("%s: chat format '%s' (by architecture); %s", model.c_str(), std::string(t.name()).c_str(),
                  compare_chat_template(t, **jinja).c_str());
+}
+
+namespace {
+
+std::optional<std::string> read_text(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::optional<std::string> checkpoint_chat_template(const std::string& model) {
+  if (is_gguf_path(model)) {
+    auto f = GgufFile::open(model);
+    if (!f.is_ok()) return std::nullopt;
+    auto jinja = f->meta_string("tokenizer.chat_template");
+    return jinja.is_ok() ? *jinja : std::nullopt;
+  }
+  const std::filesystem::path dir(model);
+  if (auto t = read_text(dir / "chat_template.jinja")) return t;
+  const auto cfg = read_text(dir / "tokenizer_config.json");
+  if (!cfg) return std::nullopt;
+  const auto j = nlohmann::json::parse(*cfg, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  const auto t = j.find("chat_template");
+  if (t == j.end()) return std::nullopt;
+  if (t->is_string()) return t->get<std::string>();
+  if (!t->is_array()) return std::nullopt;
+  for (const auto& e : *t)  // [{"name": ..., "template": ...}]
+    if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
+      return e["template"].get<std::string>();
+  return std::nullopt;
+}
+
+Result<const ReasoningFormat*> model_reasoning(const std::string& model, const ModelConfig& cfg, std::string_view mode) {
+  const ChatTemplate& t = model_chat_template(cfg);
+  if (mode == "off") return static_cast<const ReasoningFormat*>(nullptr);
+  if (mode == "on") {
+    if (!t.reasoning_format())
+      return invalid_argument("--reasoning on: hypic does not write reasoning for this model's chat format ('" +
+                              std::string(t.name()) + "') yet; use --reasoning off");
+    return t.reasoning_format();
+  }
+  if (mode != "auto") return invalid_argument("--reasoning must be auto, on or off (got '" + std::string(mode) + "')");
+  const auto jinja = checkpoint_chat_template(model);
+  const bool thinks = jinja && jinja->find("<think>") != std::string::npos;
+  return thinks ? t.reasoning_format() : nullptr;
 }
 
 }  // namespace hypic

@@ -2,7 +2,9 @@
 // Hugging Face directory's tokenizer.json / tiktoken.model (Tokenizer::load).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 #include "model/config.h"
@@ -21,5 +23,15 @@ std::string compare_chat_template(const ChatTemplate& t, std::string_view jinja)
 // For a GGUF model: logs which chat format hypic uses (chosen by architecture) and how the
 // file's tokenizer.chat_template compares (compare_chat_template). Nothing for a directory.
 void log_chat_format(const std::string& model, const ModelConfig& cfg);
+
+// The checkpoint's own Jinja chat template: a GGUF file's tokenizer.chat_template, or the
+// directory's chat_template.jinja / tokenizer_config.json "chat_template" (its "default"
+// entry when it is a list); none when it has none.
+std::optional<std::string> checkpoint_chat_template(const std::string& model);
+
+// Whether replies reason, for --reasoning `mode`: "on" (the family's reasoning format; an
+// error when hypic has none for it), "off" (null: no reasoning markup) or "auto" (on when the
+// checkpoint's template writes "<think>" and hypic has the family's format).
+Result<const ReasoningFormat*> model_reasoning(const std::string& model, const ModelConfig& cfg, std::string_view mode);
 
 }  // namespace hypic

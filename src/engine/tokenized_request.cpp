@@ -33,7 +33,9 @@ SegmentRef segment_ref(const Model& model, std::vector<int32_t> tokens, int seam
 TokenizedRequest make_request(const Model& model, PromptParts parts, int seam, std::string salt) {
   TokenizedRequest r;
   r.prefix = std::move(parts.prefix);
+  r.prefix_breaks = std::move(parts.prefix_breaks);
   r.suffix = std::move(parts.suffix);
+  r.suffix_breaks = std::move(parts.suffix_breaks);
   r.segments.reserve(parts.segments.size());
   for (auto& s : parts.segments) r.segments.push_back(segment_ref(model, std::move(s), seam, salt));
   r.seam = seam;

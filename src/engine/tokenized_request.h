@@ -14,8 +14,15 @@ namespace hypic {
 // Token ids of each part, each tokenised on its own.
 struct PromptParts {
   std::vector<int32_t> prefix;
+  // Offsets in `prefix` (increasing, each in (0, prefix.size())) where a chat message ends:
+  // prefix mode checkpoints the state there, so a conversation that grows by turns restores
+  // its earlier messages (empty: the prefix is one part).
+  std::vector<size_t> prefix_breaks;
   std::vector<std::vector<int32_t>> segments;
   std::vector<int32_t> suffix;
+  // Offsets in `suffix` where a message ends (the last: where the generation prompt starts):
+  // checkpointed too, so the next turn restores everything before the reply it appends.
+  std::vector<size_t> suffix_breaks;
   int64_t total_tokens() const;
   std::vector<int32_t> concatenated() const;
 };
@@ -32,8 +39,10 @@ struct SegmentRef {
 // with must name the same two: Composer::prefill checks).
 struct TokenizedRequest {
   std::vector<int32_t> prefix;
+  std::vector<size_t> prefix_breaks;  // as PromptParts'
   std::vector<SegmentRef> segments;
   std::vector<int32_t> suffix;
+  std::vector<size_t> suffix_breaks;  // as PromptParts'
   int seam = 0;
   std::string salt;
   int64_t total_tokens() const;

@@ -27,6 +27,7 @@ json parse_or_null(const std::string& text) {
 // The job's result as the instance's server built it: texts and calls collected per choice
 // from the events, finish reasons, logprobs and usage from the final event.
 api::Outcome final_outcome(const pb::Final& fin, const std::vector<std::string>& texts,
+                              const std::vector<std::string>& reasonings,
                               const std::vector<std::vector<api::ToolCall>>& calls, const std::string& addr) {
   const size_t n = std::max<size_t>(1, std::max<size_t>(fin.choices_size(), texts.size()));
   api::Outcome o;
@@ -35,6 +36,7 @@ api::Outcome final_outcome(const pb::Final& fin, const std::vector<std::string>&
     const bool own = int(i) < fin.choices_size();
     api::ChoiceResult& c = r.choices.emplace_back();
     c.text = i < texts.size() ? texts[i] : "";
+    c.reasoning = i < reasonings.size() ? reasonings[i] : "";
     c.finish_reason = own ? fin.choices(int(i)).finish_reason() : fin.finish_reason();
     const std::string& lp = own ? fin.choices(int(i)).logprobs_json() : (i == 0 ? fin.logprobs_json() : std::string());
     if (!lp.empty()) c.logprobs = parse_or_null(lp);
@@ -117,8 +119,8 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, api
     auto reader = combine_stub(addr)->Generate(&ctx, req);
     pb::GenerateEvent ev;
     bool relayed = false;  // the client has received some of this attempt's output (a stream)
-    // Per choice: the whole text and the tool calls (the non-streaming body).
-    std::vector<std::string> texts(1);
+    // Per choice: the whole text, reasoning and tool calls (the non-streaming body).
+    std::vector<std::string> texts(1), reasonings(1);
     std::vector<std::vector<api::ToolCall>> calls(1);
     bool heard = false;  // some event of this attempt arrived
     while (reader->Read(&ev)) {
@@ -128,6 +130,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, api
       const size_t ch = size_t(std::clamp(ev.choice(), 0, 1023));
       if (ch >= texts.size()) {
         texts.resize(ch + 1);
+        reasonings.resize(ch + 1);
         calls.resize(ch + 1);
       }
       // A non-streaming client gets the whole body at the end: pieces are only collected.
@@ -139,6 +142,10 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, api
           relayed |= f->stream;
           if (f->stream && !f->ticket->push_call(std::move(c), index, int(ch))) f->try_cancel();
         }
+      } else if (ev.has_reasoning()) {
+        reasonings[ch] += ev.reasoning();
+        relayed |= f->stream;
+        if (f->stream && !f->ticket->push_reasoning(ev.reasoning(), int(ch))) f->try_cancel();
       } else if (ev.has_text()) {
         texts[ch] += ev.text();
         relayed |= f->stream;
@@ -147,7 +154,7 @@ void Router::Impl::run_forward(std::shared_ptr<Forward> f, std::string body, api
         if (lp.is_discarded()) lp = nullptr;
         if (f->stream && !f->ticket->push_text(ev.text(), std::move(lp), int(ch))) f->try_cancel();
       } else if (ev.has_final()) {
-        outcome = final_outcome(ev.final(), texts, calls, addr);
+        outcome = final_outcome(ev.final(), texts, reasonings, calls, addr);
       } else if (ev.has_error()) {
         api::Outcome o;
         o.error = api::error_from_pb(ev.error());

@@ -28,6 +28,12 @@ std::optional<ApiError> Admission::prepare(std::string_view body, Endpoint ep, A
   if (r->model != opt_.model_name) return model_not_found(r->model, opt_.model_name);
   if (auto e = apply_auto_segments(r, opt_.auto_segments, opt_.limits)) return e;
   if (auto e = request_grammar(chat_, r)) return e;
+  // A reply constrained from its first token (a schema, a required call) has no room for
+  // reasoning: its block is written closed.
+  if (ep == Endpoint::kChat) {
+    r->reasoning = opt_.reasoning;
+    r->thinking = r->reasoning && r->enable_thinking.value_or(true) && !(r->grammar && r->grammar_trigger.empty());
+  }
   // Registered segments referenced by id: tokens from the tenant's registration.
   const auto now = SegmentRegistry::Clock::now();
   sweep(now);

@@ -40,6 +40,7 @@ class Admission {
     std::string model_name;  // the id clients must send
     api::RequestLimits limits;
     api::AutoSegments auto_segments;  // the server's default (a request's own overrides it)
+    const ReasoningFormat* reasoning = nullptr;  // as ServerOptions
     int max_batch = 0, max_queue = 0;  // the scheduler's, reported in load()
     bool log_requests = true;
     nlohmann::json props;  // GET /props: the server's effective settings (no secrets)

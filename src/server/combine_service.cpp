@@ -84,6 +84,7 @@ struct CombineServer::Service final : pb::Combine::Service {
         ev.set_working(true);  // a second without output: still here
       } else {
         if (piece.tool_call) ev.set_tool_call_json(dump(tool_call_json(*piece.tool_call, piece.call_index)));
+        else if (piece.reasoning) ev.set_reasoning(std::move(piece.text));
         else ev.set_text(std::move(piece.text));
         if (!piece.logprobs.is_null()) ev.set_piece_logprobs_json(dump(piece.logprobs));
         ev.set_choice(piece.choice);

@@ -1,5 +1,7 @@
 #include "server/engine_request.h"
 
+#include <algorithm>
+
 #include "api/request_tools.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -54,8 +56,10 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
     std::vector<int32_t>* cur = &out->prefix;
     for (size_t i = 0; i < turns.size(); ++i) {
       const Message& m = turns[i];
-      special(chat.message_open(i, role_name(m.role)), cur);
       const bool last = i + 1 == turns.size();
+      const bool has_segment = std::any_of(m.parts.begin(), m.parts.end(), [](const ContentPart& p) { return p.segment; });
+      if (last && out->segments.empty() && !has_segment) cur = &out->suffix;  // no segments: the last turn is the suffix
+      special(chat.message_open(i, role_name(m.role)), cur);
       // Consecutive plain parts are tokenised as one text, so that splitting a string into
       // parts does not change its tokens.
       std::string run;
@@ -82,11 +86,14 @@ std::optional<ApiError> build_prompt(const Tokenizer& tok, const ChatTemplate& c
           run += p.text;
         }
       }
-      if (last && out->segments.empty()) cur = &out->suffix;  // no segments: the last turn is the suffix
       plain(run, cur);
       special(chat.message_close(i, role_name(m.role)), cur);
+      // A message ends: a checkpoint (prefix mode; after a composed head, in the suffix).
+      std::vector<size_t>& breaks = cur == &out->prefix ? out->prefix_breaks : out->suffix_breaks;
+      if (!cur->empty() && (breaks.empty() || breaks.back() < cur->size())) breaks.push_back(cur->size());
     }
     special(chat.generation_prompt(), cur);
+    if (r.reasoning) special(r.thinking ? r.reasoning->prompt_on : r.reasoning->prompt_off, cur);
   }
   const int64_t n = out->total_tokens();
   if (n > max_prompt_tokens) {

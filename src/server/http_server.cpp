@@ -301,6 +301,7 @@ json HttpServer::Impl::props() const {
                   {"max_segment_ttl_s", l.max_segment_ttl_s}}},
       {"auto_segments", autos},
       {"segment_separator", opt.auto_segments.sep},
+      {"reasoning", opt.reasoning != nullptr},
       {"scheduler", {{"workers", opt.scheduler.workers}, {"max_queue", opt.scheduler.max_queue},
                      {"max_batch", opt.scheduler.max_batch}}},
       {"cache", {{"mem_bytes", opt.cache_mem_bytes}, {"disk", !opt.cache_dir.empty()},
@@ -459,6 +460,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const Model& model, const
   ao.model_name = impl->opt.model_name;
   ao.limits = impl->opt.limits;
   ao.auto_segments = impl->opt.auto_segments;
+  ao.reasoning = impl->opt.reasoning;
   ao.max_batch = impl->opt.scheduler.max_batch;
   ao.max_queue = impl->opt.scheduler.max_queue;
   ao.log_requests = impl->opt.log_requests;

@@ -55,6 +55,9 @@ struct ServerOptions {
   // Segments made for clients that do not mark them (api/auto_segments.h); a request's
   // "hypic": {"auto_segments": ...} overrides it.
   api::AutoSegments auto_segments;
+  // The model's reasoning format when its replies reason (engine/model_tokenizer.h
+  // model_reasoning); null: no reasoning markup.
+  const ReasoningFormat* reasoning = nullptr;
   // Segment parallelism (combine worker): when scatter.workers is non-empty or
   // scatter.local_lanes > 1, the cold segments of hypic / naive requests are built by
   // cluster::Scatter (remote `hypic worker`s and local lanes) before the composition.

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "api/http_util.h"
+#include "api/reasoning.h"
 #include "core/log.h"
 #include "server/logprobs_json.h"
 #include "server/usage.h"
@@ -40,6 +41,26 @@ struct ToolReply {
   int choice;
   std::string content;
   std::vector<ToolCall> calls;
+};
+
+// A reply that starts inside a reasoning block, read apart as it streams: reasoning pieces
+// go to the ticket as such, content on to `content` (the tool reader, or the ticket).
+struct ThinkingReply {
+  // False once the ticket is cancelled.
+  bool push(ReasoningReader::Out o, Ticket& t, int choice, const std::function<bool(const std::string&)>& content_fn) {
+    bool ok = true;
+    if (!o.reasoning.empty()) {
+      reasoning += o.reasoning;
+      ok = t.push_reasoning(o.reasoning, choice);
+    }
+    if (!o.content.empty()) {
+      content += o.content;
+      ok = content_fn(o.content) && ok;
+    }
+    return ok;
+  }
+  ReasoningReader reader;
+  std::string reasoning, content;
 };
 
 }  // namespace
@@ -209,7 +230,13 @@ Scheduler::Decoding Jobs::choice(const CompletionJob& job, const Timer& arrival,
       for (const PositionLogprobs& p : lp) offset += p.chosen.bytes.size();
     };
   auto tools = r.uses_tools() ? std::make_shared<ToolReply>(r, index) : nullptr;
-  d.on_text = [this, itl, ticket, gone = job.client_gone, piece_lp, tools, index](const std::string& t) {
+  auto thinking = r.thinking ? std::make_shared<ThinkingReply>() : nullptr;
+  // Content text (the reply's, or what follows its reasoning): to the tool reader or the ticket.
+  auto content = [ticket, piece_lp, tools, index](const std::string& t) {
+    if (tools) return tools->push(tools->reader.feed(t), *ticket, std::exchange(*piece_lp, nullptr));
+    return ticket->push_text(t, std::exchange(*piece_lp, nullptr), index);
+  };
+  d.on_text = [this, itl, ticket, gone = job.client_gone, thinking, content, index](const std::string& t) {
     itl->tick();
     if (opt_.debug_piece_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(opt_.debug_piece_delay_ms));
@@ -217,18 +244,25 @@ Scheduler::Decoding Jobs::choice(const CompletionJob& job, const Timer& arrival,
       ticket->cancel();
       return false;
     }
-    if (tools) return tools->push(tools->reader.feed(t), *ticket, std::exchange(*piece_lp, nullptr));
-    return ticket->push_text(t, std::exchange(*piece_lp, nullptr), index);
+    if (thinking) return thinking->push(thinking->reader.feed(t), *ticket, index, content);
+    return content(t);
   };
   d.finish = [this, f = figures, ep = r.endpoint, lp = r.logprobs >= 0, made = r.auto_segments_made,
-              echo = r.echo ? echo : nullptr, tools, ticket, group, index](GenerateResult&& g, const Status& st) {
+              echo = r.echo ? echo : nullptr, tools, thinking, content, ticket, group, index](GenerateResult&& g,
+                                                                                             const Status& st) {
     if (echo) {  // the answer starts with the prompt
       g.text = echo->text + g.text;
       g.logprobs.insert(g.logprobs.begin(), echo->logprobs.begin(), echo->logprobs.end());
     }
+    if (thinking) thinking->push(thinking->reader.finish(), *ticket, index, content);
     if (tools) tools->push(tools->reader.finish(g.finish_reason == "length"), *ticket, nullptr);
     Outcome o = finish_generation(std::move(g), st, f, lp ? std::optional<Endpoint>(ep) : std::nullopt);
     if (o.completion) o.completion->usage.auto_segments = made;
+    if (thinking && o.completion) {  // the reasoning apart from the content
+      ChoiceResult& c = o.completion->choices.front();
+      c.reasoning = thinking->reasoning;
+      c.text = thinking->content;
+    }
     if (tools && o.completion) {  // the content without the calls, and the calls
       ChoiceResult& c = o.completion->choices.front();
       c.text = tools->content;

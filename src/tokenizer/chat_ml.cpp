@@ -49,4 +49,9 @@ const ToolFormat* ChatMl::tool_format() const {
   return tools_ == Tools::kQwen35 ? &qwen35 : &qwen3;
 }
 
+const ReasoningFormat* ChatMl::reasoning_format() const {
+  static const ReasoningFormat qwen35{"<think>\n", "\n</think>\n\n", "<think>\n", "<think>\n\n</think>\n\n"};
+  return tools_ == Tools::kQwen35 ? &qwen35 : nullptr;
+}
+
 }  // namespace hypic

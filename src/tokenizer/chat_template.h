@@ -58,6 +58,18 @@ struct ToolFormat {
   std::string response_open, response_close, response_separator;
 };
 
+// How a family writes reasoning ("thinking"), for checkpoints whose template thinks:
+//   a reply:        [prompt_on] {reasoning} close {content}   (prompt_on ends the generation
+//                   prompt, so the model's reply starts inside the block)
+//   thinking off:   the generation prompt ends with prompt_off (an empty block)
+//   history:        an assistant turn after the last user query is written
+//                   open {reasoning, trimmed} close {content}; earlier ones {content} only
+//                   (their reasoning dropped: the next prompt is no prefix of the last one)
+struct ReasoningFormat {
+  std::string open, close;
+  std::string prompt_on, prompt_off;
+};
+
 // Implementations are stateless: every method may be called concurrently.
 class ChatTemplate {
  public:
@@ -80,6 +92,9 @@ class ChatTemplate {
   virtual std::string conversation_open(std::string_view first_role) const;
   // The family's tool format; null when hypic does not write tools for it (yet).
   virtual const ToolFormat* tool_format() const { return nullptr; }
+  // The family's reasoning format; null when hypic does not write reasoning for it (yet).
+  // Whether a checkpoint thinks is its own template's say (engine/model_tokenizer.h).
+  virtual const ReasoningFormat* reasoning_format() const { return nullptr; }
   // Text around the content of the first message. Default: turn_open / turn_close.
   virtual std::string first_turn_open(std::string_view role) const { return turn_open(role); }
   virtual std::string first_turn_close(std::string_view role) const { return turn_close(role); }
@@ -110,6 +125,9 @@ class ChatMl final : public ChatTemplate {
   // Qwen3.5's: the tools block opens the system turn, calls are <function=...> elements with
   // a <parameter=...> each.
   const ToolFormat* tool_format() const override;
+  // Qwen3.5's: "<think>\n" {reasoning} "\n</think>\n\n" {content}; Qwen3's template writes
+  // the same block but hypic does not write it (null).
+  const ReasoningFormat* reasoning_format() const override;
 
  private:
   Tools tools_;

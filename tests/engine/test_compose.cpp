@@ -48,7 +48,7 @@ constexpr double kTol = 2.5e-4;  // as the golden tests: fp32 across different o
 
 TEST(Compose, ColdAndWarmAreBitIdentical) {
   const Model& m = model();
-  Composer c(m, store(), std::make_shared<PrefixCache>(64 << 20));
+  Composer c(m, store(), nullptr);  // the segment store alone
   const auto p = parts({doc(1, 150), doc(2, 90), doc(3, 200)});
   for (int seam : {0, 2, 8}) {
     ComposeStats cold, warm;
@@ -58,6 +58,35 @@ TEST(Compose, ColdAndWarmAreBitIdentical) {
     EXPECT_EQ(warm.segments_hit, 3);
     EXPECT_EQ(warm.reused_tokens, 150 + 90 + 200 - 3 * seam);
     EXPECT_EQ(a, b) << "seam " << seam;
+  }
+}
+
+// With a prefix cache, the composed head (prefix, segments, seams) and each message after it
+// are checkpoints: the same request again restores it whole, bit for bit, and computes the
+// suffix only; other segments or another order compose afresh.
+TEST(Compose, ComposedHeadIsACheckpoint) {
+  const Model& m = model();
+  Composer c(m, store(), std::make_shared<PrefixCache>(64 << 20));
+  Composer plain(m, store(), nullptr);
+  const auto p = parts({doc(4, 150), doc(5, 90), doc(6, 200)});
+  for (int seam : {0, 8}) {
+    ComposeStats cold, warm, other;
+    const auto a = run(m, c, p, PicMode::kHypic, seam, &cold);
+    const auto b = run(m, c, p, PicMode::kHypic, seam, &warm);
+    EXPECT_EQ(warm.segments_hit, 3);
+    EXPECT_EQ(warm.reused_tokens, 12 + 150 + 90 + 200);
+    EXPECT_EQ(warm.recomputed_tokens, 9);
+    EXPECT_EQ(warm.seam_tokens, 0);
+    EXPECT_EQ(a, b) << "seam " << seam;
+    EXPECT_LT(test::rel_err(a, run(m, plain, p, PicMode::kHypic, seam)), kTol);  // the suffix apart: op order only
+    const auto q = parts({doc(6, 200), doc(4, 150), doc(5, 90)});
+    run(m, c, q, PicMode::kHypic, seam, &other);
+    EXPECT_EQ(other.segments_hit, 3);
+    EXPECT_EQ(other.reused_tokens, 150 + 90 + 200 - 3 * seam);
+    // Naive composes differently: its own checkpoint.
+    ComposeStats naive;
+    run(m, c, p, PicMode::kNaive, seam, &naive);
+    EXPECT_EQ(naive.reused_tokens, 150 + 90 + 200 - 3 * seam);
   }
 }
 
@@ -136,6 +165,42 @@ TEST(Compose, PrefixModeMatchesFullAndHitsOnRepeat) {
   run(m, c, q, PicMode::kPrefix, 0, &s3);
   EXPECT_EQ(s3.segments_hit, 0);
   EXPECT_EQ(s3.reused_tokens, int64_t(q.prefix.size()));
+}
+
+// A conversation that grows by turns (an agent's history): prefix mode restores every earlier
+// message from its checkpoint, the last one included (checkpointed before the generation
+// prompt), and computes only the reply and the new message.
+TEST(Compose, PrefixModeRestoresEarlierMessages) {
+  const Model& m = model();
+  Composer c(m, nullptr, std::make_shared<PrefixCache>(64 << 20));
+  const std::vector<std::vector<int32_t>> turns = {doc(30, 40), doc(31, 25), doc(32, 30), doc(33, 20), doc(34, 12)};
+  const std::vector<int32_t> gen = doc(35, 3);
+  auto conversation = [&](size_t n) {  // turns[0, n - 1) in the prefix, the last one in the suffix
+    PromptParts p;
+    for (size_t i = 0; i + 1 < n; ++i) {
+      if (i > 0) p.prefix_breaks.push_back(p.prefix.size());
+      p.prefix.insert(p.prefix.end(), turns[i].begin(), turns[i].end());
+    }
+    p.suffix = turns[n - 1];
+    p.suffix_breaks = {p.suffix.size()};
+    p.suffix.insert(p.suffix.end(), gen.begin(), gen.end());
+    return p;
+  };
+  ComposeStats s1, s2, s3;
+  run(m, c, conversation(3), PicMode::kPrefix, 0, &s1);
+  EXPECT_EQ(s1.reused_tokens, 0);
+  EXPECT_EQ(s1.cached_new_tokens, 40 + 25 + 30);
+  const PromptParts longer = conversation(5);
+  const auto a = run(m, c, longer, PicMode::kPrefix, 0, &s2);
+  EXPECT_EQ(s2.reused_tokens, 40 + 25 + 30);
+  EXPECT_EQ(s2.recomputed_tokens, 20 + 12 + 3);
+  EXPECT_LT(test::rel_err(a, run(m, c, longer, PicMode::kFull, 0)), kTol);
+  // An earlier message changed (as a template that drops old reasoning changes it): only the
+  // messages before it are restored.
+  PromptParts changed = longer;
+  changed.prefix[40 + 3] ^= 1;
+  run(m, c, changed, PicMode::kPrefix, 0, &s3);
+  EXPECT_EQ(s3.reused_tokens, 40);
 }
 
 TEST(Compose, SaltIsolatesTenants) {

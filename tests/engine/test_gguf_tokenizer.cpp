@@ -2,12 +2,15 @@
 // was written from (tools/make_gguf_fixtures.py writes it as llama.cpp's converter does).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "checkpoint/gguf.h"
 #include "engine/model_tokenizer.h"
+#include "model/config.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/tokenizer.h"
 
@@ -87,6 +90,43 @@ TEST(GgufTokenizer, ChatTemplateComparedByItsMarkers) {
   const std::string other = compare_chat_template(**t, "{{ '<start_of_turn>' + role }}<end_of_turn>");
   EXPECT_NE(other.find("differs"), std::string::npos) << other;
   EXPECT_NE(other.find("<|im_start|>"), std::string::npos) << other;
+}
+
+// --reasoning auto: a checkpoint reasons when its own chat template writes <think> (a string
+// in tokenizer_config.json, its "default" entry of a list, or chat_template.jinja), and hypic
+// has the family's reasoning format.
+TEST(GgufTokenizer, ReasoningFollowsTheCheckpointsTemplate) {
+  const std::string src = std::string(HYPIC_SOURCE_DIR) + "/tests/models/";
+  auto q35 = ModelConfig::from_dir(src + "qwen3_5_dense");
+  auto next = ModelConfig::from_dir(src + "qwen3_next_moe");
+  ASSERT_TRUE(q35.is_ok() && next.is_ok());
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hypic_reasoning_template";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; };
+  const ReasoningFormat* want = chat_template_for("qwen3.5").value()->reasoning_format();
+  ASSERT_NE(want, nullptr);
+  auto mode = [&](const ModelConfig& c, const char* m) { return model_reasoning(dir.string(), c, m); };
+  auto format = [&](const ModelConfig& c, const char* m) {
+    auto r = mode(c, m);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    return r.is_ok() ? r.value() : nullptr;
+  };
+  EXPECT_EQ(format(*q35, "auto"), nullptr);  // no template at all
+  write("tokenizer_config.json", R"({"chat_template": "{{ '<|im_start|>assistant\n' }}"})");
+  EXPECT_EQ(format(*q35, "auto"), nullptr);
+  write("tokenizer_config.json", R"({"chat_template": [{"name": "tool_use", "template": "x"},
+                                     {"name": "default", "template": "{{ '<think>\n' }}"}]})");
+  EXPECT_EQ(format(*q35, "auto"), want);
+  std::filesystem::remove(dir / "tokenizer_config.json");
+  write("chat_template.jinja", "{%- if enable_thinking %}<think>{% endif %}");
+  EXPECT_EQ(format(*q35, "auto"), want);
+  EXPECT_EQ(format(*q35, "off"), nullptr);
+  EXPECT_EQ(format(*next, "auto"), nullptr);  // Qwen3-Next: hypic writes no reasoning for it
+  EXPECT_EQ(format(*q35, "on"), want);
+  EXPECT_FALSE(mode(*next, "on").is_ok());
+  EXPECT_FALSE(mode(*q35, "sometimes").is_ok());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -144,7 +144,7 @@ TEST(Scheduler, ContinuousBatchingGivesEachRequestItsOwnText) {
     d.finish = [](GenerateResult&& g, const Status& st) {
       Outcome o;
       if (!st) o.error = ApiError{500, st.message(), "server_error", "", ""};
-      o.completion.emplace().choices.push_back(ChoiceResult{g.text, g.finish_reason, "", nullptr, {}});
+      o.completion.emplace().choices.push_back(ChoiceResult{g.text, g.finish_reason, "", nullptr, {}, ""});
       return o;
     };
     return d;

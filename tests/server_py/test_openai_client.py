@@ -382,14 +382,19 @@ class Segments(ServerCase):
         self.assertEqual(hb["segments_missed"], 0, hb)
         self.assertGreater(b.usage.prompt_tokens_details.cached_tokens, 0)
         self.assertEqual(b.usage.prompt_tokens_details.cached_tokens, hb["reused_tokens"])
-        self.assertGreater(hb["seam_tokens"], 0)
+        # The same documents in the same place: the composed head is restored whole, seams
+        # included; only the question is computed.
+        self.assertEqual(hb["seam_tokens"], 0)
+        self.assertEqual(hb["reused_tokens"] + hb["recomputed_tokens"], b.usage.prompt_tokens)
         self.assertEqual(b.usage.prompt_tokens, a.usage.prompt_tokens)
         # Cold and warm give the same text.
         self.assertEqual(b.choices[0].message.content, a.choices[0].message.content)
-        # The documents in the other order, marked the other way: still both hits.
+        # The documents in the other order, marked the other way: still both hits, composed
+        # afresh (seams recomputed).
         c = self._chat(seg_messages([DOC_B, DOC_A], marker="hypic_segment",
                                     system="Answer from the documents."), t)
         self.assertEqual(hypic_usage(c.usage)["segments_hit"], 2)
+        self.assertGreater(hypic_usage(c.usage)["seam_tokens"], 0)
 
     def test_segments_streaming_usage(self):
         t = salt()
@@ -426,6 +431,51 @@ class Segments(ServerCase):
         self.assertEqual((hb["segments_hit"], hb["segments_missed"]), (0, 1), hb)
         self.assertEqual(b.usage.prompt_tokens_details.cached_tokens, 0)
 
+    def test_prefix_mode_restores_earlier_turns(self):
+        # An agent's conversation grows by two messages a turn: prefix mode restores every
+        # earlier message from its checkpoint and computes the new ones (and the same answer
+        # as full).
+        t = salt()
+        msgs = [{"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "What is a prime number?"}]
+        first = self._chat(msgs, t, hypic={"mode": "prefix"})
+        h1 = hypic_usage(first.usage)
+        msgs += [{"role": "assistant", "content": first.choices[0].message.content},
+                 {"role": "user", "content": "And an even one?"}]
+        second = self._chat(msgs, t, hypic={"mode": "prefix"})
+        h2 = hypic_usage(second.usage)
+        # Everything before the first reply comes back (the first prompt less its generation
+        # prompt); the reply, the new question and the generation prompt are computed.
+        gen_prompt = first.usage.prompt_tokens - h1["cached_new_tokens"]
+        self.assertEqual(h1["reused_tokens"], 0, h1)
+        self.assertEqual(h2["reused_tokens"], h1["cached_new_tokens"], h2)
+        self.assertTrue(0 < gen_prompt <= 8, h1)  # '<|im_start|>assistant\n' in some tokenisation
+        self.assertEqual(h2["reused_tokens"] + h2["recomputed_tokens"], second.usage.prompt_tokens)
+        full = self._chat(msgs, t, hypic={"mode": "full"})
+        self.assertEqual(second.choices[0].message.content, full.choices[0].message.content)
+
+    def test_hypic_mode_restores_earlier_turns_after_the_tools(self):
+        # An agent: tool descriptions as segments (they open the system turn), then a
+        # conversation that grows by turns. The composed head and every message after it are
+        # checkpoints: turn two reuses as much as prefix mode does, and computes the same count.
+        tools = [{"type": "function", "function": {"name": n, "description": "Looks up " + n,
+                  "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+                 for n in ("weather", "calendar", "stocks")]
+        turn1 = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Plan my day."}]
+        usage = {}
+        for mode in ("prefix", "hypic"):
+            t = salt()
+            extra = {"tools": tools}
+            first = self._chat(turn1, t, hypic={"mode": mode, "auto_segments": ["tools"]}, **extra)
+            turn2 = turn1 + [{"role": "assistant", "content": first.choices[0].message.content or "Sure."},
+                             {"role": "user", "content": "And tomorrow?"}]
+            second = self._chat(turn2, t, hypic={"mode": mode, "auto_segments": ["tools"]}, **extra)
+            usage[mode] = hypic_usage(second.usage)
+            self.assertEqual(usage[mode]["segments_hit"], 3, usage)
+        self.assertEqual(usage["hypic"]["reused_tokens"], usage["prefix"]["reused_tokens"], usage)
+        self.assertEqual(usage["hypic"]["recomputed_tokens"], usage["prefix"]["recomputed_tokens"], usage)
+        self.assertLess(usage["hypic"]["recomputed_tokens"], usage["hypic"]["reused_tokens"] / 4, usage)
+
     def test_per_request_mode_and_seam(self):
         t = salt()
         msgs = seg_messages([DOC_A, DOC_B])
@@ -439,7 +489,7 @@ class Segments(ServerCase):
         # prefix mode is exact.
         self.assertEqual(p.choices[0].message.content, full.choices[0].message.content)
         self._chat(msgs, t, hypic={"mode": "hypic", "seam": 4})
-        h = hypic_usage(self._chat(msgs, t, hypic={"mode": "hypic", "seam": 4}).usage)
+        h = hypic_usage(self._chat(seg_messages([DOC_B, DOC_A]), t, hypic={"mode": "hypic", "seam": 4}).usage)
         self.assertEqual(h["segments_hit"], 2)
         self.assertEqual(h["seam_tokens"], 8)  # 2 segments x seam 4
 
@@ -772,6 +822,84 @@ class Disconnect(ServerCase):
                 running = metrics_value(self.server.base, "hypic_running_requests")
             self.assertEqual(running, 0)
         sys.stderr.write("[slot free after %.3f s, %d x 429] " % (waited, rejected))
+
+
+def split_reasoning(text):
+    """A reply that starts inside Qwen3.5's <think> block: (reasoning, content), as the server
+    reads it (the newlines around </think> belong to neither)."""
+    if "</think>" not in text:
+        return text.rstrip("\n"), ""
+    r, c = text.split("</think>", 1)
+    return r.rstrip("\n"), c.lstrip("\n")
+
+
+class Reasoning(ServerCase):
+    """--reasoning on (Qwen3.5's <think> block) on the test model: the generation prompt opens the
+    block (or writes it closed with enable_thinking false, or for a constrained reply), and the
+    reply comes back as reasoning_content and content, the same whole and streamed, and the
+    same as the raw completion of that prompt read apart."""
+    SERVER_ARGS = ("--reasoning", "on")
+    ASK = [{"role": "user", "content": "Why is the sky blue?"}]
+
+    def prompt_ids(self, **extra):
+        st, body = http_json("POST", self.server.base + "/tokenize", dict(model=MODEL, messages=self.ASK, **extra))
+        self.assertEqual(st, 200, body)
+        return body["tokens"]
+
+    def detok(self, ids):
+        st, body = http_json("POST", self.server.base + "/detokenize", {"model": MODEL, "tokens": ids})
+        self.assertEqual(st, 200, body)
+        return body["prompt"]
+
+    def test_props_say_so(self):
+        st, props = http_json("GET", self.server.base + "/props")
+        self.assertEqual((st, props["reasoning"]), (200, True), props)
+
+    def test_reply_is_read_apart(self):
+        ids = self.prompt_ids()
+        self.assertTrue(self.detok(ids).endswith("<|im_start|>assistant\n<think>\n"), self.detok(ids))
+        raw = self.client.completions.create(model=MODEL, prompt=ids, max_tokens=24, temperature=0).choices[0].text
+        want_r, want_c = split_reasoning(raw)
+        self.assertTrue(want_r)
+        m = self.client.chat.completions.create(model=MODEL, messages=self.ASK, max_tokens=24, temperature=0).choices[0].message
+        self.assertEqual(((m.model_extra or {}).get("reasoning_content", ""), m.content or ""), (want_r, want_c))
+        reasoning, content = "", ""
+        for ch in self.client.chat.completions.create(model=MODEL, messages=self.ASK, max_tokens=24, temperature=0,
+                                                      stream=True):
+            if ch.choices:
+                d = ch.choices[0].delta
+                reasoning += (d.model_extra or {}).get("reasoning_content") or ""
+                content += d.content or ""
+        self.assertEqual((reasoning, content), (want_r, want_c))
+
+    def test_thinking_off_and_constrained_replies_close_the_block(self):
+        closed = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+        off = {"chat_template_kwargs": {"enable_thinking": False}}
+        self.assertTrue(self.detok(self.prompt_ids(**off)).endswith(closed))
+        self.assertTrue(self.detok(self.prompt_ids(response_format={"type": "json_object"})).endswith(closed))
+        ids = self.prompt_ids(**off)
+        raw = self.client.completions.create(model=MODEL, prompt=ids, max_tokens=12, temperature=0).choices[0].text
+        m = self.client.chat.completions.create(model=MODEL, messages=self.ASK, max_tokens=12, temperature=0,
+                                                extra_body=off).choices[0].message
+        self.assertEqual(m.content, raw)
+        self.assertNotIn("reasoning_content", m.model_extra or {})
+
+    def test_earlier_reasoning_is_dropped_and_the_rest_restored(self):
+        # A turn's reasoning is dropped from the next prompt (as the template does): prefix
+        # mode still restores everything before that reply.
+        t = salt()
+        first = self.client.chat.completions.create(model=MODEL, messages=self.ASK, max_tokens=8, temperature=0,
+                                                    extra_body={"cache_salt": t, "hypic": {"mode": "prefix"}})
+        m = first.choices[0].message
+        msgs = self.ASK + [{"role": "assistant", "content": m.content or "",
+                            "reasoning_content": (m.model_extra or {}).get("reasoning_content", "")},
+                           {"role": "user", "content": "And at sunset?"}]
+        second = self.client.chat.completions.create(model=MODEL, messages=msgs, max_tokens=8, temperature=0,
+                                                     extra_body={"cache_salt": t, "hypic": {"mode": "prefix"}})
+        h1, h2 = hypic_usage(first.usage), hypic_usage(second.usage)
+        self.assertEqual(h2["reused_tokens"], h1["cached_new_tokens"], (h1, h2))
+        st, body = http_json("POST", self.server.base + "/tokenize", {"model": MODEL, "messages": msgs})
+        self.assertEqual(self.detok(body["tokens"]).count("<think>"), 1)  # the generation prompt's only
 
 
 class ScatterCombine(unittest.TestCase):
