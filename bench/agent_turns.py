@@ -17,7 +17,8 @@ the other on the same trace:
   hypic-hypic    mode hypic with the tool descriptions as segments (auto_segments tools)
   llama-server   llama.cpp's server on the same weights as GGUF (--gguf), the real Qwen3.5 Jinja
                  template (--chat-template), prompt caching (cache_prompt, --cache-ram) and
-                 context checkpoints (--ctx-checkpoints), one slot per session
+                 context checkpoints (--ctx-checkpoints), one slot per session (--llama-slots 1:
+                 one slot for all, the server's default; --only-llama runs it alone)
 Per request: the server's prefill time (hypic usage.hypic.ttft_ms; llama-server timings.prompt_ms)
 and the tokens it ran through the model (usage.hypic.recomputed_tokens; timings.prompt_n), and
 the tokens the turn added (prompt minus the previous request's prompt and reply, at least 0).
@@ -152,7 +153,7 @@ def free_port():
 
 def run_llama(a, reqs, tools, log_dir):
     port = free_port()
-    slots = a.sessions
+    slots = a.llama_slots or a.sessions
     cmd = [a.llama_server, "-m", a.gguf, "--port", str(port), "--host", "127.0.0.1", "-t", str(os.cpu_count() or 2),
            "-c", str(slots * a.ctx_per_slot), "-np", str(slots), "--jinja", "--chat-template-file", a.chat_template,
            "--ctx-checkpoints", str(a.ctx_checkpoints), "--cache-ram", str(a.cache_mem), "--reasoning-format", "deepseek",
@@ -174,8 +175,9 @@ def run_llama(a, reqs, tools, log_dir):
             time.sleep(0.1)
         rows = []
         for i, (s, t, msgs) in enumerate(reqs):
-            body = {"messages": msgs, "tools": tools, "max_tokens": a.max_tokens, "temperature": 0, "cache_prompt": True,
-                    "id_slot": s}
+            body = {"messages": msgs, "tools": tools, "max_tokens": a.max_tokens, "temperature": 0, "cache_prompt": True}
+            if slots == a.sessions:
+                body["id_slot"] = s  # a slot per session
             t0 = time.monotonic()
             r = post(port, "/v1/chat/completions", body)
             wall = (time.monotonic() - t0) * 1000
@@ -237,6 +239,15 @@ def summary(rows, warm_from):
     }
 
 
+def system_of(version):
+    """`hypic --version` as the fields bench/plots.py reads (cpu, tier, commit, ...)."""
+    f = dict(line.split(": ", 1) for line in version.splitlines()[1:] if ": " in line)
+    m = re.match(r"hypic (\S+) \((\w+)\)", version)
+    return {"cpu": f.get("CPU", "?"), "tier": f.get("ISA tier", "?"), "features": f.get("features", ""),
+            "decode_kernel": f.get("decode", ""), "prefill_kernel": f.get("prefill", ""),
+            "version": m.group(1) if m else "?", "commit": m.group(2) if m else "?"}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hypic-bin", required=True)
@@ -248,6 +259,10 @@ def main():
                                             "(llama.cpp's models/templates/Qwen3.5-4B.jinja)")
     ap.add_argument("--ctx-checkpoints", type=int, default=32, help="llama-server --ctx-checkpoints")
     ap.add_argument("--ctx-per-slot", type=int, default=16384)
+    ap.add_argument("--llama-slots", type=int, default=0,
+                    help="llama-server -np (default: one slot per session, each session sent to its own; "
+                         "otherwise the server picks the slot)")
+    ap.add_argument("--only-llama", action="store_true", help="run llama-server only (hypic serves /tokenize)")
     ap.add_argument("--sessions", type=int, default=3)
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--tools", type=int, default=8)
@@ -258,10 +273,11 @@ def main():
                     help="only check that prefix and full modes give the same greedy replies (use --dtype f32)")
     a = ap.parse_args()
     reqs, tools = trace(a.seed, a.sessions, a.turns, a.tools)
+    version = subprocess.run([a.hypic_bin, "--version"], capture_output=True, text=True).stdout
     log_dir = tempfile.mkdtemp(prefix="agent_turns-")
     out = {"bench": "agent_turns", "date": time.strftime("%Y-%m-%d"), "cpu": cpu(), "model": os.path.basename(os.path.normpath(a.model)),
            "dtype": a.dtype, "sessions": a.sessions, "turns": a.turns, "tools": a.tools, "max_tokens": a.max_tokens,
-           "engines": {}}
+           "engines": {}, "hypic_system": system_of(version)}
     modes = ["prefix", "full"] if a.check else ["prefix", "hypic"]
     replies, bounds = {}, None
     for mode in modes:
@@ -269,13 +285,14 @@ def main():
         try:
             if bounds is None:
                 bounds = lower_bounds(srv.port, srv.model, reqs, tools)
+            if a.only_llama:
+                break
             rows = run_hypic(srv.port, srv.model, reqs, tools, mode, a.max_tokens, "agent-%s" % mode)
         finally:
             srv.stop()
         with_bounds(rows, bounds)
         replies[mode] = [r.pop("reply") for r in rows]
         out["engines"]["hypic-" + mode] = {"summary": summary(rows, 1), "rows": rows}
-        out.setdefault("hypic_system", re.sub(r"\s+", " ", srv.log().splitlines()[0])[:400])
     if a.check:
         diff = [i for i, (x, y) in enumerate(zip(replies["prefix"], replies["full"])) if x != y]
         out["check"] = {"requests": len(reqs), "different": diff}
@@ -286,8 +303,10 @@ def main():
             raise SystemExit("--llama-server needs --gguf and --chat-template")
         rows = run_llama(a, reqs, tools, log_dir)
         with_bounds(rows, bounds)
-        out["engines"]["llama-server"] = {"summary": summary(rows, 1), "rows": rows,
-                                          "flags": {"ctx_checkpoints": a.ctx_checkpoints, "slots": a.sessions}}
+        slots = a.llama_slots or a.sessions
+        name = "llama-server" if slots == a.sessions else "llama-server-%dslot" % slots
+        out["engines"][name] = {"summary": summary(rows, 1), "rows": rows,
+                                "flags": {"ctx_checkpoints": a.ctx_checkpoints, "slots": slots}}
     print(json.dumps(out, indent=1))
     for name, e in out["engines"].items():
         s = e["summary"]

@@ -27,6 +27,8 @@ earlier one.
         per mode on the RAG trace
   scatter_<model>_<date>.json  (hypic bench scatter)
       → scatter_<model>_<tag>.png: cold TTFT against workers, measured and simulated per policy
+  agent_turns_<model>_<date>.json  (bench/agent_turns.py)
+      → agent_turns_<model>_<tag>.png: prefill time and tokens computed per turn, per engine
 """
 import argparse
 import glob
@@ -296,6 +298,31 @@ def scatter_plot(r, out, model, cpu, date):
     save(fig, out)
 
 
+def agent_turns_plot(r, out, model, cpu, date):
+    colors = {"hypic-prefix": "#1f77b4", "hypic-hypic": "#2ca02c", "llama-server": "#d62728",
+              "llama-server-1slot": "#ff7f0e"}
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for name, e in r["engines"].items():
+        turns = e["summary"]["per_turn"]
+        xs = [t["turn"] + 1 for t in turns]
+        a1.plot(xs, [t["prefill_ms"] / 1000 for t in turns], "o-", ms=3, color=colors.get(name), label=name)
+        a2.plot(xs, [t["recomputed"] for t in turns], "o-", ms=3, color=colors.get(name), label=name)
+    first = next(iter(r["engines"].values()))["summary"]["per_turn"]
+    a2.plot([t["turn"] + 1 for t in first], [t["new_tokens"] for t in first], "k--", lw=1,
+            label="unavoidable (after the longest prefix seen)")
+    a1.set_ylabel("prefill per request (s, server's)")
+    a2.set_ylabel("tokens run through the model per request")
+    for ax in (a1, a2):
+        ax.set_xlabel("turn")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    a2.legend(fontsize=7)
+    fig.suptitle(f"{r['sessions']} interleaved agent sessions, {r['turns']} turns, {r['tools']} tools, reasoning on "
+                 f"(Qwen3.5 template), {model} {r['dtype']}\n{cpu}, {date}", fontsize=10)
+    save(fig, out)
+
+
 def jsonl(path):
     """A .jsonl file's objects as one result: its lines, and the first's fields."""
     lines = [json.loads(x) for x in open(path) if x.strip()]
@@ -325,7 +352,8 @@ def main():
                    else "native AVX-512 tier")
     kinds = (("decode_batch", "jsonl", lambda runs, out, m, cpu, d: batch_plot(runs[-1][1]["lines"], out, cpu, d)),
              ("ttft", "json", lambda runs, out, m, cpu, d: ttft_plot(runs[-1][1], out, m, cpu, d)),
-             ("scatter", "json", lambda runs, out, m, cpu, d: scatter_plot(runs[-1][1], out, m, cpu, d)))
+             ("scatter", "json", lambda runs, out, m, cpu, d: scatter_plot(runs[-1][1], out, m, cpu, d)),
+             ("agent_turns", "json", lambda runs, out, m, cpu, d: agent_turns_plot(runs[-1][1], out, m, cpu, d)))
     for kind, ext, plot in kinds:
         by_model = {}
         for f in glob.glob(os.path.join(a.results, f"{kind}_*.{ext}")):

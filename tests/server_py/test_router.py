@@ -320,6 +320,33 @@ class RouterCluster(unittest.TestCase):
         self.assertIn('hypic_router_requests_total{status="400"}', body)
 
 
+class RouterReasoning(unittest.TestCase):
+    """An instance with --reasoning on behind the router: reasoning_content and content as the
+    instance answers them directly, whole and streamed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.router = start_router(cls)
+        cls.inst = start_instance(cls, cls.router, "--reasoning", "on")
+        cls.plain = HypicServer("--reasoning", "on").start()
+        cls.addClassCleanup(cls.plain.cleanup)
+        wait_members(cls.router, {cls.inst.address: "instance"})
+
+    def test_reasoning_through_the_router(self):
+        kw = dict(model=MODEL, messages=[{"role": "user", "content": "Why?"}], max_tokens=12, temperature=0)
+        want = client(self.plain.base).chat.completions.create(**kw).choices[0].message
+        got = client(self.router.base).chat.completions.create(**kw).choices[0].message
+        reasoning = (want.model_extra or {}).get("reasoning_content")
+        self.assertTrue(reasoning)
+        self.assertEqual(((got.model_extra or {}).get("reasoning_content"), got.content), (reasoning, want.content))
+        streamed, content = "", ""
+        for ch in client(self.router.base).chat.completions.create(stream=True, **kw):
+            if ch.choices:
+                streamed += (ch.choices[0].delta.model_extra or {}).get("reasoning_content") or ""
+                content += ch.choices[0].delta.content or ""
+        self.assertEqual((streamed, content), (reasoning, want.content))
+
+
 class Faults(unittest.TestCase):
     def test_worker_killed_mid_request_still_completes_correctly(self):
         router = start_router(self)
