@@ -4,7 +4,8 @@ chromium-driver) driven by Selenium against `hypic serve --api-key KEY` on hypic
 page is loaded, the key typed in, two documents added, a question asked (both documents are
 segments built: 2 missed), the documents reordered and the question asked again (both reused:
 2 hit), then once more in full mode (nothing reused); the answers and the figures are read
-from the DOM. A screenshot goes to build/artifacts/ui.png
+from the DOM. A model that reasons (--reasoning on) has its thinking shown apart from the
+answer. A screenshot goes to build/artifacts/ui.png
 (not committed). Without selenium or the browser the suite reports SKIP (exit 77), except
 in CI (CI=true), where it fails.
 
@@ -47,14 +48,17 @@ def browser():
     return webdriver.Chrome(service=Service(driver), options=o), ""
 
 
-class Page(unittest.TestCase):
+class PageCase(unittest.TestCase):
+    """A browser and a server (`hypic serve` with SERVER_ARGS) per class."""
+    SERVER_ARGS = ("--model", MODEL_DIR, "--api-key", KEY)
+
     @classmethod
     def setUpClass(cls):
         cls.driver, why = browser()
         if cls.driver is None:
             raise unittest.SkipTest(why)
-        cls.srv = Process([OPTS["hypic_bin"], "serve", "--model", MODEL_DIR, "--port", "0", "--dtype", "f32",
-                           "--api-key", KEY], prefix="hypic-ui-")
+        cls.srv = Process([OPTS["hypic_bin"], "serve", "--port", "0", "--dtype", "f32", *cls.SERVER_ARGS],
+                          prefix="hypic-ui-")
         cls.srv.spawn(PORT_RE, 1, 60.0, lambda: (fetch(cls.srv.port, "GET", "/health", timeout=2) or
                                                   type("R", (), {"status": 0})).status == 200)
 
@@ -87,6 +91,9 @@ class Page(unittest.TestCase):
         self.assertNotIn("error", self.by_id("answer").get_attribute("class"), self.by_id("answer").text)
         return self.by_id("answer").text, self.rows()[0]  # newest first
 
+
+
+class Page(PageCase):
     def test_documents_reordered_are_reused(self):
         d = self.driver
         d.get("http://127.0.0.1:%d/" % self.srv.port)
@@ -120,6 +127,22 @@ class Page(unittest.TestCase):
         self.assertNotIn(KEY, d.current_url)  # the key travels in a header only
         os.makedirs(os.path.join(OPTS["source_dir"], "build", "artifacts"), exist_ok=True)
         d.save_screenshot(os.path.join(OPTS["source_dir"], "build", "artifacts", "ui.png"))
+
+
+class ReasoningPage(PageCase):
+    """A model that reasons (--reasoning on, the test model): its thinking streams into the
+    reasoning box, apart from the answer."""
+    SERVER_ARGS = ("--model", os.path.join(OPTS["source_dir"], "tests", "models", "qwen3_5_dense"), "--reasoning", "on")
+
+    def test_reasoning_is_shown_apart(self):
+        self.driver.get("http://127.0.0.1:%d/" % self.srv.port)
+        self.wait(lambda: self.by_id("model").text.startswith("qwen3_5_dense"), "the model's name from /props")
+        self.assertFalse(self.by_id("thinking-box").is_displayed())
+        self.by_id("question").send_keys("Why?")
+        self.ask("hypic")
+        self.assertTrue(self.by_id("thinking-box").is_displayed())
+        self.by_id("thinking-box").click()  # open the <details>
+        self.wait(lambda: self.by_id("thinking").text.strip(), "the reasoning text")
 
 
 if __name__ == "__main__":
