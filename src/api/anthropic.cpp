@@ -56,6 +56,8 @@ json message_json(const ReplyMeta& m, const CompletionResult* result) {
   json content = json::array();
   const ChoiceResult none;
   const ChoiceResult& c = result ? result->choices.front() : none;
+  // hypic does not sign its reasoning: the signature is empty (clients send it back as it came).
+  if (!c.reasoning.empty()) content.push_back(json{{"type", "thinking"}, {"thinking", c.reasoning}, {"signature", ""}});
   if (!c.text.empty() || c.tool_calls.empty()) content.push_back(json{{"type", "text"}, {"text", c.text}});  // a message has a block
   for (const ToolCall& call : c.tool_calls) content.push_back(tool_use(call));
   return json{{"id", m.id}, {"type", "message"}, {"role", "assistant"}, {"model", m.model}, {"content", content},
@@ -77,6 +79,17 @@ class MessagesStream final : public TicketBodyStream {
     msg["content"] = json::array();  // the blocks follow, each from its content_block_start
     *out += sse("message_start", json{{"type", "message_start"}, {"message", std::move(msg)}});
   }
+  // The reply's reasoning: a thinking block, before any other.
+  void reasoning(const std::string& text, int, std::string* out) override {
+    if (!thinking_open_) {
+      thinking_open_ = true;
+      *out += sse("content_block_start", json{{"type", "content_block_start"}, {"index", index_},
+                                              {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
+      if (index_ == 0) *out += sse("ping", json{{"type", "ping"}});
+    }
+    *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", index_},
+                                            {"delta", {{"type", "thinking_delta"}, {"thinking", text}}}});
+  }
   void piece(const std::string& text, json, int, std::string* out) override {
     open_text(out);
     *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", index_},
@@ -96,15 +109,19 @@ class MessagesStream final : public TicketBodyStream {
   }
   void open_text(std::string* out) {
     if (text_open_) return;
+    close_block(out);  // the thinking block
     text_open_ = true;
     *out += sse("content_block_start", json{{"type", "content_block_start"}, {"index", index_},
                                             {"content_block", {{"type", "text"}, {"text", ""}}}});
     if (index_ == 0) *out += sse("ping", json{{"type", "ping"}});
   }
   void close_block(std::string* out) {
-    if (!text_open_) return;
+    if (!text_open_ && !thinking_open_) return;
+    if (thinking_open_)
+      *out += sse("content_block_delta", json{{"type", "content_block_delta"}, {"index", index_},
+                                              {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
     *out += sse("content_block_stop", json{{"type", "content_block_stop"}, {"index", index_}});
-    text_open_ = false;
+    text_open_ = thinking_open_ = false;
     ++index_;
     blocks_ = true;
   }
@@ -129,6 +146,7 @@ class MessagesStream final : public TicketBodyStream {
   ReplyMeta m_;
   int index_ = 0;           // the block being written, or the next one
   bool text_open_ = false;  // a text block is open at index_
+  bool thinking_open_ = false;  // a thinking block is open at index_
   bool blocks_ = false;     // a block has been closed
 };
 

@@ -25,10 +25,10 @@ std::variant<ApiError, json> blocks_of(const json& content, const std::string& w
     const std::string at = where + "[" + std::to_string(i) + "]";
     if (!b.is_object() || !b.contains("type") || !b["type"].is_string()) return bad("'" + at + "' must be a content block", at);
     const std::string type = b["type"];
-    if (type == "tool_use" || type == "tool_result") continue;  // checked by tool_blocks()
+    if (type == "tool_use" || type == "tool_result" || type == "thinking") continue;  // checked with their message
     if (type != "text")
-      return unsupported("content blocks of type '" + type + "' are not supported yet (text, tool_use and tool_result blocks)", at,
-                         "unsupported_value");
+      return unsupported("content blocks of type '" + type + "' are not supported yet (text, thinking, tool_use and tool_result "
+                         "blocks)", at, "unsupported_value");
     if (!b.contains("text") || !b["text"].is_string()) return bad("'" + at + ".text' must be a string", at + ".text");
     if (auto c = b.find("cache_control"); c != b.end() && !c->is_null()) {
       if (!c->is_object() || !c->contains("type") || (*c)["type"] != "ephemeral")
@@ -91,6 +91,27 @@ std::optional<std::string> result_text(const json& content) {
   return text;
 }
 
+// `thinking`: {"type": "enabled", "budget_tokens": N} (N >= 1024 and below max_tokens, as
+// Anthropic requires) or {"type": "disabled"}. hypic does not stop the reasoning at the budget:
+// max_tokens bounds the whole reply.
+std::optional<ApiError> thinking_of(const json& t, const json& body, bool* on) {
+  if (!t.is_object() || !t.contains("type") || !t["type"].is_string())
+    return bad("'thinking' must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}", "thinking");
+  for (const auto& [k, v] : t.items())
+    if (k != "type" && k != "budget_tokens") return unsupported("'thinking." + k + "' is not supported", "thinking." + k, "unsupported_parameter");
+  const std::string type = t["type"];
+  if (type == "disabled") return std::nullopt;
+  if (type != "enabled") return bad("'thinking.type' must be enabled or disabled", "thinking.type");
+  const json& b = t.contains("budget_tokens") ? t["budget_tokens"] : json();
+  if (!b.is_number_integer() || b.get<int64_t>() < 1024)
+    return bad("'thinking.budget_tokens' must be an integer of at least 1024", "thinking.budget_tokens");
+  const json& mt = body.contains("max_tokens") ? body["max_tokens"] : json();
+  if (mt.is_number_integer() && b.get<int64_t>() >= mt.get<int64_t>())
+    return bad("'thinking.budget_tokens' must be less than max_tokens", "thinking.budget_tokens");
+  *on = true;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<ApiError, std::string> messages_to_chat(std::string_view body, const RequestLimits& lim) {
@@ -121,13 +142,17 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
     } else if (k == "tool_choice") {
       if (v.is_null()) continue;
       if (auto e = tool_choice_of(v, &chat)) return *e;
-    } else if (k != "messages" && k != "system") {
+    } else if (k != "messages" && k != "system" && k != "thinking") {
       return unsupported("'" + k + "' is not supported; remove it", k, "unsupported_parameter");
     }
   }
-  // Extended thinking is not asked for ('thinking' is not supported yet): a model whose
-  // template thinks answers with its reasoning block closed.
-  chat["chat_template_kwargs"] = {{"enable_thinking", false}};
+  // Extended thinking only when asked for (Anthropic's default is none): a model whose
+  // template thinks otherwise answers with its reasoning block closed.
+  bool thinking = false;
+  if (auto t = j.find("thinking"); t != j.end() && !t->is_null()) {
+    if (auto e = thinking_of(*t, j, &thinking)) return *e;
+  }
+  chat["chat_template_kwargs"] = {{"enable_thinking", thinking}};
   // A null max_tokens is as missing (Anthropic's API requires a number).
   if (auto m = j.find("max_tokens"); m == j.end() || m->is_null()) return bad("'max_tokens' is required", "max_tokens");
   json msgs = json::array();
@@ -156,12 +181,18 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
     // tool_use blocks (assistant) become its tool_calls; tool_result blocks (user) become tool
     // messages before the user's text.
     json blocks = json::array(), calls = json::array();
+    std::string reasoning;
     for (size_t k = 0; k < all.size(); ++k) {
       const json& x = all[k];
       const std::string bt = x["type"];
       const std::string bat = at + ".content[" + std::to_string(k) + "]";
       if (bt == "text") {
         blocks.push_back(x);
+      } else if (bt == "thinking") {  // the reasoning of an earlier reply: the template decides what stays
+        if (role != "assistant") return bad("'" + bat + "': thinking blocks belong to assistant messages", bat);
+        if (!x.contains("thinking") || !x["thinking"].is_string())
+          return bad("'" + bat + ".thinking' must be a string", bat + ".thinking");
+        reasoning += x["thinking"].get<std::string>();
       } else if (bt == "tool_use") {
         if (role != "assistant") return bad("'" + bat + "': tool_use blocks belong to assistant messages", bat);
         if (!x.contains("id") || !x["id"].is_string() || !x.contains("name") || !x["name"].is_string() ||
@@ -179,7 +210,7 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
         msgs.push_back(json{{"role", "tool"}, {"tool_call_id", x["tool_use_id"]}, {"content", *text}});
       }
     }
-    if (blocks.empty() && calls.empty()) continue;  // tool results only
+    if (blocks.empty() && calls.empty() && reasoning.empty()) continue;  // tool results only
     // The last user message: blocks marked cache_control are segments, and so are the blocks between two of them.
     int first = -1, lastm = -1;
     for (int k = 0; last && k < int(blocks.size()); ++k)
@@ -196,6 +227,10 @@ std::variant<ApiError, std::string> messages_to_chat(std::string_view body, cons
     }
     json out{{"role", role}, {"content", parts.empty() ? json() : std::move(parts)}};
     if (!calls.empty()) out["tool_calls"] = std::move(calls);
+    if (!reasoning.empty()) {
+      out["reasoning_content"] = reasoning;
+      if (out["content"].is_null() && calls.empty()) out["content"] = "";
+    }
     msgs.push_back(std::move(out));
   }
   chat["messages"] = std::move(msgs);

@@ -3,7 +3,7 @@
 venv): cache_control blocks are segments that are read from the cache on the second request
 (usage.cache_read_input_tokens > 0) with the chat endpoint's answer for the same parts; the SSE
 events come in Anthropic's order; x-api-key is the key; a tool_use round trip (a forced call,
-streamed too, then its tool_result); what is not implemented yet (images, a prefilled assistant
+streamed too, then its tool_result); extended thinking on a model that reasons; what is not implemented yet (images, a prefilled assistant
 turn) is a 400 in Anthropic's error shape.
 
     python tests/server_py/test_anthropic.py --hypic-bin build/hypic [--source-dir .]
@@ -158,6 +158,55 @@ class Messages(unittest.TestCase):
         bad = anthropic.Anthropic(base_url=self.server.base, api_key="wrong", max_retries=0)
         with self.assertRaises(anthropic.AuthenticationError):
             bad.messages.create(model=MODEL, max_tokens=2, messages=[{"role": "user", "content": "hi"}])
+
+
+class Thinking(unittest.TestCase):
+    """Extended thinking on a model that reasons (--reasoning on): `thinking` enabled gives a
+    thinking block before the text, the same whole and streamed (thinking_delta, an empty
+    signature_delta) and the chat endpoint's reasoning_content; not enabled, none; a thinking
+    block sent back in history is accepted; bad `thinking` values are 400s."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = HypicServer("--reasoning", "on", api_key=KEY)
+        cls.addClassCleanup(cls.server.cleanup)
+        cls.server.start()
+        cls.client = anthropic.Anthropic(base_url=cls.server.base, api_key=KEY, max_retries=0, timeout=60.0)
+
+    ASK = [{"role": "user", "content": "Why is the sea salty?"}]
+    ON = {"type": "enabled", "budget_tokens": 1024}
+
+    def test_thinking_block_whole_and_streamed(self):
+        m = self.client.messages.create(model=MODEL, max_tokens=1100, messages=self.ASK, thinking=self.ON, extra_body=GREEDY)
+        self.assertEqual(m.content[0].type, "thinking", m.content)
+        self.assertTrue(m.content[0].thinking)
+        chat = self.server.client(api_key=KEY).chat.completions.create(
+            model=MODEL, messages=self.ASK, max_tokens=1100, temperature=0).choices[0].message
+        self.assertEqual(m.content[0].thinking, chat.model_extra["reasoning_content"])
+        with self.client.messages.stream(model=MODEL, max_tokens=1100, messages=self.ASK, thinking=self.ON,
+                                         extra_body=GREEDY) as s:
+            final = s.get_final_message()
+        self.assertEqual([b.type for b in final.content], [b.type for b in m.content])
+        self.assertEqual(final.content[0].thinking, m.content[0].thinking)
+        # History with the thinking block sent back: accepted (the template drops it before a new question).
+        again = self.client.messages.create(model=MODEL, max_tokens=8, extra_body=GREEDY, messages=self.ASK + [
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "salt", "signature": ""},
+                                              {"type": "text", "text": "Rivers."}]},
+            {"role": "user", "content": "And lakes?"}])
+        self.assertEqual(again.content[-1].type, "text")
+
+    def test_without_thinking_there_is_no_thinking_block(self):
+        m = self.client.messages.create(model=MODEL, max_tokens=8, messages=self.ASK, extra_body=GREEDY)
+        self.assertNotIn("thinking", [b.type for b in m.content])
+
+    def test_bad_thinking_values(self):
+        for t in ({"type": "enabled"}, {"type": "enabled", "budget_tokens": 100}, {"type": "sometimes"},
+                  {"type": "enabled", "budget_tokens": 2048}, "on"):
+            st, body = http_json("POST", self.server.base + "/v1/messages",
+                                 {"model": MODEL, "max_tokens": 1100, "messages": self.ASK, "thinking": t},
+                                 headers={"x-api-key": KEY})
+            self.assertEqual(st, 400, (t, body))
+            self.assertIn("thinking", body["error"]["message"])
 
 
 if __name__ == "__main__":
