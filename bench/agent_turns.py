@@ -43,7 +43,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from restart_ttft import WORDS, Server, cpu  # noqa: E402
+from restart_ttft import WORDS, Server, call, cpu  # noqa: E402
 
 
 def log(msg):
@@ -112,17 +112,11 @@ def trace(seed, n_sessions, n_turns, n_tools):
     return out, tools
 
 
-def post(port, path, body, timeout=3600):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        if r.status != 200:
-            raise SystemExit("POST %s -> %d: %s" % (path, r.status, data[:400]))
-        return json.loads(data)
-    finally:
-        c.close()
+def post(port, path, body):
+    status, data = call(port, "POST", path, body)
+    if status != 200:
+        raise SystemExit("POST %s -> %d: %s" % (path, status, data[:400]))
+    return json.loads(data)
 
 
 def run_hypic(port, model, reqs, tools, mode, max_tokens, salt):

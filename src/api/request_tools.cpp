@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/text.h"
 #include "grammar/json_schema.h"
 #include "tokenizer/chat_template.h"
 
@@ -244,12 +245,6 @@ std::optional<ApiError> check_tool_messages(const std::vector<Message>& msgs) {
 
 namespace {
 
-std::string trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return "";
-  return std::string(s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1));
-}
-
 // An assistant message's reasoning and content apart, as Qwen3.5's template reads them: its
 // reasoning_content, else the text between "<think>" and "</think>" in its content.
 void split_reasoning(const Message& m, std::string* reasoning, std::string* content) {
@@ -287,7 +282,7 @@ std::optional<ApiError> template_messages(const ChatTemplate& chat, const ApiReq
       std::string reasoning;
       split_reasoning(m, &reasoning, &content);
       Message a = m;
-      a.parts = {{i > last_query ? r.reasoning->open + trim(reasoning) + r.reasoning->close + content : content, false, ""}};
+      a.parts = {{i > last_query ? r.reasoning->open + std::string(trim_space(reasoning)) + r.reasoning->close + content : content, false, ""}};
       a.reasoning.clear();
       out->push_back(std::move(a));
     } else if (m.role != Role::kTool) {

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <random>
 
+#include "core/text.h"
+
 namespace hypic::api {
 
 using OJson = nlohmann::ordered_json;
@@ -37,14 +39,6 @@ void python_json_to(const OJson& v, std::string* out) {
     default:
       *out += v.dump(-1, ' ', false, OJson::error_handler_t::replace);
   }
-}
-
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
 }
 
 const ToolDef* find_tool(const std::vector<ToolDef>& tools, std::string_view name) {
@@ -81,7 +75,7 @@ bool parse_xml_call(std::string_view body, const std::vector<ToolDef>& tools, st
   if (!tool) return false;
   const OJson* props = tool->parameters.is_object() && tool->parameters.contains("properties") ? &tool->parameters["properties"] : nullptr;
   *args = OJson::object();
-  std::string_view rest = trim(body.substr(gt + 1));
+  std::string_view rest = trim_space(body.substr(gt + 1));
   while (rest.substr(0, pe.size()) == pe) {
     const size_t k = rest.find('>');
     const size_t end = rest.find(pc);
@@ -92,7 +86,7 @@ bool parse_xml_call(std::string_view body, const std::vector<ToolDef>& tools, st
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
     const OJson* schema = props && props->is_object() && props->contains(key) ? &(*props)[key] : nullptr;
     (*args)[key] = typed_value(std::string(value), schema);
-    rest = trim(rest.substr(end + pc.size()));
+    rest = trim_space(rest.substr(end + pc.size()));
   }
   return rest == fc;
 }
@@ -102,8 +96,8 @@ bool parse_xml_call(std::string_view body, const std::vector<ToolDef>& tools, st
 bool parse_call(std::string_view block, const std::vector<ToolDef>& tools, ToolCall* call) {
   std::string name;
   OJson args;
-  if (!parse_xml_call(trim(block), tools, &name, &args)) {
-    const OJson j = OJson::parse(trim(block), nullptr, /*allow_exceptions=*/false);
+  if (!parse_xml_call(trim_space(block), tools, &name, &args)) {
+    const OJson j = OJson::parse(trim_space(block), nullptr, /*allow_exceptions=*/false);
     if (!j.is_object()) return false;
     auto n = j.find("name");
     if (n == j.end() || !n->is_string() || !find_tool(tools, n->get<std::string>())) return false;

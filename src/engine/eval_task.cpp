@@ -7,16 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
+
 namespace hypic {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 std::vector<std::string> words(const std::string& s) {
   std::vector<std::string> out;
@@ -38,12 +33,12 @@ std::vector<std::string> words(const std::string& s) {
 std::string normalize_answer(const std::string& in) {
   std::string s = in;
   for (size_t p; (p = s.find("<|im_end|>")) != std::string::npos;) s.erase(p, 10);
-  s = trim(s);
+  s = std::string(trim_space(s));
   const std::string head = "Answer:";
   if (s.compare(0, head.size(), head) == 0) s.erase(0, head.size());
   std::string c;  // whitespace runs collapsed to one space
   bool space = false;
-  for (char ch : trim(s)) {
+  for (char ch : trim_space(s)) {
     if (std::isspace(static_cast<unsigned char>(ch))) {
       space = true;
       continue;
@@ -53,9 +48,9 @@ std::string normalize_answer(const std::string& in) {
     c += ch;
   }
   auto strip_periods = [](std::string v) {
-    v = trim(v);
+    v = std::string(trim_space(v));
     while (!v.empty() && v.back() == '.') v.pop_back();
-    return trim(v);
+    return std::string(trim_space(v));
   };
   if (c.find(" is ") != std::string::npos) {  // restated facts: the value after each " is "
     std::string values;
@@ -94,7 +89,7 @@ Result<std::vector<EvalRecord>> load_eval_records(const std::string& path) {
   std::vector<EvalRecord> out;
   std::string line;
   for (int no = 1; std::getline(f, line); ++no) {
-    if (trim(line).empty()) continue;
+    if (trim_space(line).empty()) continue;
     const std::string where = path + ":" + std::to_string(no) + ": ";
     const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) return invalid_argument(where + "not a JSON object");

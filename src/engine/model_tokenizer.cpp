@@ -1,16 +1,15 @@
 #include "engine/model_tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/gguf.h"
 #include "checkpoint/gguf_hf.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "engine/prompt.h"
 #include "tokenizer/gguf_vocab.h"
 
@@ -55,18 +54,6 @@ void log_chat_format(const std::string& model, const ModelConfig& cfg) {
                  compare_chat_template(t, **jinja).c_str());
 }
 
-namespace {
-
-std::optional<std::string> read_text(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 std::optional<std::string> checkpoint_chat_template(const std::string& model) {
   if (is_gguf_path(model)) {
     auto f = GgufFile::open(model);
@@ -75,8 +62,8 @@ std::optional<std::string> checkpoint_chat_template(const std::string& model) {
     return jinja.is_ok() ? *jinja : std::nullopt;
   }
   const std::filesystem::path dir(model);
-  if (auto t = read_text(dir / "chat_template.jinja")) return t;
-  const auto cfg = read_text(dir / "tokenizer_config.json");
+  if (auto t = read_text_file(dir / "chat_template.jinja")) return t;
+  const auto cfg = read_text_file(dir / "tokenizer_config.json");
   if (!cfg) return std::nullopt;
   const auto j = nlohmann::json::parse(*cfg, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return std::nullopt;
