@@ -94,7 +94,7 @@ DecodeCursor::DecodeCursor(const ModelConfig& cfg, const Tokenizer& tok,
       out_(out) {
   out_->finish_reason = "length";
   ended_ = opt.max_tokens <= 0;
-  if (opt.grammar) constraint_.emplace(opt.grammar, tok, eos_, opt.grammar_trigger);
+  if (opt.grammar) constraint_.emplace(opt.grammar, tok, eos_, opt.grammar_trigger, opt.grammar_gate);
 }
 
 int32_t DecodeCursor::sample(const float* logits) {

@@ -31,8 +31,9 @@ struct GenerateOptions {
   // Constrained decoding (engine/token_constraint.h): the text is a sentence of this grammar
   // (ended by an end-of-sequence token once complete, or cut by max_tokens). Null: free text.
   std::shared_ptr<const grammar::Grammar> grammar;
-  // With a grammar: applies only after this text appears (TokenConstraint's lazy mode).
-  std::string grammar_trigger;
+  // With a grammar: applies only after this text appears (TokenConstraint's lazy mode), and
+  // with a gate only after the gate's text has appeared before it.
+  std::string grammar_trigger, grammar_gate;
 };
 
 struct GenerateResult {

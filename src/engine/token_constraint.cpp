@@ -58,9 +58,9 @@ VocabTrie::VocabTrie(const Tokenizer& tok) : tok_(tok) {
 }
 
 TokenConstraint::TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok,
-                                 std::vector<int32_t> eos, std::string trigger)
+                                 std::vector<int32_t> eos, std::string trigger, std::string gate)
     : g_(std::move(g)), tok_(tok), trie_(VocabTrie::of(tok)), eos_(std::move(eos)), trigger_(std::move(trigger)),
-      active_(trigger_.empty()) {
+      gate_(trigger_.empty() ? "" : std::move(gate)), active_(trigger_.empty()) {
   cur_ = intern(g_->start());
 }
 
@@ -122,8 +122,17 @@ void TokenConstraint::accept(int32_t id) {
   if (is_eos(id)) return;
   bound_cache();
   const std::string_view bytes = tok_.token_bytes(id);
-  if (!active_) {  // free text: look for the trigger, across token boundaries
+  if (!active_) {  // free text: look for the gate, then the trigger, across token boundaries
     tail_ += bytes;
+    if (!gate_.empty()) {
+      const size_t g = tail_.find(gate_);
+      if (g == std::string::npos) {
+        if (tail_.size() >= gate_.size()) tail_.erase(0, tail_.size() - gate_.size() + 1);
+        return;
+      }
+      tail_.erase(0, g + gate_.size());
+      gate_.clear();
+    }
     const size_t at = tail_.find(trigger_);
     if (at == std::string::npos) {
       if (tail_.size() >= trigger_.size()) tail_.erase(0, tail_.size() - trigger_.size() + 1);

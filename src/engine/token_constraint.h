@@ -66,8 +66,10 @@ class TokenConstraint {
   // bytes after it then follow the grammar until a sentence of it is complete, and the text
   // is free again (tool_choice "auto": free text, but every call the model starts is valid).
   // A token that carries the trigger and bytes the grammar refuses leaves that one free.
+  // With a `gate` as well, the trigger counts only after the gate's text (a reasoning block's
+  // close: a call written while thinking is part of the thought, not a call).
   TokenConstraint(std::shared_ptr<const grammar::Grammar> g, const Tokenizer& tok, std::vector<int32_t> eos,
-                  std::string trigger = "");
+                  std::string trigger = "", std::string gate = "");
 
   bool allows(int32_t id);
   // The next token under the mask (see above); -1 when no token is allowed (the grammar is
@@ -115,7 +117,7 @@ class TokenConstraint {
   std::vector<DfaState> dfa_;
   std::unordered_map<std::string, int32_t> ids_;  // a state's stacks, serialised -> its id
   int32_t cur_ = 0;  // the state after the text so far
-  std::string trigger_;
+  std::string trigger_, gate_;  // gate_: cleared once seen
   bool active_ = true;
   std::string tail_;  // lazy, inactive: the last bytes of the text (a trigger across tokens)
   std::vector<uint8_t> allowed_;  // scratch for the full mask

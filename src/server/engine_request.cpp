@@ -21,6 +21,8 @@ GenerateOptions generate_options(const ApiRequest& r) {
   g.logprobs = r.logprobs;
   g.grammar = r.grammar;
   g.grammar_trigger = r.grammar_trigger;
+  // A reply that starts inside a reasoning block: calls count once the block is closed.
+  if (r.thinking && r.reasoning && !g.grammar_trigger.empty()) g.grammar_gate = r.reasoning->close;
   return g;
 }
 

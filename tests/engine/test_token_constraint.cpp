@@ -163,6 +163,31 @@ TEST(TokenConstraint, LazyGrammarHoldsOnlyTheCallAfterItsTrigger) {
   EXPECT_TRUE(c.allows(tiny_eos()[0]));
 }
 
+// Gated (a reasoning model's reply): a trigger inside the reasoning block is text; after the
+// block's close, the same trigger starts the call's grammar.
+TEST(TokenConstraint, GatedTriggerCountsOnlyAfterTheGate) {
+  const Tokenizer& tok = tiny_tok();
+  const auto g = std::move(grammar::tool_call_grammar({"\n", "\n</tool_call>", "\n"}, {{"get_time", nullptr}}, false)).value();
+  TokenConstraint c(g, tok, tiny_eos(), "<tool_call>", "\n</think>\n\n");
+  auto feed = [&](const std::string& text) {
+    for (int32_t id : tok.encode(text, /*parse_special=*/false)) {
+      ASSERT_TRUE(c.allows(id));
+      c.accept(id);
+    }
+  };
+  feed("I could answer with <tool_call>\n{\"name\": \"get_time\"");
+  EXPECT_FALSE(c.active()) << "a call while thinking is thought";
+  feed(" but no.\n</thi");
+  EXPECT_FALSE(c.active());
+  feed("nk>\n\nSure. <tool_call>\n");
+  EXPECT_TRUE(c.active()) << "after the block, the trigger holds the call to the grammar";
+  EXPECT_FALSE(c.allows(tiny_eos()[0]));
+  // Without the gate the first trigger starts the grammar at once.
+  TokenConstraint plain(g, tok, tiny_eos(), "<tool_call>");
+  for (int32_t id : tok.encode("I could answer with <tool_call>\n", /*parse_special=*/false)) plain.accept(id);
+  EXPECT_TRUE(plain.active());
+}
+
 // Through DecodeCursor on a real (random-weight) model: a response that is valid JSON of
 // the schema whenever it ended by itself.
 TEST(TokenConstraint, GenerateWithASchema) {

@@ -6,6 +6,7 @@
 
 #include "api/reasoning.h"
 #include "api/request.h"
+#include "api/request_tools.h"
 #include "server/engine_request.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -103,6 +104,22 @@ TEST(Reasoning, Qwen35HistoryAndGenerationPrompt) {
       {"role":"user","content":"Q2"}])");
   EXPECT_EQ(prompt(plain), "<|im_start|>user\nQ1<|im_end|>\n<|im_start|>assistant\nA1<|im_end|>\n"
                            "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// tool_choice auto while thinking: the call grammar's trigger counts only after the block's
+// close (a call written in the reasoning is thought, not a call); without reasoning, at once.
+TEST(Reasoning, CallTriggerWaitsForTheEndOfTheThought) {
+  const std::string tools = R"(,"tools":[{"type":"function","function":{"name":"get_time","parameters":{"type":"object"}}}])";
+  ApiRequest r = chat(R"([{"role":"user","content":"Q"}])", tools);
+  ASSERT_FALSE(request_grammar(q35(), &r));
+  ASSERT_FALSE(r.grammar_trigger.empty());
+  r.reasoning = q35().reasoning_format();
+  r.thinking = true;
+  EXPECT_EQ(generate_options(r).grammar_gate, "\n</think>\n\n");
+  r.thinking = false;
+  EXPECT_EQ(generate_options(r).grammar_gate, "");
+  r.reasoning = nullptr;
+  EXPECT_EQ(generate_options(r).grammar_gate, "");
 }
 
 TEST(Reasoning, RequestFields) {
