@@ -12,7 +12,8 @@ headers and those of the layers listed for it, nothing else:
   rpc, kv and core, never the server or the model; rpc: the cluster's gRPC credentials, kv: the Redis client, both
   on core alone; checkpoint: checkpoint files, on core; entry: the segment-entry format, on
   kernels and checkpoint; bench, the benchmarks and the evaluation, and synthetic, the
-  benchmarks' checkpoints, only cli uses)
+  benchmarks' checkpoints, only cli uses; bench may use server: the tool eval goes through
+  the server's request path)
 
 The generated protobuf headers (hypic_*.pb.h) form the pseudo-layer "proto" (the hypic_proto
 library, no folder). The C++ tests follow the layer of their folder (tests/<layer>/), except
@@ -47,8 +48,8 @@ ALLOWED = {
     # The router holds no model: the HTTP front and the API, the cluster credentials, the
     # shared registry and the generated stubs only.
     "router": {"core", "api", "rpc", "kv", "proto"},
-    "bench": {"core", "grammar", "kernels", "tokenizer", "checkpoint", "entry", "model", "cache", "engine",
-              "cluster", "rpc", "proto"},
+    "bench": {"core", "grammar", "kernels", "tokenizer", "api", "checkpoint", "entry", "model", "cache", "engine",
+              "cluster", "server", "rpc", "kv", "proto"},
     # Synthetic checkpoints for the benchmarks: written with the checkpoint layer, checked
     # with the model's loader; only cli uses them.
     "synthetic": {"core", "kernels", "checkpoint", "model"},

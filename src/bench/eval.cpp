@@ -1,13 +1,12 @@
 #include "bench/eval.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 
+#include "bench/eval_run.h"
 #include "core/timer.h"
 #include "engine/eval_task.h"
-#include "engine/generate.h"
 #include "engine/model_tokenizer.h"
 #include "engine/prompt.h"
 #include "engine/runner.h"
@@ -35,82 +34,6 @@ struct TaskScore {
   }
 };
 
-struct Run {
-  std::string text;
-  double ttft_ms = 0;
-  double reused_fraction = 0;
-  double reply_nll = 0;  // mean NLL per token of `reply` (when given)
-};
-
-// −log softmax(logits)[target], in double.
-double nll(const float* logits, int64_t V, int32_t target) {
-  const float mx = *std::max_element(logits, logits + V);
-  double z = 0;
-  for (int64_t v = 0; v < V; ++v) z += std::exp(double(logits[v]) - mx);
-  return std::log(z) + mx - double(logits[target]);
-}
-
-double reused_fraction(const ComposeStats& cs) {
-  return cs.prompt_tokens > 0 ? double(cs.reused_tokens) / double(cs.prompt_tokens) : 0;
-}
-
-// The record as generated: prefilled through the runner, the reference reply scored
-// teacher-forced from a copy of the prefilled state, then the greedy answer. TTFT = keying,
-// the prefill and the first decode step; the scoring pass is not part of it.
-Result<Run> run_cold(const Runner& runner, const Tokenizer& tok, const PromptParts& parts,
-                     const RunOptions& ro, int max_tokens, const std::vector<int32_t>& reply) {
-  const Model& model = runner.model();
-  GenerateOptions go;
-  go.max_tokens = max_tokens;
-  RunOptions o = ro;
-  o.decode_tokens = max_tokens;
-  const Timer t;
-  const TokenizedRequest req = make_request(model, parts, ro.compose.seam, ro.compose.salt);
-  HYPIC_ASSIGN_OR_RETURN(Prefilled p, runner.prefill(req, o));
-  const double prefill_ms = t.ms();
-  double reply_nll = 0;
-  if (!reply.empty()) {
-    const int64_t V = model.config().vocab_size;
-    reply_nll = nll(p.logits.data(), V, reply[0]);
-    if (reply.size() > 1) {
-      SeqState fork = p.state.copy();
-      std::vector<float> all;
-      const std::vector<int32_t> in(reply.begin(), reply.end() - 1);
-      HYPIC_RETURN_IF_ERROR(model.forward(fork, in, LogitsFor::kAll, &all));
-      for (size_t i = 1; i < reply.size(); ++i) reply_nll += nll(all.data() + (i - 1) * V, V, reply[i]);
-    }
-    reply_nll /= double(reply.size());
-  }
-  const Timer t_decode;
-  GenerateResult g;
-  HYPIC_RETURN_IF_ERROR(decode(model, tok, p.state, std::move(p.logits), go, {}, t_decode, &g));
-  Run r;
-  r.text = g.text;
-  r.ttft_ms = prefill_ms + g.ttft_ms;
-  r.reply_nll = reply_nll;
-  r.reused_fraction = reused_fraction(p.figures.compose);
-  return r;
-}
-
-// Timed only: the runner's generate() of one token. TTFT = keying + the runner's TTFT.
-Result<Run> run_warm(const Runner& runner, const Tokenizer& tok, const PromptParts& parts,
-                     const RunOptions& ro) {
-  GenerateOptions go;
-  go.max_tokens = 1;
-  const Timer t;
-  const TokenizedRequest req = make_request(runner.model(), parts, ro.compose.seam, ro.compose.salt);
-  const double key_ms = t.ms();
-  HYPIC_ASSIGN_OR_RETURN(Completion c, runner.generate(req, ro, tok, go));
-  Run r;
-  r.ttft_ms = key_ms + c.figures.ttft_ms;
-  r.reused_fraction = reused_fraction(c.figures.compose);
-  return r;
-}
-
-std::string config_name(const EvalConfig& c) {
-  return std::string(pic_mode_name(c.mode)) + (c.seam >= 0 ? " seam " + std::to_string(c.seam) : "");
-}
-
 }  // namespace
 
 std::vector<EvalConfig> eval_configs(const std::vector<PicMode>& modes, const std::vector<int>& seams) {
@@ -121,6 +44,10 @@ std::vector<EvalConfig> eval_configs(const std::vector<PicMode>& modes, const st
       for (int s : seams) configs.push_back({mode, s});
   }
   return configs;
+}
+
+std::string eval_config_name(const EvalConfig& c) {
+  return std::string(pic_mode_name(c.mode)) + (c.seam >= 0 ? " seam " + std::to_string(c.seam) : "");
 }
 
 Result<nlohmann::json> run_eval(const EvalOptions& o) {
@@ -176,13 +103,13 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
     RunOptions ro;
     ro.compose.mode = c.mode;
     ro.compose.seam = std::max(c.seam, 0);
-    auto& scores = table[config_name(c)];
+    auto& scores = table[eval_config_name(c)];
     Timer tc;
     for (size_t i = 0; i < records.size(); ++i) {
       const EvalRecord& r = records[i];
-      auto rc = run_cold(runner, tok.value(), cold[i], ro, o.max_tokens, replies[i]);
+      auto rc = eval_run_cold(runner, tok.value(), cold[i], ro, o.max_tokens, replies[i]);
       if (!rc) return rc.status().with_context("record " + r.id);
-      auto rw = run_warm(runner, tok.value(), warm[i], ro);
+      auto rw = eval_run_warm(runner, tok.value(), warm[i], ro);
       if (!rw) return rw.status().with_context("record " + r.id);
       TaskScore& s = scores[r.task];
       ++s.n;
@@ -202,7 +129,7 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
         double ex = 0;
         for (const auto& [t, sc] : scores) done += sc.n, ex += sc.exact;
         std::fprintf(stderr, "hypic eval: [%zu/%zu %s] %zu/%zu records, exact %.3f, %.0f s\n", ci + 1,
-                     o.configs.size(), config_name(c).c_str(), i + 1, records.size(), ex / done,
+                     o.configs.size(), eval_config_name(c).c_str(), i + 1, records.size(), ex / done,
                      total.ms() / 1000);
       }
     }

@@ -33,6 +33,8 @@ struct EvalConfig {
 // In the order of `modes`: full and prefix once (they do not depend on the seam width),
 // hypic and naive once per seam.
 std::vector<EvalConfig> eval_configs(const std::vector<PicMode>& modes, const std::vector<int>& seams);
+// "hypic seam 8", "full": for progress lines.
+std::string eval_config_name(const EvalConfig& c);
 
 struct EvalOptions {
   std::string model;                 // model directory

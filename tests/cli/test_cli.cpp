@@ -687,6 +687,42 @@ TEST_F(CliTest, EvalScoresEveryModeAgainstFull) {
   EXPECT_LT(by["naive0"]["mean_agreement_with_full"].get<double>(), 1.0);
 }
 
+// The tool eval end to end on the embedded model (its held-out tool records, the first 2 of
+// each task, f32): every task scored and timed; prefix mode and hypic with a seam covering
+// whole tools give full's replies exactly; with the tools in a new order and subset, hypic
+// reuses them (most of the prompt) where prefix mode reuses only what precedes the first.
+TEST_F(CliTest, EvalToolsThroughTheServerPath) {
+  const std::string tiny = std::string(HYPIC_SOURCE_DIR) + "/models/hypic-tiny";
+  const Proc r = hypic({"eval", "--model", tiny, "--tasks", "tools", "--n", "2", "--modes", "full,prefix,hypic",
+                        "--seams", "0,1000", "--max-tokens", "24", "--dtype", "f32", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.err.find("8/8 records"), std::string::npos) << r.err;  // progress
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 4u);
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& c : j["results"]) {
+    const std::string name = c["mode"].get<std::string>() + (c["seam"].is_null() ? "" : std::to_string(c["seam"].get<int>()));
+    by[name] = c;
+    for (const char* t : {"tool_direct", "tool_doc", "tool_two", "no_tool"}) {
+      EXPECT_EQ(c["tasks"][t]["n"], 2) << name << " " << t;
+      EXPECT_GT(c["tasks"][t]["ttft_cold_ms"].get<double>(), 0) << name << " " << t;
+      EXPECT_EQ(c["tasks"][t]["name_accuracy"].is_null(), std::string(t) == "no_tool") << name << " " << t;
+    }
+    for (const char* k : {"mean_name_accuracy", "mean_args_accuracy", "mean_valid_call_rate", "mean_answer_accuracy"}) {
+      EXPECT_GE(c[k].get<double>(), 0.0) << name << " " << k;
+      EXPECT_LE(c[k].get<double>(), 1.0) << name << " " << k;
+    }
+  }
+  EXPECT_TRUE(by["full"]["agreement_with_full"].is_null()) << "full is the reference";
+  EXPECT_EQ(by["prefix"]["agreement_with_full"], 1.0);
+  EXPECT_EQ(by["hypic1000"]["agreement_with_full"], 1.0);
+  for (const char* k : {"mean_name_accuracy", "mean_args_accuracy", "mean_answer_accuracy"})
+    EXPECT_EQ(by["prefix"][k], by["full"][k]) << k;
+  const double hypic_reuse = by["hypic0"]["tasks"]["tool_direct"]["warm_reused_fraction"].get<double>();
+  EXPECT_GT(hypic_reuse, 0.5);
+  EXPECT_LT(by["prefix"]["tasks"]["tool_direct"]["warm_reused_fraction"].get<double>(), hypic_reuse);
+}
+
 TEST_F(CliTest, EvalErrors) {
   expect_help(hypic({"eval", "--help"}), {"usage: hypic eval", "--seams", "--modes", "--json"});
   const std::string data = std::string(HYPIC_SOURCE_DIR) + "/tests/data/eval_sample.jsonl";
@@ -697,6 +733,9 @@ TEST_F(CliTest, EvalErrors) {
   expect_error({"eval", "--model", model(), "--data", (tmp_ / "none.jsonl").string()}, "none.jsonl");
   const auto bad = write("bad.jsonl", "{\"id\": \"x\"}\n");
   expect_error({"eval", "--model", model(), "--data", bad.string()}, "bad.jsonl:1");
+  expect_error({"eval", "--model", model(), "--data", bad.string(), "--tasks", "tools"}, "bad.jsonl:1");
+  expect_error({"eval", "--model", model(), "--data", data, "--tasks", "tools"}, "not a tool-use record");
+  expect_error({"eval", "--model", model(), "--data", data, "--tasks", "tool_direct,lyrics"}, "lyrics", 2);
 }
 
 }  // namespace

@@ -66,10 +66,12 @@ class CheckLayers(unittest.TestCase):
 
     def test_bench_is_below_cli(self):
         rc, out = run({"src/bench/eval.cpp": '#include "core/log.h"\n#include "cli/args.h"\n',
-                       "src/bench/scatter.cpp": '#include "server/http_front.h"\n'})
+                       "src/bench/scatter.cpp": '#include "router/router.h"\n',
+                       "src/bench/eval_tools.cpp": '#include "server/engine_request.h"\n'})
         self.assertEqual(rc, 1)
         self.assertIn("eval.cpp:2: bench/ includes cli/args.h", out)
-        self.assertIn("scatter.cpp:1: bench/ includes server/http_front.h", out)
+        self.assertIn("scatter.cpp:1: bench/ includes router/router.h", out)
+        self.assertNotIn("eval_tools.cpp", out)  # the tool eval runs the server's request path
 
     def test_generated_proto_is_its_own_layer(self):
         rc, out = run({"src/engine/x.cpp": '#include "hypic_cluster.grpc.pb.h"\n'})

@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import gen_data  # noqa: E402
+import gen_tools  # noqa: E402
 import train as T  # noqa: E402
 import train_tokenizer as TT  # noqa: E402
 
@@ -99,6 +100,8 @@ def evaluate_dir(out: str, per_task: int, dtype: torch.dtype, log=print) -> dict
         with open(os.path.join(out, "eval", name), "w") as f:
             for r in rows:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    # the tool-use records of `hypic eval --tasks tools`
+    gen_tools.write_records(os.path.join(out, "eval", "tools_heldout.jsonl"), "heldout", 50)
     return res
 
 
@@ -118,6 +121,11 @@ def stages_of(ck: dict) -> list[dict]:
                     "curriculum_start": a.get("curriculum_start", 0.0), "threads": a.get("threads"),
                     "context_lookup_init": a.get("context_lookup_init", False),
                     "induction_init": a.get("induction_init", "")})
+        out[-1]["tools_share"] = a.get("tools_share", 0.0)
+        if a.get("init_from") and os.path.isdir(a["init_from"]):  # an exported model: its stages file
+            path = os.path.join(a["init_from"], "training_stages.json")
+            out += json.load(open(path))[::-1] if os.path.exists(path) else []
+            break
         if not a.get("init_from") or not os.path.exists(a["init_from"]):
             break
         ck = torch.load(a["init_from"], map_location="cpu", weights_only=False)
@@ -137,7 +145,8 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
         "# hypic-tiny",
         "",
         "A small hybrid-attention language model trained from scratch by the hypic project to read "
-        "multi-document prompts and answer short questions about them. It is hypic's embedded default "
+        "multi-document prompts and answer short questions about them"
+        + (", and to call tools described in its system turn" if stages[-1].get("tools_share") else "") + ". It is hypic's embedded default "
         "model and the model on which the quality of every serving mode (`full`, `prefix`, `hypic`, "
         "`naive`) is measured, since no real checkpoint can be downloaded on the project's machines.",
         "",
@@ -218,6 +227,31 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
                                               for k, v in ev["per_kind"].items()), ""]
     else:
         lines += ["(not evaluated in this export)", ""]
+    if stages[-1].get("tools_share"):
+        lines += [
+            "## Tool calling",
+            "",
+            "The last training stage adds tool-use conversations (`tools/tiny/gen_tools.py`) in the layout hypic's "
+            "server writes for a request with `tools` (Qwen3.5's tool format; with `--auto-segments tools` each "
+            "tool's JSON is its own segment):",
+            "",
+            "```",
+            "<|im_start|>system\\n# Tools ... <tools>\\n{tool 1 JSON}\\n{tool 2 JSON} ... </tools> ... </IMPORTANT>\\n\\n"
+            + gen_tools.SYSTEM + "<|im_end|>",
+            "<|im_start|>user\\n[Document: ...\\n\\n]Question: What is the river level of Brennwick?<|im_end|>",
+            "<|im_start|>assistant\\n<tool_call>\\n<function=get_river_level>\\n<parameter=town>\\nBrennwick\\n"
+            "</parameter>\\n</function>\\n</tool_call><|im_end|>",
+            "<|im_start|>user\\n<tool_response>\\nThe river level of Brennwick is 3 metres.\\n</tool_response><|im_end|>",
+            "<|im_start|>assistant\\nAnswer: The river level of Brennwick is 3 metres<|im_end|>",
+            "```",
+            "",
+            "4-20 tools per prompt (31 subjects x 8 verbs; tool names, like entity names, belong to one split by a "
+            "hash), questions that need one call with the argument in the question (`tool_direct`, some with an "
+            "integer year) or in a document of the user turn (`tool_doc`), two calls (`tool_two`), or none "
+            "(`no_tool`: the documents answer it). Held-out scores per serving mode: `hypic eval --tasks tools` "
+            "(docs/QUALITY.md); its records are `eval/tools_heldout.jsonl`.",
+            "",
+        ]
     lines += [
         "## Training",
         "",
@@ -234,7 +268,9 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
         *[f"  {k + 1}. {s['steps']} steps, {s['tokens'] / 1e6:.1f} M tokens, {s['cpu_h']:.2f} CPU h, data format "
           f"`{s['format']}`, peak lr {s['lr']}"
           + (f", from the previous stage's weights, curriculum from {int(100 * s['curriculum_start'])} %"
-             if s["from"] else ", from scratch") + "."
+             if s["from"] else ", from scratch")
+          + (f", {int(100 * s['tools_share'])} % of the conversations tool-use tasks" if s.get("tools_share") else "")
+          + "."
           for k, s in enumerate(stages)],
         ("* Initialisation: a hand-wired context-lookup circuit (`train.context_lookup_init`): GDN layers 1 "
          "and 2 write leaky summaries of the tokens up to t and before t into two residual subspaces "
@@ -351,8 +387,12 @@ def main() -> int:
         with open(os.path.join(a.out, "eval_results.json"), "w") as f:
             json.dump(ev, f, indent=2, ensure_ascii=False)
             f.write("\n")
+    stages = stages_of(c)
+    with open(os.path.join(a.out, "training_stages.json"), "w") as f:  # for a run that starts from this model
+        json.dump(stages, f, indent=1)
+        f.write("\n")
     with open(os.path.join(a.out, "README.md"), "w") as f:
-        f.write(model_card(cfg, n_params, c["state"], c["args"], ev, dir_bytes(a.out), stages_of(c)))
+        f.write(model_card(cfg, n_params, c["state"], c["args"], ev, dir_bytes(a.out), stages))
     size = dir_bytes(a.out)
     print(f"{a.out}: {sorted(os.listdir(a.out))}, {size / 1e6:.1f} MB", flush=True)
     assert size <= MAX_BYTES, f"model directory is {size} bytes > {MAX_BYTES}"

@@ -41,6 +41,7 @@ import torch.nn.functional as F  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gen_data  # noqa: E402
+import gen_tools  # noqa: E402
 
 DEFAULT_RUN = "/work/hypic-tiny-run"
 POOL = 64
@@ -245,6 +246,26 @@ def encode_example(tok, rec: dict, ctx_weight: float, with_followups: bool = Tru
     return ids, kind
 
 
+TOOL_KINDS = {"marker": 0, "context": 1, "tool": 1, "reply": 2}
+
+
+def encode_tool_example(tok, rec: dict):
+    """A tool-use conversation (gen_tools) chunked as the server tokenises it; loss kinds as above."""
+    ids: list[int] = []
+    kind: list[int] = []
+    for text, role in gen_tools.prompt_chunks(rec, gen_tools.record_turns(rec)):
+        t = tok.encode(text).ids
+        ids.extend(t)
+        kind.extend([TOOL_KINDS[role]] * len(t))
+    return ids, kind
+
+
+def tool_example(index: int, seed: int, tok):
+    """Training tool record `index` with 0-2 follow-up turns (more supervised replies per sequence)."""
+    r = random.Random(f"tool-followups/{seed}/{index}")
+    return encode_tool_example(tok, gen_tools.make_example("train", index, followups=r.randint(0, 2)))
+
+
 def profile_for(index: int, frac: float, seed: int) -> str:
     mix = [m for s, m in PHASES if frac >= s][-1]
     r = random.Random(f"profile/{seed}/{index}")
@@ -313,10 +334,15 @@ def assoc_example(index: int, seed: int, uni: torch.Tensor, pad_id: int, colon: 
     return ids, kind
 
 
-def make_pool(tok, pool_start: int, frac: float, seed: int, ctx_weight: float, budget: int, uni=None):
-    """Batches (lists of (ids, kind)) for examples pool_start .. pool_start+POOL-1."""
+def make_pool(tok, pool_start: int, frac: float, seed: int, ctx_weight: float, budget: int, uni=None,
+              tools_share: float = 0.0):
+    """Batches (lists of (ids, kind)) for examples pool_start .. pool_start+POOL-1. A share `tools_share`
+    of the examples are tool-use conversations (gen_tools), the rest follow the curriculum."""
     exs = []
     for i in range(pool_start, pool_start + POOL):
+        if tools_share and random.Random(f"tools/{seed}/{i}").random() < tools_share:
+            exs.append(tool_example(i, seed, tok))
+            continue
         prof = profile_for(i, frac, seed)
         if prof == "copy":
             exs.append(copy_example(i, seed, uni, tok.token_to_id(PAD)))
@@ -404,6 +430,28 @@ def evaluate(model, tok, recs, amp: bool = True, max_new: int = 64):
     return {t: sum(v) / len(v) for t, v in res.items()}, samples
 
 
+@torch.no_grad()
+def evaluate_tools(model, tok, recs, amp: bool = True, max_new: int = 96):
+    """Share of held-out tool records whose first reply is exactly the gold one (the calls, or the answer
+    of a no_tool record), greedy, tools not segmented (the same tokens as segmented)."""
+    was = model.training
+    model.eval()
+    eos = tok.token_to_id(gen_data.EOS)
+    res: dict[str, list[int]] = {}
+    for rec in recs:
+        chunks = gen_tools.prompt_chunks(rec, gen_tools.record_turns(rec)[:1])
+        cut = next(i for i, (_, role) in enumerate(chunks) if role == "reply")
+        ids = [t for text, _ in chunks[:cut] for t in tok.encode(text).ids]
+        x = torch.tensor([ids])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            out = model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=max_new,
+                                 do_sample=False, eos_token_id=eos, pad_token_id=eos)
+        text = tok.decode(out[0, len(ids):].tolist(), skip_special_tokens=False)
+        res.setdefault(rec["task"], []).append(int(text == chunks[cut][0]))
+    model.train(was)
+    return {t: sum(v) / len(v) for t, v in res.items()}
+
+
 def eval_records(n_per_task: int, profile: str):
     return [gen_data.make_example("heldout", profile, i, t) for t in gen_data.TASKS for i in range(n_per_task)]
 
@@ -476,7 +524,12 @@ def main() -> int:
                     help="GDN layers initialised as induction heads, comma list (the second run used "
                          f"{','.join(map(str, INDUCTION_LAYERS))} with --no-context-lookup-init; default none)")
     ap.add_argument("--init-from", default="",
-                    help="start a new run from this checkpoint's model weights (fresh optimizer and schedule)")
+                    help="start a new run from the model weights of this checkpoint (.pt) or exported model directory "
+                         "(models/hypic-tiny); fresh optimizer and schedule")
+    ap.add_argument("--tools-share", type=float, default=0.0,
+                    help="share of training conversations that are tool-use tasks (gen_tools.py)")
+    ap.add_argument("--tools-layout", choices=gen_tools.LAYOUTS, default="name-first",
+                    help="key order of the generated tools' JSON (gen_tools.LAYOUTS)")
     ap.add_argument("--curriculum-start", type=float, default=0.0,
                     help="fraction of the curriculum (PHASES) at step 0; it then runs linearly to 1 at the last step")
     ap.add_argument("--data-format", choices=gen_data.FORMATS, default="restated",
@@ -503,6 +556,7 @@ def main() -> int:
                  "zeroes every other residual branch)")
 
     gen_data.set_format(a.data_format)
+    gen_tools.set_layout(a.tools_layout)
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
     import transformers
@@ -537,7 +591,13 @@ def main() -> int:
         print(f"resumed from {ck}: step {st['step']}, {st['tokens'] / 1e6:.2f} M tokens, "
               f"{st['train_seconds'] / 3600:.2f} h trained", flush=True)
     else:
-        if a.init_from:
+        if a.init_from and os.path.isdir(a.init_from):  # an exported model (models/hypic-tiny)
+            from safetensors.torch import load_file
+            w = {k: v.float() for k, v in load_file(os.path.join(a.init_from, "model.safetensors")).items()}
+            missing, unexpected = model.load_state_dict(w, strict=False)
+            assert not unexpected and all("lm_head" in k for k in missing), (missing, unexpected)
+            print(f"model weights from {a.init_from}", flush=True)
+        elif a.init_from:
             model.load_state_dict(torch.load(a.init_from, map_location="cpu", weights_only=False)["model"])
             print(f"model weights from {a.init_from}", flush=True)
         with open(os.path.join(a.run_dir, "config.json"), "w") as f:
@@ -565,6 +625,8 @@ def main() -> int:
 
     uni = unigram(tok)
     ev_sets = {p: eval_records(a.eval_n, p) for p in ("micro", "short", "eval")}
+    tool_recs = [gen_tools.make_example("heldout", i, t) for t in gen_tools.TASKS for i in range(a.eval_n)] \
+        if a.tools_share else []
 
     def run_eval() -> None:
         t0 = time.time()
@@ -572,9 +634,12 @@ def main() -> int:
         for p, recs in ev_sets.items():
             acc, samples = evaluate(model, tok, recs, amp)
             line[p] = acc
+        if tool_recs:
+            line["tools"] = evaluate_tools(model, tok, tool_recs, amp)
         st["evals"].append(line)
         print(f"eval step {st['step']}: " + "  ".join(
             f"{p}: " + " ".join(f"{t} {line[p].get(t, 0):.2f}" for t in gen_data.TASKS) for p in ev_sets)
+            + ("  tools: " + " ".join(f"{t} {v:.2f}" for t, v in line["tools"].items()) if tool_recs else "")
             + f"  ({time.time() - t0:.0f} s)  e.g. {samples[:4]}", flush=True)
 
     model.train()
@@ -584,7 +649,8 @@ def main() -> int:
     steps_this_run = 0
     while st["step"] < a.total_steps and not stop["flag"]:
         if batches is None:
-            batches = make_pool(tok, st["pool_start"], st["pool_frac"], a.seed, a.ctx_weight, a.tokens_per_step, uni)
+            batches = make_pool(tok, st["pool_start"], st["pool_frac"], a.seed, a.ctx_weight, a.tokens_per_step, uni,
+                                a.tools_share)
         if st["batches_done"] >= len(batches):
             st["pool_start"] += POOL
             old_mix = [m for s, m in PHASES if st["pool_frac"] >= s][-1]
