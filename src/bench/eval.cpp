@@ -7,7 +7,6 @@
 #include "bench/eval_run.h"
 #include "core/timer.h"
 #include "engine/eval_task.h"
-#include "engine/model_tokenizer.h"
 #include "engine/prompt.h"
 #include "engine/runner.h"
 #include "model/model.h"
@@ -57,35 +56,26 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
       return invalid_argument("unknown task '" + t + "' (single, two_hop, aggregate)");
   auto all = load_eval_records(o.data);
   if (!all) return all.status();
-  std::vector<EvalRecord> records;
   std::map<std::string, int> per_task;
-  for (auto& r : all.value())
-    if (std::find(o.tasks.begin(), o.tasks.end(), r.task) != o.tasks.end() && per_task[r.task] < o.n) {
-      ++per_task[r.task];
-      records.push_back(std::move(r));
-    }
-  if (records.empty()) return invalid_argument("no records of the chosen tasks in " + o.data);
-
-  LoadOptions lo;
-  lo.compute = o.dtype;
-  lo.progress = false;
-  auto model = Model::load(o.model, lo);
-  if (!model) return model.status();
-  auto tok = load_model_tokenizer(o.model);  // tokenizer.json, or tiktoken.model + config
-  if (!tok) return tok.status();
-  const Model& m = *model.value();
+  auto picked = first_per_task(std::move(all).value(), o.tasks, o, &per_task);
+  if (!picked) return picked.status();
+  const std::vector<EvalRecord>& records = *picked;
+  auto loaded = load_eval_model(o);
+  if (!loaded) return loaded.status();
+  const Model& m = *loaded->model;
+  const Tokenizer& tok = loaded->tok;
   const ChatTemplate& chat = model_chat_template(m.config());
 
   std::vector<PromptParts> cold, warm;
   // "Answer: {reply}" and the template's turn end (ChatML's <|im_end|>), as gen_data renders it.
   std::vector<std::vector<int32_t>> replies;
   for (const auto& r : records) {
-    replies.push_back(tok.value().encode("Answer: " + r.reply + chat.end_tokens().front(),
+    replies.push_back(tok.encode("Answer: " + r.reply + chat.end_tokens().front(),
                                          /*parse_special=*/true));
-    cold.push_back(chat_parts(chat, tok.value(), r.system, r.segments, r.query));
+    cold.push_back(chat_parts(chat, tok, r.system, r.segments, r.query));
     auto rotated = r.segments;
     std::rotate(rotated.begin(), rotated.begin() + 1, rotated.end());
-    warm.push_back(chat_parts(chat, tok.value(), r.system, rotated, r.query));
+    warm.push_back(chat_parts(chat, tok, r.system, rotated, r.query));
   }
 
   nlohmann::json results = nlohmann::json::array();
@@ -94,12 +84,9 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
   Timer total;
   for (size_t ci = 0; ci < o.configs.size(); ++ci) {
     const EvalConfig& c = o.configs[ci];
-    SegmentStore::Options so;
-    so.mem_budget_bytes = size_t(o.cache_mem_mib) << 20;
-    auto store = SegmentStore::open(so);
-    if (!store) return store.status();
-    const Runner runner(m, std::shared_ptr<SegmentStore>(std::move(store).value()),
-                        std::make_shared<PrefixCache>(size_t(o.cache_mem_mib) << 20));
+    auto made = fresh_runner(m, o);
+    if (!made) return made.status();
+    const Runner& runner = **made;
     RunOptions ro;
     ro.compose.mode = c.mode;
     ro.compose.seam = std::max(c.seam, 0);
@@ -107,9 +94,9 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
     Timer tc;
     for (size_t i = 0; i < records.size(); ++i) {
       const EvalRecord& r = records[i];
-      auto rc = eval_run_cold(runner, tok.value(), cold[i], ro, o.max_tokens, replies[i]);
+      auto rc = eval_run_cold(runner, tok, cold[i], ro, o.max_tokens, replies[i]);
       if (!rc) return rc.status().with_context("record " + r.id);
-      auto rw = eval_run_warm(runner, tok.value(), warm[i], ro);
+      auto rw = eval_run_warm(runner, tok, warm[i], ro);
       if (!rw) return rw.status().with_context("record " + r.id);
       TaskScore& s = scores[r.task];
       ++s.n;
@@ -163,12 +150,7 @@ Result<nlohmann::json> run_eval(const EvalOptions& o) {
       r["points_vs_full"] = 100 * (v - f);
       r["relative_loss_vs_full"] = f > 0 ? (f - v) / f : 0.0;
     }
-  return nlohmann::json{{"model", o.model},
-                        {"data", o.data},
-                        {"dtype", o.dtype_label},
-                        {"records_per_task", per_task},
-                        {"max_tokens", o.max_tokens},
-                        {"results", results}};
+  return eval_document(o, per_task, std::move(results));
 }
 
 }  // namespace hypic::bench

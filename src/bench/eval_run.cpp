@@ -5,8 +5,7 @@
 
 #include "core/timer.h"
 #include "engine/generate.h"
-#include "model/model.h"
-#include "tokenizer/tokenizer.h"
+#include "engine/model_tokenizer.h"
 
 namespace hypic::bench {
 namespace {
@@ -24,6 +23,32 @@ double reused_fraction(const ComposeStats& cs) {
 }
 
 }  // namespace
+
+Result<EvalModel> load_eval_model(const EvalOptions& o) {
+  LoadOptions lo;
+  lo.compute = o.dtype;
+  lo.progress = false;
+  auto model = Model::load(o.model, lo);
+  if (!model) return model.status();
+  auto tok = load_model_tokenizer(o.model);
+  if (!tok) return tok.status();
+  return EvalModel{std::move(model).value(), std::move(tok).value()};
+}
+
+Result<std::unique_ptr<Runner>> fresh_runner(const Model& m, const EvalOptions& o) {
+  SegmentStore::Options so;
+  so.mem_budget_bytes = size_t(o.cache_mem_mib) << 20;
+  auto store = SegmentStore::open(so);
+  if (!store) return store.status();
+  return std::make_unique<Runner>(m, std::shared_ptr<SegmentStore>(std::move(store).value()),
+                                  std::make_shared<PrefixCache>(size_t(o.cache_mem_mib) << 20));
+}
+
+nlohmann::json eval_document(const EvalOptions& o, const std::map<std::string, int>& per_task, nlohmann::json results) {
+  return nlohmann::json{{"model", o.model},           {"data", o.data},
+                        {"dtype", o.dtype_label},     {"records_per_task", per_task},
+                        {"max_tokens", o.max_tokens}, {"results", std::move(results)}};
+}
 
 Result<EvalRun> eval_run_cold(const Runner& runner, const Tokenizer& tok, const PromptParts& parts,
                               const RunOptions& ro, int max_tokens, const std::vector<int32_t>& reply) {

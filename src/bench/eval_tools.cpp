@@ -14,7 +14,6 @@
 #include "core/text.h"
 #include "core/timer.h"
 #include "engine/eval_task.h"
-#include "engine/model_tokenizer.h"
 #include "model/model.h"
 #include "server/engine_request.h"
 #include "tokenizer/tokenizer.h"
@@ -189,23 +188,14 @@ Result<nlohmann::json> run_tool_eval(const EvalOptions& o) {
       return invalid_argument("unknown tool task '" + t + "' (tool_direct, tool_doc, tool_two, no_tool)");
   auto all = load_tool_records(o.data);
   if (!all) return all.status();
-  std::vector<ToolRecord> records;
   std::map<std::string, int> per_task;
-  for (auto& r : all.value())
-    if (std::find(tasks.begin(), tasks.end(), r.task) != tasks.end() && per_task[r.task] < o.n) {
-      ++per_task[r.task];
-      records.push_back(std::move(r));
-    }
-  if (records.empty()) return invalid_argument("no records of the chosen tasks in " + o.data);
-
-  LoadOptions lo;
-  lo.compute = o.dtype;
-  lo.progress = false;
-  auto model = Model::load(o.model, lo);
-  if (!model) return model.status();
-  auto tok = load_model_tokenizer(o.model);
-  if (!tok) return tok.status();
-  const Model& m = *model.value();
+  auto picked = first_per_task(std::move(all).value(), tasks, o, &per_task);
+  if (!picked) return picked.status();
+  const std::vector<ToolRecord>& records = *picked;
+  auto loaded = load_eval_model(o);
+  if (!loaded) return loaded.status();
+  const Model& m = *loaded->model;
+  const Tokenizer& tok = loaded->tok;
   const ChatTemplate& chat = model_chat_template(m.config());
   const int64_t context = m.config().max_position_embeddings;
 
@@ -221,23 +211,19 @@ Result<nlohmann::json> run_tool_eval(const EvalOptions& o) {
     Timer tc;
     for (size_t i = 0; i < records.size(); ++i) {
       const ToolRecord& r = records[i];
-      // Fresh caches per record: "cold" is cold for its tools.
-      SegmentStore::Options so;
-      so.mem_budget_bytes = size_t(o.cache_mem_mib) << 20;
-      auto store = SegmentStore::open(so);
-      if (!store) return store.status();
-      const Runner runner(m, std::shared_ptr<SegmentStore>(std::move(store).value()),
-                          std::make_shared<PrefixCache>(size_t(o.cache_mem_mib) << 20));
+      auto made = fresh_runner(m, o);  // fresh caches per record: "cold" is cold for its tools
+      if (!made) return made.status();
+      const Runner& runner = **made;
       auto ctx = [&](const Status& s) { return s.with_context("record " + r.id); };
       api::ApiRequest req, warm_req, result_req;
-      auto cold_parts = request_parts(chat, tok.value(), context, chat_body(r.messages, r.tools, o.max_tokens), &req);
+      auto cold_parts = request_parts(chat, tok, context, chat_body(r.messages, r.tools, o.max_tokens), &req);
       if (!cold_parts) return ctx(cold_parts.status());
-      auto cold = eval_run_cold(runner, tok.value(), *cold_parts, ro, o.max_tokens, {});
+      auto cold = eval_run_cold(runner, tok, *cold_parts, ro, o.max_tokens, {});
       if (!cold) return ctx(cold.status());
-      auto warm_parts = request_parts(chat, tok.value(), context,
+      auto warm_parts = request_parts(chat, tok, context,
                                       chat_body(r.messages, shuffled_subset(r, uint32_t(i) + 1), o.max_tokens), &warm_req);
       if (!warm_parts) return ctx(warm_parts.status());
-      auto warm = eval_run_warm(runner, tok.value(), *warm_parts, ro);
+      auto warm = eval_run_warm(runner, tok, *warm_parts, ro);
       if (!warm) return ctx(warm.status());
 
       Score& s = scores[r.task];
@@ -259,10 +245,10 @@ Result<nlohmann::json> run_tool_eval(const EvalOptions& o) {
         s.name += cs.names ? 1 : 0;
         s.args += cs.args ? 1 : 0;
         s.valid += cs.valid ? 1 : 0;
-        auto result_parts = request_parts(chat, tok.value(), context,
+        auto result_parts = request_parts(chat, tok, context,
                                           chat_body(result_messages(r), r.tools, o.max_tokens), &result_req);
         if (!result_parts) return ctx(result_parts.status());
-        auto after = eval_run_cold(runner, tok.value(), *result_parts, ro, o.max_tokens, {});
+        auto after = eval_run_cold(runner, tok, *result_parts, ro, o.max_tokens, {});
         if (!after) return ctx(after.status());
         s.ttft_result_ms += after->ttft_ms;
         const Reply final_reply = read_reply(result_req, after->text);
@@ -315,12 +301,7 @@ Result<nlohmann::json> run_tool_eval(const EvalOptions& o) {
         r[std::string("points_vs_full_") + k] = 100 * (r[key].get<double>() - f[key].get<double>());
       }
   }
-  return nlohmann::json{{"model", o.model},
-                        {"data", o.data},
-                        {"dtype", o.dtype_label},
-                        {"records_per_task", per_task},
-                        {"max_tokens", o.max_tokens},
-                        {"results", results}};
+  return eval_document(o, per_task, std::move(results));
 }
 
 }  // namespace hypic::bench
