@@ -239,7 +239,7 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
             "<|im_start|>system\\n# Tools ... <tools>\\n{tool 1 JSON}\\n{tool 2 JSON} ... </tools> ... </IMPORTANT>\\n\\n"
             + gen_tools.SYSTEM + "<|im_end|>",
             "<|im_start|>user\\n[Document: ...\\n\\n]Question: What is the river level of Brennwick?<|im_end|>",
-            "<|im_start|>assistant\\n<tool_call>\\n<function=get_river_level>\\n<parameter=town>\\nBrennwick\\n"
+            "<|im_start|>assistant\\n<tool_call>\\n<function=river_level_check>\\n<parameter=town>\\nBrennwick\\n"
             "</parameter>\\n</function>\\n</tool_call><|im_end|>",
             "<|im_start|>user\\n<tool_response>\\nThe river level of Brennwick is 3 metres.\\n</tool_response><|im_end|>",
             "<|im_start|>assistant\\nAnswer: The river level of Brennwick is 3 metres<|im_end|>",

@@ -7,7 +7,7 @@ and the final reply. The system turn carries 4-20 tool descriptions in the Qwen3
 something that needs one or two of them:
 
   tool_direct  the argument is in the question: "What is the river level of Brennwick?"
-               -> get_river_level(town="Brennwick")   (some tools also take an integer year)
+               -> river_level_check(town="Brennwick")   (some tools also take an integer year)
   tool_doc     the argument is in a document of the user turn: "What is the river level of the
                town where Tova Lindqvar was born?" -> the document says Brennwick
   tool_two     two calls in one reply: one tool for two entities, or two tools for one entity
@@ -17,13 +17,14 @@ After the calls, a user turn of tool responses ("The river level of Brennwick is
 the final reply restating them ("Answer: The river level of Brennwick is 3 metres"), scored as
 gen_data's answers are (normalize_answer).
 
-Tool names (noun_verb: river_level_check) belong to one split by a hash of the name (gen_data.name_split), like
-entity names: held-out records only use tools, people, towns and companies training never saw.
+Tool names (subject, then verb: river_level_check) belong to one split by a hash of the name
+(gen_data.name_split), like entity names: held-out records only use tools, people, towns and
+companies training never saw (the 31 subjects themselves are shared).
 
 `prompt_chunks` renders a conversation exactly as hypic's server tokenises it (server/
 engine_request.cpp: each turn's open and close markers apart, the text between segments as one
-run, each segment alone); tests/engine compares it with the server's rendering of the held-out
-file (test_eval_tools).
+run, each segment alone); tests/server/test_tool_prompts.cpp compares the prompts of the first
+held-out record of each task with the server's.
 
     python gen_tools.py --split heldout --per-task 50 --out tools_heldout.jsonl
 """

@@ -433,7 +433,7 @@ def evaluate(model, tok, recs, amp: bool = True, max_new: int = 64):
 @torch.no_grad()
 def evaluate_tools(model, tok, recs, amp: bool = True, max_new: int = 96):
     """Share of held-out tool records whose first reply is exactly the gold one (the calls, or the answer
-    of a no_tool record), greedy, tools not segmented (the same tokens as segmented)."""
+    of a no_tool record), greedy, each tool tokenised on its own as the server does."""
     was = model.training
     model.eval()
     eos = tok.token_to_id(gen_data.EOS)
