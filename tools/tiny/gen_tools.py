@@ -110,12 +110,17 @@ LINK_PHRASES = {
 # --tools-layout), where the text before each name describes the tool.
 LAYOUTS = ("name-first", "description-first")
 LAYOUT = "name-first"
+# With PREFACE the assistant restates what it looks up before its calls ("The river level of
+# Brennwick.\n\n<tool_call>..."; Qwen3.5's format allows text before the calls): the subject and
+# the entity then sit in the recent context of the name and the argument (set_preface;
+# train.py --tools-preface).
+PREFACE = False
 
 
-def set_layout(name: str) -> None:
-    global LAYOUT
+def set_layout(name: str, preface: bool = False) -> None:
+    global LAYOUT, PREFACE
     assert name in LAYOUTS, name
-    LAYOUT = name
+    LAYOUT, PREFACE = name, preface
 
 
 def tool_name(verb: str, noun: str) -> str:
@@ -203,7 +208,7 @@ def _turn(rng: random.Random, split: str, task: str, w: gen_data.World, tools: l
         q = rng.choice(gen_data.QUESTIONS[(lead["type"], attr)]).format(E=lead["name"])
         reply = gen_data.fact_sentence(lead["type"], attr, lead["name"], lead["attrs"][attr])
         return {"task": task, "kind": f"{lead['type']}.{attr}", "content": _render_docs(rng, ents) + "Question: " + q,
-                "calls": [], "results": [], "reply": reply}
+                "calls": [], "results": [], "reply": reply, "preface": ""}
     if task == "tool_doc":
         (stype, link), (ttype, phrase) = rng.choice(list(LINK_PHRASES.items()))
         cands = [n for n in nouns if SUBJECTS[n][0] == ttype]
@@ -251,7 +256,9 @@ def _turn(rng: random.Random, split: str, task: str, w: gen_data.World, tools: l
     values = [SUBJECTS[n][1](rng) for n, _, _ in facts]
     results = [_fact(n, e, y, v) + "." for (n, e, y), v in zip(facts, values)]
     reply = ". ".join(_fact(n, e, y, v) for (n, e, y), v in zip(facts, values))
-    return {"task": task, "kind": kind, "content": content, "calls": calls, "results": results, "reply": reply}
+    preface = " ".join(f"The {n} of {e}" + (f" in {y}" if y else "") + "." for n, e, y in facts)
+    return {"task": task, "kind": kind, "content": content, "calls": calls, "results": results, "reply": reply,
+            "preface": preface}
 
 
 def make_example(split: str, index: int, task: str | None = None, followups: int = 0) -> dict:
@@ -273,8 +280,11 @@ def make_example(split: str, index: int, task: str | None = None, followups: int
            "tools": tools, "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": main["content"]}],
            "calls": main["calls"], "results": main["results"], "reply": main["reply"],
            "answer": gen_data.normalize_answer(main["reply"])}
+    if PREFACE:
+        rec["preface"] = main["preface"]
     if len(turns) > 1:
-        rec["followups"] = [{k: t[k] for k in ("task", "content", "calls", "results", "reply")} for t in turns[1:]]
+        rec["followups"] = [{k: t[k] for k in ("task", "content", "calls", "results", "reply", "preface")}
+                            for t in turns[1:]]
     return rec
 
 
@@ -302,7 +312,7 @@ def responses_text(results: list[str]) -> str:
 def record_turns(rec: dict) -> list[dict]:
     """The record's first turn and its follow-ups, each {content, calls, results, reply}."""
     first = {"content": rec["messages"][-1]["content"], "calls": rec["calls"], "results": rec["results"],
-             "reply": rec["reply"]}
+             "reply": rec["reply"], "preface": rec.get("preface", "")}
     return [first] + rec.get("followups", [])
 
 
@@ -323,7 +333,8 @@ def prompt_chunks(rec: dict, turns: list[dict], segment_tools: bool = True) -> l
         out += [("<|im_start|>user\n", "marker"), (t["content"], "context"),
                 ("<|im_end|>\n", "marker"), ("<|im_start|>assistant\n", "marker")]
         if t["calls"]:
-            out += [(calls_text(t["calls"]) + gen_data.EOS, "reply"), ("\n", "marker"),
+            head = t["preface"] + "\n\n" if PREFACE and t.get("preface") else ""
+            out += [(head + calls_text(t["calls"]) + gen_data.EOS, "reply"), ("\n", "marker"),
                     ("<|im_start|>user\n", "marker"), (responses_text(t["results"]), "context"),
                     ("<|im_end|>\n", "marker"), ("<|im_start|>assistant\n", "marker")]
         out += [(gen_data.render_reply(t["reply"]), "reply"), ("\n", "marker")]

@@ -530,6 +530,8 @@ def main() -> int:
                     help="share of training conversations that are tool-use tasks (gen_tools.py)")
     ap.add_argument("--tools-layout", choices=gen_tools.LAYOUTS, default="name-first",
                     help="key order of the generated tools' JSON (gen_tools.LAYOUTS)")
+    ap.add_argument("--tools-preface", action="store_true",
+                    help="the assistant restates what it looks up before its calls (gen_tools.PREFACE)")
     ap.add_argument("--curriculum-start", type=float, default=0.0,
                     help="fraction of the curriculum (PHASES) at step 0; it then runs linearly to 1 at the last step")
     ap.add_argument("--data-format", choices=gen_data.FORMATS, default="restated",
@@ -556,7 +558,7 @@ def main() -> int:
                  "zeroes every other residual branch)")
 
     gen_data.set_format(a.data_format)
-    gen_tools.set_layout(a.tools_layout)
+    gen_tools.set_layout(a.tools_layout, a.tools_preface)
     torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
     import transformers
