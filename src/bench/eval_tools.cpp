@@ -199,6 +199,30 @@ Result<nlohmann::json> run_tool_eval(const EvalOptions& o) {
   const ChatTemplate& chat = model_chat_template(m.config());
   const int64_t context = m.config().max_position_embeddings;
 
+  // Each record's three requests, laid out once: the requests read the replies.
+  struct Prepared {
+    api::ApiRequest req, result_req;
+    PromptParts cold, warm, result;
+  };
+  std::vector<Prepared> prepared(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const ToolRecord& r = records[i];
+    Prepared& p = prepared[i];
+    api::ApiRequest warm_req;
+    auto ctx = [&](const Status& s) { return s.with_context("record " + r.id); };
+    auto cold = request_parts(chat, tok, context, chat_body(r.messages, r.tools, o.max_tokens), &p.req);
+    if (!cold) return ctx(cold.status());
+    auto warm = request_parts(chat, tok, context, chat_body(r.messages, shuffled_subset(r, uint32_t(i) + 1), o.max_tokens),
+                              &warm_req);
+    if (!warm) return ctx(warm.status());
+    p.cold = std::move(cold).value();
+    p.warm = std::move(warm).value();
+    if (r.calls.empty()) continue;
+    auto result = request_parts(chat, tok, context, chat_body(result_messages(r), r.tools, o.max_tokens), &p.result_req);
+    if (!result) return ctx(result.status());
+    p.result = std::move(result).value();
+  }
+
   nlohmann::json results = nlohmann::json::array();
   std::vector<std::string> full_replies;  // per record, once full has run
   Timer total;
@@ -211,19 +235,14 @@ Result<nlohmann::json> run_tool_eval(const EvalOptions& o) {
     Timer tc;
     for (size_t i = 0; i < records.size(); ++i) {
       const ToolRecord& r = records[i];
+      const Prepared& p = prepared[i];
       auto made = fresh_runner(m, o);  // fresh caches per record: "cold" is cold for its tools
       if (!made) return made.status();
       const Runner& runner = **made;
       auto ctx = [&](const Status& s) { return s.with_context("record " + r.id); };
-      api::ApiRequest req, warm_req, result_req;
-      auto cold_parts = request_parts(chat, tok, context, chat_body(r.messages, r.tools, o.max_tokens), &req);
-      if (!cold_parts) return ctx(cold_parts.status());
-      auto cold = eval_run_cold(runner, tok, *cold_parts, ro, o.max_tokens, {});
+      auto cold = eval_run_cold(runner, tok, p.cold, ro, o.max_tokens, {});
       if (!cold) return ctx(cold.status());
-      auto warm_parts = request_parts(chat, tok, context,
-                                      chat_body(r.messages, shuffled_subset(r, uint32_t(i) + 1), o.max_tokens), &warm_req);
-      if (!warm_parts) return ctx(warm_parts.status());
-      auto warm = eval_run_warm(runner, tok, *warm_parts, ro);
+      auto warm = eval_run_warm(runner, tok, p.warm, ro);
       if (!warm) return ctx(warm.status());
 
       Score& s = scores[r.task];
@@ -231,7 +250,7 @@ Result<nlohmann::json> run_tool_eval(const EvalOptions& o) {
       s.ttft_cold_ms += cold->ttft_ms;
       s.ttft_warm_ms += warm->ttft_ms;
       s.reused_warm += warm->reused_fraction;
-      const Reply reply = read_reply(req, cold->text);
+      const Reply reply = read_reply(p.req, cold->text);
       if (c.mode == PicMode::kFull) full_replies.push_back(cold->text);
       else if (full_replies.size() == records.size()) {
         ++s.agree_n;
@@ -245,13 +264,10 @@ Result<nlohmann::json> run_tool_eval(const EvalOptions& o) {
         s.name += cs.names ? 1 : 0;
         s.args += cs.args ? 1 : 0;
         s.valid += cs.valid ? 1 : 0;
-        auto result_parts = request_parts(chat, tok, context,
-                                          chat_body(result_messages(r), r.tools, o.max_tokens), &result_req);
-        if (!result_parts) return ctx(result_parts.status());
-        auto after = eval_run_cold(runner, tok, *result_parts, ro, o.max_tokens, {});
+        auto after = eval_run_cold(runner, tok, p.result, ro, o.max_tokens, {});
         if (!after) return ctx(after.status());
         s.ttft_result_ms += after->ttft_ms;
-        const Reply final_reply = read_reply(result_req, after->text);
+        const Reply final_reply = read_reply(p.result_req, after->text);
         s.answer += final_reply.calls.empty() && normalize_answer(final_reply.content) == normalize_answer(r.reply) ? 1 : 0;
       }
       if ((i + 1) % 25 == 0 || i + 1 == records.size()) {
