@@ -86,7 +86,7 @@ int cmd_eval(int argc, char** argv) {
       .opt("n", "N", "records per task (the first N of each)", "100")
       .opt("modes", "LIST", "PIC modes", "full,prefix,hypic,naive")
       .opt("seams", "LIST", "seam widths for hypic and naive", "0,4,8,16")
-      .opt("max-tokens", "N", "answer length limit", "48; with tools 128")
+      .opt("max-tokens", "N", "answer length limit", "48; with tools 224")
       .opt("cache-mem", "MiB", "segment / prefix cache budget per configuration (as run and serve)", "1024")
       .opt("dtype", kDtypeValues, kDtypeHelp, "bf16")
       .opt("json", "", "print one JSON document instead of the table");
@@ -100,7 +100,7 @@ int cmd_eval(int argc, char** argv) {
   if (tools && o.tasks == std::vector<std::string>{"tools"}) o.tasks.clear();  // every tool task
   o.data = a.has("data") ? a.str("data") : o.model + (tools ? "/eval/tools_heldout.jsonl" : "/eval/heldout.jsonl");
   auto n = a.integer("n");
-  auto max_tokens = a.has("max-tokens") ? a.integer("max-tokens") : Result<int64_t>(tools ? 128 : 48);
+  auto max_tokens = a.has("max-tokens") ? a.integer("max-tokens") : Result<int64_t>(tools ? 224 : 48);
   auto mem = a.integer("cache-mem");
   for (const Status* s : {&n.status(), &max_tokens.status(), &mem.status()})
     if (!s->is_ok()) return report_error("eval", *s);

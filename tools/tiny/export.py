@@ -35,6 +35,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import gen_data  # noqa: E402
 import gen_tools  # noqa: E402
+import extend_vocab  # noqa: E402
 import train as T  # noqa: E402
 import train_tokenizer as TT  # noqa: E402
 
@@ -122,6 +123,8 @@ def stages_of(ck: dict) -> list[dict]:
                     "context_lookup_init": a.get("context_lookup_init", False),
                     "induction_init": a.get("induction_init", "")})
         out[-1]["tools_share"] = a.get("tools_share", 0.0)
+        if out[-1]["tools_share"]:
+            out[-1].update({k: a.get(k) for k in ("tools_layout", "tools_preface", "twin_offset")})
         if a.get("init_from") and os.path.isdir(a["init_from"]):  # an exported model: its stages file
             path = os.path.join(a["init_from"], "training_stages.json")
             out += json.load(open(path))[::-1] if os.path.exists(path) else []
@@ -135,6 +138,7 @@ def stages_of(ck: dict) -> list[dict]:
 def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None, size: int,
                stages: list[dict]) -> str:
     restated = stages[-1]["format"] == "restated"
+    twins = next((s["line_start_tokens"] for s in stages if s.get("line_start_tokens")), 0)
     init = stages[0]  # a later stage loads its weights over its own initialisation
     hist = st.get("history", [])
     last = hist[-1] if hist else {}
@@ -178,7 +182,9 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
         f"{cfg['linear_num_value_heads']} value heads x {cfg['linear_value_head_dim']}, conv kernel "
         f"{cfg['linear_conv_kernel_dim']} |",
         f"| vocabulary | {cfg['vocab_size']} (byte-level BPE, Qwen2 pre-tokenizer, specials <\\|endoftext\\|>, "
-        "<\\|im_start\\|>, <\\|im_end\\|>) |",
+        "<\\|im_start\\|>, <\\|im_end\\|>" + (f"; after them {twins} line-start twins of capitalised words, "
+        "so that a name at a line start, as in a tool call's argument, is the tokens it is after a space "
+        "(`tools/tiny/extend_vocab.py`)" if twins else "") + ") |",
         "",
         "## Prompt format",
         "",
@@ -239,7 +245,8 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
             "<|im_start|>system\\n# Tools ... <tools>\\n{tool 1 JSON}\\n{tool 2 JSON} ... </tools> ... </IMPORTANT>\\n\\n"
             + gen_tools.SYSTEM + "<|im_end|>",
             "<|im_start|>user\\n[Document: ...\\n\\n]Question: What is the river level of Brennwick?<|im_end|>",
-            "<|im_start|>assistant\\n<tool_call>\\n<function=river_level_check>\\n<parameter=town>\\nBrennwick\\n"
+            "<|im_start|>assistant\\n" + ("The river level of Brennwick.\\n\\n" if stages[-1].get("tools_preface") else "")
+            + "<tool_call>\\n<function=river_level_check>\\n<parameter=town>\\nBrennwick\\n"
             "</parameter>\\n</function>\\n</tool_call><|im_end|>",
             "<|im_start|>user\\n<tool_response>\\nThe river level of Brennwick is 3 metres.\\n</tool_response><|im_end|>",
             "<|im_start|>assistant\\nAnswer: The river level of Brennwick is 3 metres<|im_end|>",
@@ -249,7 +256,11 @@ def model_card(cfg: dict, n_params: int, st: dict, targs: dict, ev: dict | None,
             "hash), questions that need one call with the argument in the question (`tool_direct`, some with an "
             "integer year) or in a document of the user turn (`tool_doc`), two calls (`tool_two`), or none "
             "(`no_tool`: the documents answer it). Held-out scores per serving mode: `hypic eval --tasks tools` "
-            "(docs/QUALITY.md); its records are `eval/tools_heldout.jsonl`.",
+            "(docs/QUALITY.md); its records are `eval/tools_heldout.jsonl`."
+            + (" The reply restates what it looks up before its calls (Qwen3.5's format allows text before the "
+               "calls; the server returns it as the message's `content`)." if stages[-1].get("tools_preface") else "")
+            + (" Training wrote each tool's JSON in either key order (`name` or `description` first), as clients "
+               "send them." if stages[-1].get("tools_layout") == "mixed" else ""),
             "",
         ]
     lines += [
@@ -359,7 +370,7 @@ def main() -> int:
     tok_path = c["args"].get("tokenizer") or os.path.join(a.run_dir, "tokenizer.json")
     tok = T.load_tokenizer(tok_path)
     model = T.build_model(tok)
-    model.load_state_dict(c["model"])
+    model.load_state_dict(extend_vocab.materialize(c["model"], tok))  # --twin-offset: plain rows
     model = model.to(torch.bfloat16)
     model.config.dtype = torch.bfloat16
     eos, pad = tok.token_to_id(gen_data.EOS), tok.token_to_id(T.PAD)

@@ -108,7 +108,7 @@ LINK_PHRASES = {
 # Key order of a tool's "function" object as the client writes it (the server renders the JSON as
 # sent): "name-first" as OpenAI's examples, or "description-first" (set_layout; train.py
 # --tools-layout), where the text before each name describes the tool.
-LAYOUTS = ("name-first", "description-first")
+LAYOUTS = ("name-first", "description-first", "mixed")  # mixed: each record one of the two, at random
 LAYOUT = "name-first"
 # With PREFACE the assistant restates what it looks up before its calls ("The river level of
 # Brennwick.\n\n<tool_call>..."; Qwen3.5's format allows text before the calls): the subject and
@@ -147,7 +147,8 @@ def tool_def(name: str, noun: str) -> dict:
         desc = f"{VERBS[verb]} the {noun} of a {etype} in a given year."
     params = {"type": "object", "properties": props, "required": required}
     if LAYOUT == "description-first":
-        return {"type": "function", "function": {"description": desc, "name": name, "parameters": params}}
+        return _description_first([{"type": "function", "function": {"name": name, "description": desc,
+                                                                     "parameters": params}}])[0]
     return {"type": "function", "function": {"name": name, "description": desc, "parameters": params}}
 
 
@@ -261,9 +262,22 @@ def _turn(rng: random.Random, split: str, task: str, w: gen_data.World, tools: l
             "preface": preface}
 
 
+def _description_first(tools: list[dict]) -> list[dict]:
+    return [{"type": "function", "function": {k: t["function"][k] for k in ("description", "name", "parameters")}}
+            for t in tools]
+
+
 def make_example(split: str, index: int, task: str | None = None, followups: int = 0) -> dict:
     """Record `index` of `split` (task None: the training mix); `followups` more turns (training)."""
     rng = random.Random(f"hypic-tiny-tools/{SEEDS[split]}/{split}/{task}/{index}")
+    rec = _make_example(rng, split, index, task, followups)
+    # mixed: a draw of its own, so that the record is otherwise the one the other layouts give
+    if LAYOUT == "mixed" and random.Random(f"layout/{split}/{task}/{index}").random() < 0.5:
+        rec["tools"] = _description_first(rec["tools"])
+    return rec
+
+
+def _make_example(rng: random.Random, split: str, index: int, task: str | None, followups: int) -> dict:
     if task is None:
         task = rng.choices(TASKS, weights=[0.35, 0.25, 0.25, 0.15])[0]
     w = gen_data.World(rng, split)

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -42,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gen_data  # noqa: E402
 import gen_tools  # noqa: E402
+import extend_vocab  # noqa: E402
 
 DEFAULT_RUN = "/work/hypic-tiny-run"
 POOL = 64
@@ -249,21 +251,29 @@ def encode_example(tok, rec: dict, ctx_weight: float, with_followups: bool = Tru
 TOOL_KINDS = {"marker": 0, "context": 1, "tool": 1, "reply": 2}
 
 
-def encode_tool_example(tok, rec: dict):
-    """A tool-use conversation (gen_tools) chunked as the server tokenises it; loss kinds as above."""
+ARG_START = re.compile(r"<parameter=[^>\n]*>\n")
+
+
+def encode_tool_example(tok, rec: dict, arg_kind: int = 2):
+    """A tool-use conversation (gen_tools) chunked as the server tokenises it; loss kinds as above, and
+    `arg_kind` for the first token of each call argument (3: a loss term of its own, as copy targets)."""
     ids: list[int] = []
     kind: list[int] = []
     for text, role in gen_tools.prompt_chunks(rec, gen_tools.record_turns(rec)):
-        t = tok.encode(text).ids
-        ids.extend(t)
-        kind.extend([TOOL_KINDS[role]] * len(t))
+        enc = tok.encode(text)
+        k = [TOOL_KINDS[role]] * len(enc.ids)
+        if role == "reply":
+            starts = {m.end() for m in ARG_START.finditer(text)}
+            k = [arg_kind if a in starts else x for x, (a, _) in zip(k, enc.offsets)]
+        ids.extend(enc.ids)
+        kind.extend(k)
     return ids, kind
 
 
-def tool_example(index: int, seed: int, tok):
+def tool_example(index: int, seed: int, tok, arg_kind: int = 2):
     """Training tool record `index` with 0-2 follow-up turns (more supervised replies per sequence)."""
     r = random.Random(f"tool-followups/{seed}/{index}")
-    return encode_tool_example(tok, gen_tools.make_example("train", index, followups=r.randint(0, 2)))
+    return encode_tool_example(tok, gen_tools.make_example("train", index, followups=r.randint(0, 2)), arg_kind)
 
 
 def profile_for(index: int, frac: float, seed: int) -> str:
@@ -335,13 +345,13 @@ def assoc_example(index: int, seed: int, uni: torch.Tensor, pad_id: int, colon: 
 
 
 def make_pool(tok, pool_start: int, frac: float, seed: int, ctx_weight: float, budget: int, uni=None,
-              tools_share: float = 0.0):
+              tools_share: float = 0.0, arg_kind: int = 2):
     """Batches (lists of (ids, kind)) for examples pool_start .. pool_start+POOL-1. A share `tools_share`
     of the examples are tool-use conversations (gen_tools), the rest follow the curriculum."""
     exs = []
     for i in range(pool_start, pool_start + POOL):
         if tools_share and random.Random(f"tools/{seed}/{i}").random() < tools_share:
-            exs.append(tool_example(i, seed, tok))
+            exs.append(tool_example(i, seed, tok, arg_kind))
             continue
         prof = profile_for(i, frac, seed)
         if prof == "copy":
@@ -532,6 +542,10 @@ def main() -> int:
                     help="key order of the generated tools' JSON (gen_tools.LAYOUTS)")
     ap.add_argument("--tools-preface", action="store_true",
                     help="the assistant restates what it looks up before its calls (gen_tools.PREFACE)")
+    ap.add_argument("--twin-offset", action="store_true",
+                    help="line-start twins (extend_vocab.py) = their space twin + one shared offset + a residual")
+    ap.add_argument("--arg-loss", action="store_true",
+                    help="the first token of each call argument a loss term of its own (weight 1, like the replies)")
     ap.add_argument("--curriculum-start", type=float, default=0.0,
                     help="fraction of the curriculum (PHASES) at step 0; it then runs linearly to 1 at the last step")
     ap.add_argument("--data-format", choices=gen_data.FORMATS, default="restated",
@@ -574,6 +588,7 @@ def main() -> int:
     pad_id = tok.token_to_id(PAD)
     model = build_model(tok, a.seed, [int(x) for x in a.induction_init.split(",") if x.strip()],
                         context_lookup=a.context_lookup_init)
+    twins = extend_vocab.tie_twins(model, tok) if a.twin_offset else None
     n_params = sum(p.numel() for p in model.parameters())
     opt = make_optimizer(model, a)
 
@@ -593,14 +608,19 @@ def main() -> int:
         print(f"resumed from {ck}: step {st['step']}, {st['tokens'] / 1e6:.2f} M tokens, "
               f"{st['train_seconds'] / 3600:.2f} h trained", flush=True)
     else:
-        if a.init_from and os.path.isdir(a.init_from):  # an exported model (models/hypic-tiny)
-            from safetensors.torch import load_file
-            w = {k: v.float() for k, v in load_file(os.path.join(a.init_from, "model.safetensors")).items()}
+        if a.init_from:  # an exported model (models/hypic-tiny) or another run's checkpoint
+            if os.path.isdir(a.init_from):
+                from safetensors.torch import load_file
+                w = {k: v.float() for k, v in load_file(os.path.join(a.init_from, "model.safetensors")).items()}
+            else:
+                w = torch.load(a.init_from, map_location="cpu", weights_only=False)["model"]
+            w = extend_vocab.materialize(w, tok)  # plain rows, whichever form the source has
+            if twins is not None:
+                w.pop("lm_head.weight", None)
             missing, unexpected = model.load_state_dict(w, strict=False)
-            assert not unexpected and all("lm_head" in k for k in missing), (missing, unexpected)
-            print(f"model weights from {a.init_from}", flush=True)
-        elif a.init_from:
-            model.load_state_dict(torch.load(a.init_from, map_location="cpu", weights_only=False)["model"])
+            assert not unexpected and all("lm_head" in k or "twin_offset" in k for k in missing), (missing, unexpected)
+            if twins is not None:
+                twins.to_residual()
             print(f"model weights from {a.init_from}", flush=True)
         with open(os.path.join(a.run_dir, "config.json"), "w") as f:
             f.write(model.config.to_json_string())
@@ -652,7 +672,7 @@ def main() -> int:
     while st["step"] < a.total_steps and not stop["flag"]:
         if batches is None:
             batches = make_pool(tok, st["pool_start"], st["pool_frac"], a.seed, a.ctx_weight, a.tokens_per_step, uni,
-                                a.tools_share)
+                                a.tools_share, 3 if a.arg_loss else 2)
         if st["batches_done"] >= len(batches):
             st["pool_start"] += POOL
             old_mix = [m for s, m in PHASES if st["pool_frac"] >= s][-1]
