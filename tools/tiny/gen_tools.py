@@ -147,8 +147,7 @@ def tool_def(name: str, noun: str) -> dict:
         desc = f"{VERBS[verb]} the {noun} of a {etype} in a given year."
     params = {"type": "object", "properties": props, "required": required}
     if LAYOUT == "description-first":
-        return _description_first([{"type": "function", "function": {"name": name, "description": desc,
-                                                                     "parameters": params}}])[0]
+        return {"type": "function", "function": {"description": desc, "name": name, "parameters": params}}
     return {"type": "function", "function": {"name": name, "description": desc, "parameters": params}}
 
 
