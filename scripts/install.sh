@@ -1,8 +1,25 @@
 #!/usr/bin/env bash
 # Installs what building, running and testing hypic needs. Idempotent and quick when
 # everything is present. Debian 12 packages; a Python venv (.venv) for test-side Python.
+#   scripts/install.sh          what the native build needs (x86-64 or aarch64)
+#   scripts/install.sh --arm64  also the aarch64 cross build's (x86-64 only; make build-arm64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ARM64=0
+[[ ${1:-} == --arm64 ]] && ARM64=1
+SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+
+# apt_install PKG...: those not installed yet, one apt-get run.
+apt_install() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  echo "install: apt packages: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+}
 
 APT_PKGS=(cmake g++ libcpp-httplib-dev libboost-dev make pkg-config libdnnl-dev nlohmann-json3-dev libgtest-dev
           python3 python3-venv libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
@@ -10,15 +27,32 @@ APT_PKGS=(cmake g++ libcpp-httplib-dev libboost-dev make pkg-config libdnnl-dev 
           clang libclang-rt-14-dev   # clang + libFuzzer: tests/fuzz/
           qemu-user                  # an honest AVX2-only CPU for the ISA smoke test (tests/scripts/qemu_smoke.py)
           chromium chromium-driver)  # the page at / in a headless browser (tests/server_py/test_ui.py)
-missing=()
-for p in "${APT_PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "install: apt packages: ${missing[*]}"
-  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+apt_install "${APT_PKGS[@]}"
+
+# The aarch64 cross build (cmake/aarch64-linux-gnu.cmake): Debian's cross compiler and the
+# libraries as multiarch :arm64 packages; qemu-user (above) runs the result. libdnnl-dev:arm64
+# cannot be installed beside the amd64 one (their dnnl_config.h differ), so its headers are
+# unpacked into third_party/arm64/ and the library comes from libdnnl2:arm64.
+if ((ARM64)); then
+  if [[ $(dpkg --print-architecture) != amd64 ]]; then
+    echo "install: --arm64 is the cross build from x86-64; on aarch64 run make build" >&2; exit 2
+  fi
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "install: dpkg --add-architecture arm64"
+    $SUDO dpkg --add-architecture arm64
+    $SUDO apt-get update -q
+  fi
+  apt_install g++-aarch64-linux-gnu libdnnl2:arm64 libgrpc++-dev:arm64 libprotobuf-dev:arm64 \
+    libboost-dev:arm64 libsqlite3-dev:arm64 libhiredis-dev:arm64 libssl-dev:arm64 libgtest-dev:arm64 \
+    libcpp-httplib-dev:arm64
+  DNNL_ARM=third_party/arm64
+  if [[ ! -f $DNNL_ARM/usr/include/oneapi/dnnl/dnnl.hpp ]]; then
+    echo "install: libdnnl-dev:arm64's headers -> $DNNL_ARM"
+    deb_tmp=$(mktemp -d)
+    (cd "$deb_tmp" && apt-get download -q libdnnl-dev:arm64 2>/dev/null)
+    dpkg-deb -x "$deb_tmp"/libdnnl-dev_*_arm64.deb "$DNNL_ARM"
+    rm -rf "$deb_tmp"
+  fi
 fi
 
 # Test-side Python (no torch: heavy tools live in tools/ and use their own environment). gguf:

@@ -1,4 +1,3 @@
-#include <immintrin.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,7 +28,7 @@ std::string usage() {
          hypic::cli::bench_command_lines("    bench ", 11) +
          "\n  --version  the version, this CPU, its ISA tier and the kernels each weight type runs on\n\n"
          "environment:\n"
-         "  HYPIC_MAX_ISA=generic|avx2|avx_vnni|avx512|avx512_vnni|avx512_bf16|amx\n"
+         "  HYPIC_MAX_ISA=" + hypic::cpu::tier_names() + "\n"
          "            run the kernels of that tier at most (oneDNN's too), e.g. to run on an AVX-512\n"
          "            machine exactly what an AVX2-only CPU runs\n";
 }
@@ -41,12 +40,21 @@ void print_version() {
   std::printf("%s\n", s.c_str());
 }
 
-// Spin iterations of libgomp's wait loop (one `pause` each) that last about `us` on this CPU:
-// a pause is ~10 ns on some cores and ~40 on others, so a fixed count is not a fixed time.
+// One iteration of a spin-wait loop: `pause` on x86-64, `yield` on aarch64.
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#else
+  __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+// Spin iterations of libgomp's wait loop (one cpu_relax each) that last about `us` on this
+// CPU: a pause is ~10 ns on some cores and ~40 on others, so a fixed count is not a fixed time.
 unsigned long spins_lasting(double us) {
   constexpr int kProbe = 20000;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < kProbe; ++i) _mm_pause();
+  for (int i = 0; i < kProbe; ++i) cpu_relax();
   const double ns = std::chrono::duration<double, std::nano>(
                         std::chrono::steady_clock::now() - t0).count() / kProbe;
   return static_cast<unsigned long>(std::clamp(us * 1000.0 / std::max(ns, 0.5), 1e3, 1e6));
@@ -72,11 +80,13 @@ void ensure_openmp_wait(char** argv) {
 
 int main(int argc, char** argv) {
   ensure_openmp_wait(argv);
+#if defined(__x86_64__)
   if (int(hypic::cpu::best_tier()) < int(hypic::cpu::Tier::kAvx2)) {
     std::fprintf(stderr, "hypic: this build needs a CPU with AVX2, FMA and F16C (x86-64-v3) and an OS "
                          "that enables AVX; this one has: %s\n", hypic::cpu::feature_names().c_str());
     return 1;
   }
+#endif
   if (const char* cap = std::getenv("HYPIC_MAX_ISA"); cap && *cap && !hypic::cpu::parse_tier(cap).is_ok()) {
     std::fprintf(stderr, "hypic: HYPIC_MAX_ISA: %s\n", hypic::cpu::parse_tier(cap).status().message().c_str());
     return 2;

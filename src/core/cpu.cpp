@@ -1,45 +1,15 @@
 #include "core/cpu.h"
 
-#include <cpuid.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <array>
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
+
+#include "core/cpu_arch.h"
 
 namespace hypic::cpu {
 namespace {
 
-constexpr std::array<const char*, kTiers> kTierNames = {
-    "generic", "avx2", "avx_vnni", "avx512", "avx512_vnni", "avx512_bf16", "amx"};
-
-// The features each tier introduces (index = tier).
-constexpr std::array<uint32_t, kTiers> kIntroduces = {
-    0u,
-    kAvx2 | kFma | kF16c,
-    kAvxVnni,
-    kAvx512F | kAvx512Bw | kAvx512Vl | kAvx512Dq,
-    kAvx512Vnni,
-    kAvx512Bf16,
-    kAmxTile | kAmxInt8 | kAmxBf16,
-};
-
-// The features a tier needs: its own and those of the tiers it builds on (avx512 does not
-// need avx_vnni: AMD Zen 4 has AVX-512 without it).
-uint32_t needs(Tier t) {
-  switch (t) {
-    case Tier::kGeneric: return 0;
-    case Tier::kAvx2: return kIntroduces[1];
-    case Tier::kAvxVnni: return kIntroduces[1] | kIntroduces[2];
-    case Tier::kAvx512: return kIntroduces[1] | kIntroduces[3];
-    case Tier::kAvx512Vnni: return needs(Tier::kAvx512) | kIntroduces[4];
-    case Tier::kAvx512Bf16: return needs(Tier::kAvx512Vnni) | kIntroduces[5];
-    case Tier::kAmx: return needs(Tier::kAvx512Bf16) | kIntroduces[6];
-  }
-  return 0;
-}
+using arch::kIntroduces;
+using arch::needs;
 
 // The features of every tier at or below t.
 uint32_t allowed(Tier t) {
@@ -55,51 +25,6 @@ Tier highest(uint32_t features) {
   return best;
 }
 
-bool bit(uint32_t r, int b) { return (r >> b) & 1u; }
-
-uint64_t xgetbv0() {
-  uint32_t lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (uint64_t(hi) << 32) | lo;
-}
-
-// AMX tile data is off until the process asks Linux (≥ 5.16) for it: once, for all threads.
-bool request_amx_tile_data() {
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
-}
-
-uint32_t read_features() {
-  uint32_t a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-  const bool osxsave = bit(c, 27), avx = bit(c, 28);
-  if (!osxsave || !avx) return 0;
-  const uint64_t xcr0 = xgetbv0();
-  if ((xcr0 & 0x6) != 0x6) return 0;  // the OS saves no YMM state
-  uint32_t f = 0;
-  if (bit(c, 12)) f |= kFma;
-  if (bit(c, 29)) f |= kF16c;
-  if (__get_cpuid_max(0, nullptr) < 7) return f;
-  __cpuid_count(7, 0, a, b, c, d);
-  const uint32_t b7 = b, c7 = c, d7 = d;
-  __cpuid_count(7, 1, a, b, c, d);
-  const uint32_t a71 = a;
-  if (bit(b7, 5)) f |= kAvx2;
-  if (bit(a71, 4)) f |= kAvxVnni;
-  if ((xcr0 & 0xe0) == 0xe0) {  // opmask, ZMM_Hi256, Hi16_ZMM
-    if (bit(b7, 16)) f |= kAvx512F;
-    if (bit(b7, 17)) f |= kAvx512Dq;
-    if (bit(b7, 30)) f |= kAvx512Bw;
-    if (bit(b7, 31)) f |= kAvx512Vl;
-    if (bit(c7, 11)) f |= kAvx512Vnni;
-    if (bit(a71, 5)) f |= kAvx512Bf16;
-  }
-  const bool amx = bit(d7, 24) && bit(d7, 25) && bit(d7, 22);
-  if (amx && (xcr0 & (3u << 17)) == (3u << 17) && request_amx_tile_data())
-    f |= kAmxTile | kAmxInt8 | kAmxBf16;
-  return f;
-}
-
 struct State {
   uint32_t features = 0;
   Tier best = Tier::kGeneric, start = Tier::kGeneric;
@@ -109,11 +34,13 @@ struct State {
 const State& state() {
   static const State s = [] {
     State st;
-    st.features = read_features();
+    st.features = arch::read_features();
     st.best = highest(st.features);
     st.start = st.best;
+#if defined(__x86_64__)
     const char* amx = std::getenv("HYPIC_AMX");
     if (amx && std::string(amx) == "0" && st.start == Tier::kAmx) st.start = Tier::kAvx512Bf16;
+#endif
     if (const char* e = std::getenv("HYPIC_MAX_ISA"); e != nullptr && *e != '\0') {
       Result<Tier> t = parse_tier(e);
       if (!t.is_ok()) {
@@ -134,15 +61,20 @@ std::atomic<int> g_cap{-1};  // −1: the start-up cap
 
 }  // namespace
 
-const char* tier_name(Tier t) { return kTierNames[size_t(t)]; }
+const char* tier_name(Tier t) { return arch::kTierNames[size_t(t)]; }
+
+const char* arch_name() { return arch::kArchName; }
+
+std::string tier_names() {
+  std::string all;
+  for (int i = 0; i < kTiers; ++i) all += std::string(i ? "|" : "") + arch::kTierNames[size_t(i)];
+  return all;
+}
 
 Result<Tier> parse_tier(const std::string& name) {
-  std::string all;
-  for (int i = 0; i < kTiers; ++i) {
-    if (name == kTierNames[size_t(i)]) return Tier(i);
-    all += std::string(i ? "|" : "") + kTierNames[size_t(i)];
-  }
-  return invalid_argument("unknown ISA tier '" + name + "' (expected " + all + ")");
+  for (int i = 0; i < kTiers; ++i)
+    if (name == arch::kTierNames[size_t(i)]) return Tier(i);
+  return invalid_argument("unknown ISA tier '" + name + "' (expected " + tier_names() + ")");
 }
 
 uint32_t detected() { return state().features; }
@@ -164,43 +96,23 @@ bool has(uint32_t mask) {
 Tier tier() { return highest(state().features & allowed(cap())); }
 
 Vendor vendor() {
-  static const Vendor v = [] {
-    uint32_t a, b, c, d;
-    if (!__get_cpuid(0, &a, &b, &c, &d)) return Vendor::kOther;
-    char s[13] = {};
-    std::memcpy(s, &b, 4);
-    std::memcpy(s + 4, &d, 4);
-    std::memcpy(s + 8, &c, 4);
-    const std::string id(s);
-    return id == "GenuineIntel" ? Vendor::kIntel : id == "AuthenticAMD" ? Vendor::kAmd : Vendor::kOther;
-  }();
+  static const Vendor v = arch::read_vendor();
   return v;
 }
 
 const std::string& model_name() {
   static const std::string name = [] {
-    uint32_t r[12];
-    if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000004u) return std::string("unknown x86-64 CPU");
-    for (uint32_t i = 0; i < 3; ++i)
-      __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
-    char s[49] = {};
-    std::memcpy(s, r, 48);
-    std::string out(s);
+    std::string out = arch::read_model_name();
     const size_t b = out.find_first_not_of(' '), e = out.find_last_not_of(' ');
-    return b == std::string::npos ? std::string("unknown x86-64 CPU") : out.substr(b, e - b + 1);
+    return b == std::string::npos ? std::string("unknown ") + arch::kArchName + " CPU"
+                                  : out.substr(b, e - b + 1);
   }();
   return name;
 }
 
 std::string feature_names() {
-  static constexpr std::pair<uint32_t, const char*> kNames[] = {
-      {kAvx2, "avx2"},         {kFma, "fma"},           {kF16c, "f16c"},
-      {kAvxVnni, "avx_vnni"},  {kAvx512F, "avx512f"},   {kAvx512Bw, "avx512bw"},
-      {kAvx512Vl, "avx512vl"}, {kAvx512Dq, "avx512dq"}, {kAvx512Vnni, "avx512_vnni"},
-      {kAvx512Bf16, "avx512_bf16"}, {kAmxTile, "amx_tile"}, {kAmxInt8, "amx_int8"},
-      {kAmxBf16, "amx_bf16"}};
   std::string out;
-  for (const auto& [f, n] : kNames)
+  for (const auto& [f, n] : arch::feature_list())
     if (detected() & f) out += std::string(out.empty() ? "" : " ") + n;
   return out;
 }

@@ -8,6 +8,11 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #define HYPIC_SHA_X86 1
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#define HYPIC_SHA_ARM 1
 #endif
 
 namespace hypic {
@@ -114,10 +119,40 @@ bool cpu_has_sha() {
 }
 #endif
 
+#ifdef HYPIC_SHA_ARM
+// ARMv8 SHA-256 instructions (FEAT_SHA256, HWCAP_SHA2): the state as ABCD / EFGH, four
+// rounds per sha256h / sha256h2 pair, the message schedule by sha256su0 / su1.
+__attribute__((target("+crypto"))) void blocks_armv8(uint32_t h[8], const uint8_t* p, size_t nblocks) {
+  uint32x4_t st0 = vld1q_u32(&h[0]), st1 = vld1q_u32(&h[4]);
+  for (; nblocks > 0; --nblocks, p += 64) {
+    const uint32x4_t save0 = st0, save1 = st1;
+    uint32x4_t m[4];
+    for (int i = 0; i < 4; ++i) m[i] = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 16 * i)));
+    // 16 groups of 4 rounds; m[i % 4] holds W[4i .. 4i+3], then W[4(i+4) ..].
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      const uint32x4_t wk = vaddq_u32(m[i & 3], vld1q_u32(kK + 4 * i));
+      if (i < 12)
+        m[i & 3] = vsha256su1q_u32(vsha256su0q_u32(m[i & 3], m[(i + 1) & 3]), m[(i + 2) & 3], m[(i + 3) & 3]);
+      const uint32x4_t abcd = st0;
+      st0 = vsha256hq_u32(st0, st1, wk);
+      st1 = vsha256h2q_u32(st1, abcd, wk);
+    }
+    st0 = vaddq_u32(st0, save0);
+    st1 = vaddq_u32(st1, save1);
+  }
+  vst1q_u32(&h[0], st0);
+  vst1q_u32(&h[4], st1);
+}
+#endif
+
 using BlockFn = void (*)(uint32_t*, const uint8_t*, size_t);
 BlockFn pick_blocks() {
 #ifdef HYPIC_SHA_X86
   if (cpu_has_sha()) return blocks_shani;
+#endif
+#ifdef HYPIC_SHA_ARM
+  if (getauxval(AT_HWCAP) & HWCAP_SHA2) return blocks_armv8;
 #endif
   return blocks_portable;
 }
@@ -257,7 +292,11 @@ std::string Sha256::hex(const void* data, size_t n) {
 }
 
 const char* Sha256::implementation() {
-  return g_blocks.load() == blocks_portable ? "portable" : "sha-ni";
+  const BlockFn f = g_blocks.load();
+#ifdef HYPIC_SHA_ARM
+  if (f == blocks_armv8) return "armv8-sha2";
+#endif
+  return f == blocks_portable ? "portable" : "sha-ni";
 }
 
 void Sha256::use_portable_for_testing(bool portable) {

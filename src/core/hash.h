@@ -1,6 +1,7 @@
 // Hashes over bytes:
 //  * SHA-256 (FIPS 180-4): identities that must not collide, even adversarially (segment
-//    keys). Runtime dispatch: x86 SHA extensions when the CPU has them, else portable code.
+//    keys). Runtime dispatch: x86 SHA extensions or ARMv8 SHA-256 instructions when the CPU
+//    has them, else portable code.
 //  * XXH64 (xxHash 64-bit, seed 0 by default): a fast non-cryptographic checksum for
 //    detecting accidental corruption of large tensor data (disk tier). It is not a defence
 //    against an attacker who can write the files.
@@ -26,7 +27,7 @@ class Sha256 {
 
   static std::string hex(const void* data, size_t n);
   static std::string hex(std::string_view s) { return hex(s.data(), s.size()); }
-  // "sha-ni" or "portable": the block function this CPU uses.
+  // "sha-ni", "armv8-sha2" or "portable": the block function this CPU uses.
   static const char* implementation();
   // Tests: force the portable block function, or restore the dispatched one (both give the
   // same digests, so switching while other threads hash is harmless).

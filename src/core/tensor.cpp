@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <malloc.h>
 #include <sys/mman.h>
 #include <vector>
@@ -37,8 +38,21 @@ size_t bytes_of(DType t, const Shape& s) {
 size_t Tensor::nbytes() const { return empty() ? 0 : bytes_of(dtype_, shape_); }
 
 namespace {
-constexpr size_t kHugePage = size_t(2) << 20, kHugeBytes = size_t(1) << 20;
+constexpr size_t kHugeBytes = size_t(1) << 20;
 thread_local int g_huge_scopes = 0;
+
+// The size of a transparent huge page: 2 MiB on x86-64 and on aarch64 kernels with 4 KiB
+// pages, 32 MiB with 16 KiB pages; 0 (not used) where it is larger (512 MiB with 64 KiB pages,
+// whose base pages already cover what a huge page would) or unknown.
+size_t huge_page_bytes() {
+  static const size_t bytes = [] {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+    size_t b = 0;
+    if (!(f >> b)) b = size_t(2) << 20;
+    return b <= (size_t(32) << 20) ? b : 0;
+  }();
+  return bytes;
+}
 }  // namespace
 
 HugePageScope::HugePageScope() { ++g_huge_scopes; }
@@ -62,9 +76,10 @@ Tensor Tensor::zeros(DType t, Shape shape) {
   r.shape_ = std::move(shape);
   size_t bytes = (bytes_of(t, r.shape_) + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
-  const bool huge = g_huge_scopes > 0 && bytes >= kHugeBytes;
-  if (huge) bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = std::aligned_alloc(huge ? kHugePage : 64, bytes);
+  const size_t page = huge_page_bytes();
+  const bool huge = g_huge_scopes > 0 && bytes >= kHugeBytes && page > 0;
+  if (huge) bytes = (bytes + page - 1) / page * page;
+  void* p = std::aligned_alloc(huge ? page : 64, bytes);
   HYPIC_CHECK(p != nullptr, "out of memory allocating " + std::to_string(bytes) + " bytes");
   if (huge) madvise(p, bytes, MADV_HUGEPAGE);
   std::memset(p, 0, bytes);

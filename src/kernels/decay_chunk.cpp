@@ -32,7 +32,9 @@
 //     products of per-token factors ≤ 1 (≤ 15 roundings, no exp per pair).
 #include "kernels/decay_chunk.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>

@@ -29,7 +29,9 @@
 // e^{G_i − G_j} is formed pairwise per channel (kSub(kSub−1)/2 pairs × dk exps per block).
 #include "kernels/delta_chunk.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,9 @@
 #include "kernels/elementwise.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 
 #include "core/parallel.h"
+#include "kernels/vec8.h"
 
 namespace hypic::kernels {
 
@@ -14,35 +13,33 @@ namespace hypic::kernels {
 namespace {
 constexpr float kExpLo = -87.33654475f, kExpHi = 88.0f;
 
-inline __m256 exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(kExpLo);
-  const __m256 xc = _mm256_min_ps(_mm256_set1_ps(kExpHi), _mm256_max_ps(lo, x));
-  const __m256 fx = _mm256_floor_ps(
-      _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), xc);
-  r = _mm256_fmadd_ps(fx, _mm256_set1_ps(2.12194440e-4f), r);
-  const __m256 z = _mm256_mul_ps(r, r);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-  y = _mm256_add_ps(_mm256_fmadd_ps(y, z, r), _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
-  const __m256 res = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-  return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), res);
+using v8::F;
+
+inline F exp8(F x) {
+  const F lo = v8::set1(kExpLo);
+  const F xc = v8::min(v8::set1(kExpHi), v8::max(lo, x));
+  const F fx = v8::floor(v8::fmadd(xc, v8::set1(1.44269504088896341f), v8::set1(0.5f)));
+  F r = v8::fnmadd(fx, v8::set1(0.693359375f), xc);
+  r = v8::fmadd(fx, v8::set1(2.12194440e-4f), r);
+  const F z = v8::mul(r, r);
+  F y = v8::set1(1.9875691500e-4f);
+  y = v8::fmadd(y, r, v8::set1(1.3981999507e-3f));
+  y = v8::fmadd(y, r, v8::set1(8.3334519073e-3f));
+  y = v8::fmadd(y, r, v8::set1(4.1665795894e-2f));
+  y = v8::fmadd(y, r, v8::set1(1.6666665459e-1f));
+  y = v8::fmadd(y, r, v8::set1(5.0000001201e-1f));
+  y = v8::add(v8::fmadd(y, z, r), v8::set1(1.0f));
+  return v8::zero_below(v8::mul(y, v8::pow2(v8::trunc_i32(fx))), x, lo);
 }
 
-inline __m256 silu8(__m256 x) {
-  const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
-  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+inline F silu8(F x) {
+  const F e = exp8(v8::sub(v8::zero(), x));
+  return v8::div(x, v8::add(v8::set1(1.0f), e));
 }
 
-inline __m256 sigmoid8(__m256 x) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+inline F sigmoid8(F x) {
+  const F one = v8::set1(1.0f);
+  return v8::div(one, v8::add(one, exp8(v8::sub(v8::zero(), x))));
 }
 
 // body(r) for r in [0, count) in tasks of ≥ 4,096 elements (rows of n): a task per (often
@@ -58,19 +55,14 @@ void row_tasks(int64_t count, int64_t n, const F& body) {
 }  // namespace
 
 float dot(const float* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  F acc0 = v8::zero(), acc1 = v8::zero();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc0 = v8::fmadd(v8::load(a + i), v8::load(b + i), acc0);
+    acc1 = v8::fmadd(v8::load(a + i + 8), v8::load(b + i + 8), acc1);
   }
-  for (; i + 8 <= n; i += 8)
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  acc0 = _mm256_add_ps(acc0, acc1);
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
-  s = _mm_hadd_ps(s, s);
-  s = _mm_hadd_ps(s, s);
-  float r = _mm_cvtss_f32(s);
+  for (; i + 8 <= n; i += 8) acc0 = v8::fmadd(v8::load(a + i), v8::load(b + i), acc0);
+  float r = v8::hsum(v8::add(acc0, acc1));
   for (; i < n; ++i) r += a[i] * b[i];
   return r;
 }
@@ -100,12 +92,11 @@ void rmsnorm_gated(const float* x, const float* z, const float* w, float* y, int
     const float* zr = z + r * n;
     float* yr = y + r * n;
     const float inv = 1.0f / std::sqrt(dot(xr, xr, n) / float(n) + eps);
-    const __m256 vinv = _mm256_set1_ps(inv);
+    const F vinv = v8::set1(inv);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-      const __m256 xn = _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv);
-      _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(w + i), xn),
-                                             silu8(_mm256_loadu_ps(zr + i))));
+      const F xn = v8::mul(v8::load(xr + i), vinv);
+      v8::store(yr + i, v8::mul(v8::mul(v8::load(w + i), xn), silu8(v8::load(zr + i))));
     }
     for (; i < n; ++i) yr[i] = w[i] * (xr[i] * inv) * silu(zr[i]);
   });
@@ -120,12 +111,11 @@ void group_rmsnorm_sigmoid(const float* x, const float* gate, const float* w, fl
     const float* zr = gate + off;
     float* yr = y + off;
     const float inv = 1.0f / std::sqrt(dot(xr, xr, g) / float(g) + eps);
-    const __m256 vinv = _mm256_set1_ps(inv);
+    const F vinv = v8::set1(inv);
     int64_t i = 0;
     for (; i + 8 <= g; i += 8) {
-      const __m256 xn = _mm256_mul_ps(_mm256_loadu_ps(xr + i), vinv);
-      _mm256_storeu_ps(yr + i, _mm256_mul_ps(_mm256_mul_ps(xn, _mm256_loadu_ps(w + c0 + i)),
-                                             sigmoid8(_mm256_loadu_ps(zr + i))));
+      const F xn = v8::mul(v8::load(xr + i), vinv);
+      v8::store(yr + i, v8::mul(v8::mul(xn, v8::load(w + c0 + i)), sigmoid8(v8::load(zr + i))));
     }
     for (; i < g; ++i) yr[i] = (xr[i] * inv) * w[c0 + i] * sigmoid(zr[i]);
   });
@@ -141,33 +131,33 @@ void l2norm(float* x, int64_t rows, int64_t n, float eps) {
 
 void silu_inplace(float* x, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, silu8(_mm256_loadu_ps(x + i)));
+  for (; i + 8 <= n; i += 8) v8::store(x + i, silu8(v8::load(x + i)));
   for (; i < n; ++i) x[i] = silu(x[i]);
 }
 
 void swiglu(const float* gate, const float* up, float* y, int64_t n, float limit) {
   int64_t i = 0;
   if (limit > 0) {
-    const __m256 hi = _mm256_set1_ps(limit), lo = _mm256_set1_ps(-limit);
+    const F hi = v8::set1(limit), lo = v8::set1(-limit);
     for (; i + 8 <= n; i += 8) {
-      const __m256 g = _mm256_min_ps(silu8(_mm256_loadu_ps(gate + i)), hi);
-      _mm256_storeu_ps(y + i, _mm256_mul_ps(g, _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(up + i), lo), hi)));
+      const F g = v8::min(silu8(v8::load(gate + i)), hi);
+      v8::store(y + i, v8::mul(g, v8::min(v8::max(v8::load(up + i), lo), hi)));
     }
     for (; i < n; ++i) y[i] = std::min(silu(gate[i]), limit) * std::clamp(up[i], -limit, limit);
     return;
   }
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_mul_ps(silu8(_mm256_loadu_ps(gate + i)), _mm256_loadu_ps(up + i)));
+    v8::store(y + i, v8::mul(silu8(v8::load(gate + i)), v8::load(up + i)));
   for (; i < n; ++i) y[i] = silu(gate[i]) * up[i];
 }
 
 void exp_array(const float* x, float* y, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
+  for (; i + 8 <= n; i += 8) v8::store(y + i, exp8(v8::load(x + i)));
   if (i < n) {  // tail through the same vector code, so every element rounds alike
-    alignas(32) float buf[8] = {};
+    float buf[8] = {};
     for (int64_t j = i; j < n; ++j) buf[j - i] = x[j];
-    _mm256_store_ps(buf, exp8(_mm256_load_ps(buf)));
+    v8::store(buf, exp8(v8::load(buf)));
     for (int64_t j = i; j < n; ++j) y[j] = buf[j - i];
   }
 }

@@ -24,6 +24,7 @@ using dnnl::memory;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
+#if defined(__x86_64__)
 // oneDNN's ISA for a tier: the start-up cap is set before the first primitive exists (later
 // calls cannot change it).
 dnnl::cpu_isa dnnl_isa(cpu::Tier t) {
@@ -38,10 +39,13 @@ dnnl::cpu_isa dnnl_isa(cpu::Tier t) {
   }
   return dnnl::cpu_isa::all;
 }
+#endif
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine eng = [] {
+#if defined(__x86_64__)
     if (cpu::startup_cap() != cpu::best_tier()) dnnl::set_max_cpu_isa(dnnl_isa(cpu::startup_cap()));
+#endif
     return dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return eng;
@@ -50,8 +54,8 @@ dnnl::engine& cpu_engine() {
 [[noreturn]] void fail(const std::string& what, const std::exception& e) {
   throw KernelError("oneDNN could not " + what + " on this CPU (" + cpu::model_name() +
                     ", ISA tier " + cpu::tier_name(cpu::tier()) + "): " + e.what() +
-                    ". Try --dtype f32, or HYPIC_MAX_ISA=avx2, and report this with the output "
-                    "of `hypic --version`");
+                    ". Try --dtype f32, or HYPIC_MAX_ISA=" + cpu::tier_name(cpu::Tier(1)) +
+                    ", and report this with the output of `hypic --version`");
 }
 
 std::string shape(int64_t M, int64_t K, int64_t N, dt wt) {
@@ -152,6 +156,9 @@ std::atomic<PrefillGemm> g_prefill{[] {
 }()};
 
 bool bf16_gemm() {
+#if !defined(__x86_64__)
+  return false;
+#else
   using namespace cpu;
   if (!has(kAvx512F | kAvx512Bw | kAvx512Vl | kAvx512Bf16)) return false;
   switch (g_prefill.load(std::memory_order_relaxed)) {
@@ -159,6 +166,7 @@ bool bf16_gemm() {
     case PrefillGemm::kAuto: return has(kAmxTile | kAmxBf16) || vendor() == Vendor::kAmd;
     default: return false;
   }
+#endif
 }
 
 // Packed weights on 256-bit integer dot products (kernels/gemm_avx2.h) where there is no bf16
@@ -167,6 +175,9 @@ bool bf16_gemm() {
 // (tier avx512_bf16) fp32 panels on zmm 636 / 649, integer 917 / 805. Q8 without AVX-VNNI needs
 // vpsignb and vpmaddwd per product pair: on an AVX-512 CPU the fp32 panels on zmm beat it.
 bool int8_gemm(DType t) {
+#if !defined(__x86_64__)
+  return false;
+#else
   using namespace cpu;
   if (!has(kAvx2 | kFma | kF16c)) return false;
   switch (g_prefill.load(std::memory_order_relaxed)) {
@@ -174,6 +185,7 @@ bool int8_gemm(DType t) {
     case PrefillGemm::kAuto: return t == DType::kQ4T || has(kAvxVnni) || !has(kAvx512F);
     default: return false;
   }
+#endif
 }
 
 // How many rows of weights of type t are multiplied.
@@ -209,6 +221,7 @@ void linear_chunks(const float* x, int64_t ldx, int64_t M, const Tensor& W, floa
   const DType t = W.dtype();
   const Method how = method(t);
   const int64_t chunk = chunk_rows(N, K);
+#if defined(__x86_64__)
   if (how == Method::kInt8) {
     if (t != DType::kGQ4K) return avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk);
     // Q4_K as Q4T leaves each 32-block an offset (core/ggml_quant.h): after the integer GEMM,
@@ -222,6 +235,7 @@ void linear_chunks(const float* x, int64_t ldx, int64_t M, const Tensor& W, floa
     avx2::linear_int8(x, ldx, M, W, y, ldy, accumulate, chunk, xs, off);
     return linear_chunks(xs, nb, M, Tensor::view(DType::kF32, {N, nb}, off, nullptr), y, ldy, true);
   }
+#endif
   const bool bf = how == Method::kBf16 || how == Method::kBf16Panels;
   const bool convert = how == Method::kBf16Panels || how == Method::kF32Panels;
   const size_t esz = bf ? 2 : 4;
@@ -326,13 +340,20 @@ const char* prefill_impl(DType t) {
     case Method::kBf16Panels: return "bf16_panels";
     case Method::kF32Panels: return "f32_panels";
     case Method::kInt8:
+#if defined(__x86_64__)
       if (t == DType::kQ4T && avx2::q4t_on_avx512()) return "int8_avx512_vnni";
       return cpu::has(cpu::kAvxVnni) ? "int8_avx_vnni" : "int8_avx2";
+#else
+      break;
+#endif
   }
   return "none";
 }
 
 std::string onednn_isa() {
+#if !defined(__x86_64__)
+  return cpu::arch_name();  // oneDNN 2.6's ISA enumeration names x86 ISAs only
+#endif
   cpu_engine();  // the cap first: querying the ISA fixes it
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::sse41: return "sse41";

@@ -1,3 +1,4 @@
+#if defined(__x86_64__)  // x86-64 kernels only (core/cpu.h's tiers)
 #include "kernels/gemm_avx2.h"
 
 #include <immintrin.h>
@@ -320,3 +321,4 @@ void linear_int8(const float* x, int64_t ldx, int64_t M, const Tensor& W, float*
 }
 
 }  // namespace hypic::kernels::avx2
+#endif  // __x86_64__

@@ -1,3 +1,4 @@
+#if defined(__x86_64__)  // x86-64 kernels only (core/cpu.h's tiers)
 #include "kernels/gemm_avx512.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -82,3 +83,4 @@ void q4t_gemm(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const QuantRo
 }
 
 }  // namespace hypic::kernels::avx512
+#endif  // __x86_64__

@@ -4,7 +4,9 @@
 // reports at every use inside these kernels; the warning is about the headers, not this file.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 #include <strings.h>
 
 #include <algorithm>
@@ -18,9 +20,11 @@
 #include "core/cpu.h"
 #include "core/parallel.h"
 #include "core/quant.h"
-#include "kernels/gemm_avx2.h"
 #include "kernels/gemv_amx.h"
+#if defined(__x86_64__)
+#include "kernels/gemm_avx2.h"
 #include "kernels/gemv_avx2.h"
+#endif
 #include "kernels/gemv_ggml.h"
 
 namespace hypic::kernels {
@@ -37,6 +41,9 @@ std::atomic<uint64_t> g_weight_bytes{0};
 enum class Vec { kGeneric, kAvx2, kAvxVnni, kAvx512 };
 
 Vec vec_kernel(DType t) {
+#if !defined(__x86_64__)
+  return Vec::kGeneric;
+#else
   using namespace cpu;
   const uint32_t avx512 = kAvx512F | kAvx512Bw | kAvx512Vl;
   switch (t) {
@@ -52,6 +59,7 @@ Vec vec_kernel(DType t) {
       break;
   }
   return has(kAvx2 | kFma | kF16c) ? Vec::kAvx2 : Vec::kGeneric;
+#endif
 }
 
 // AMX tiles take BF16, Q8 and Q4T (F32 stays on AVX-512).
@@ -145,7 +153,15 @@ void prep_ggml(DType t, const float* x, int64_t ldx, int64_t M, int64_t K, XQuan
 
 // ggml's blocks on 256-bit integer ops (AVX2; no AVX-512 kernels for them yet), else the
 // portable code.
-bool ggml_avx2(DType) { return cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c); }
+bool ggml_avx2(DType) {
+#if defined(__x86_64__)
+  return cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c);
+#else
+  return false;
+#endif
+}
+
+#if defined(__x86_64__)
 
 // Sum of 16 lanes as a fixed tree (GCC 12's _mm512_reduce_add_ps warns spuriously).
 __attribute__((target("avx512f"))) inline float hsum(__m512 v) {
@@ -254,6 +270,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void q8_block(
   }
   store_sums(acc, out);
 }
+#endif  // __x86_64__
 
 // Portable path: the same arithmetic, one row and one x row at a time.
 float bf16_generic(const uint8_t* w, int64_t K, const XBf16& X, int64_t m) {
@@ -329,9 +346,11 @@ constexpr int64_t kBf16RowsMin = 2;
 }  // namespace
 
 int64_t gemv_max_rows(DType t) {
-  const Vec vk = vec_kernel(t);
-  const bool vector = vk != Vec::kGeneric;
-  return t == DType::kBF16 && vector && !cpu_amx(t) ? avx2::kBf16RowsMax : kGemvMaxRows;
+#if defined(__x86_64__)
+  const bool vector = vec_kernel(t) != Vec::kGeneric;
+  if (t == DType::kBF16 && vector && !cpu_amx(t)) return avx2::kBf16RowsMax;
+#endif
+  return kGemvMaxRows;
 }
 
 const char* gemv_impl(DType t, int64_t M) {
@@ -390,7 +409,7 @@ const size_t kLookahead = [] {
 // measured on the 248k × 1024 lm_head (alternate GemvBench runs, 1 / 16 rows of x):
 // int8 none 18.7 / 13.0 GB/s, 64 rows ahead 22.1 / 15.9, 128 rows 21.8 / 14.7; bf16 none
 // 26.0 / 23.3, 64 rows 19.3 / 19.3 (its 64 concurrent rows already keep memory busy).
-size_t amx_prefetch(DType t, size_t ws) { return t == DType::kBF16 ? 0 : 64 * ws; }
+[[maybe_unused]] size_t amx_prefetch(DType t, size_t ws) { return t == DType::kBF16 ? 0 : 64 * ws; }
 
 // Q8 / Q4 with up to amx::kLanesMaxRows rows of x run on rows_lanes (the tiles' results, on
 // AVX-512). 248k-row lm_heads, lanes / tiles, weight GB/s: K = 1024, 1 and 2 rows: int8 23.7 /
@@ -432,7 +451,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
   // Prefetch distance: the rows ≥ kLookahead bytes ahead (at least the next block of 4), so
   // short rows (int8 at K = 1024: 1 KiB) still have a few row blocks in flight.
   const int64_t ahead = (int64_t(kLookahead) + int64_t(ws) - 1) / int64_t(ws);  // rows
-  const size_t pf = ws * size_t(std::max<int64_t>(4, (ahead + 3) / 4 * 4));
+  [[maybe_unused]] const size_t pf = ws * size_t(std::max<int64_t>(4, (ahead + 3) / 4 * 4));
   // A small matrix is cheaper on this thread than waking the others (a fork-join costs
   // microseconds, as long as reading ~kInlineBytes from cache).
   auto run_tasks = [&](int64_t tasks, const auto& body) {
@@ -453,6 +472,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       ggml::rows(t, wbase, ws, n0, n1, K, gx, M, y, ldy, accumulate, vec, pf_rows);
     });
   }
+#if defined(__x86_64__)
   // Q4T without AMX: rows in lanes for every row count (AVX-512 or AVX2; or the portable code).
   const bool amx = use_amx(t, M), q4t_lanes = t == DType::kQ4T && !amx && vk != Vec::kGeneric;
   if (amx || q4t_lanes) {
@@ -497,6 +517,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       avx2::bf16_rows(wbase, ws, n0, n1, K, xsp, kp, M, y, ldy, accumulate);
     });
   }
+#endif  // __x86_64__
   if (t == DType::kF32) prep_f32(x, ldx, M, K, xf);
   else if (t == DType::kBF16) prep_bf16(x, ldx, M, K, xb);
   else prep_q8(x, ldx, M, K, xq);
@@ -512,6 +533,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
     float& o = y[m * ldy + n];
     o = accumulate ? o + v : v;
   };
+#if defined(__x86_64__)
   auto f32 = HYPIC_GEMV_DISPATCH(f32_block, XF);
   auto bf = HYPIC_GEMV_DISPATCH(bf16_block, XB);
   auto k8 = HYPIC_GEMV_DISPATCH(q8_block, XQ);
@@ -520,18 +542,21 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
 
   auto f32_2 = HYPIC_GEMV_AVX2(f32_block, f32x);
   auto bf_2 = HYPIC_GEMV_AVX2(bf16_block, bf16x);
+#endif
   auto q4t = [&](int64_t n, int64_t m) {  // row n's group: rows g0 .. g0 + v − 1
     const int64_t g0 = n / 16 * 16;
     return q4t_generic(wbase + size_t(g0) * ws, int(std::min<int64_t>(16, N - g0)), int(n - g0), K, XQ, m);
   };
   auto block = [&](const uint8_t* w, int64_t n, int rb, int64_t m0, int mb, float* out) {
     switch (vk) {
+#if defined(__x86_64__)
       case Vec::kAvx512:
         return t == DType::kF32 ? f32(w, rb, m0, mb, out) : t == DType::kBF16 ? bf(w, rb, m0, mb, out)
                                                                                : k8(w, rb, m0, mb, out);
       case Vec::kAvxVnni:
       case Vec::kAvx2:
         return t == DType::kF32 ? f32_2(w, rb, m0, mb, out) : bf_2(w, rb, m0, mb, out);
+#endif
       default:
         for (int r = 0; r < rb; ++r)
           for (int m = 0; m < mb; ++m)
@@ -565,6 +590,7 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
 
 namespace {
 
+#if defined(__x86_64__)
 // One packed row dequantized to bf16: d·(q − offset) in fp32, rounded to nearest even, the
 // arithmetic of dequantize_row + f32_to_bf16 (so the result is bit-identical to it).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c"))) void dequant_row_q4(
@@ -609,6 +635,7 @@ namespace {
 bool avx512_bf16() {
   return cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vl | cpu::kAvx512Bf16);
 }
+#endif  // __x86_64__
 
 // Rows [n0, n1) of a Q8 or Q4T matrix as `cols`-wide output rows: `rows(t, w, n, o)` turns n
 // rows of stored type t (Q8, or Q4's rows: a Q4T group is untiled first) at w into o.
@@ -637,6 +664,7 @@ void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out
   const size_t ws = dtype_row_bytes(W.dtype(), K);
   packed_rows(W, n0, n1, out, [&](DType t, const uint8_t* w, int64_t n, uint16_t* o) {
     const size_t rs = t == DType::kQ4 ? dtype_row_bytes(t, K) : ws;
+#if defined(__x86_64__)
     if (avx512_bf16() && !dtype_ggml(t)) {
       for (int64_t r = 0; r < n; ++r) {
         if (t == DType::kQ4) dequant_row_q4(w + size_t(r) * rs, K, o + r * K);
@@ -644,6 +672,7 @@ void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out
       }
       return;
     }
+#endif
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t r = 0; r < n; ++r) {
       if (dtype_ggml(t)) ggml::dequantize_row(t, w + size_t(r) * rs, K, row.data(), ggml_avx2(t));
@@ -655,12 +684,16 @@ void dequantize_rows_bf16(const Tensor& W, int64_t n0, int64_t n1, uint16_t* out
 
 void rows_f32(const Tensor& W, int64_t n0, int64_t n1, float* out) {
   const int64_t K = W.dim(1);
-  const bool vec = cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c);
   if (W.dtype() == DType::kBF16) {
     const auto* w = static_cast<const uint16_t*>(W.raw());
     for (int64_t r = n0; r < n1; ++r) {
-      if (vec) avx2::bf16_to_f32_row(w + r * K, K, out + (r - n0) * K);
-      else to_f32(DType::kBF16, w + r * K, out + (r - n0) * K, size_t(K));
+#if defined(__x86_64__)
+      if (cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c)) {
+        avx2::bf16_to_f32_row(w + r * K, K, out + (r - n0) * K);
+        continue;
+      }
+#endif
+      to_f32(DType::kBF16, w + r * K, out + (r - n0) * K, size_t(K));
     }
     return;
   }
@@ -668,10 +701,18 @@ void rows_f32(const Tensor& W, int64_t n0, int64_t n1, float* out) {
     const size_t rs = dtype_row_bytes(t, K);
     for (int64_t r = 0; r < n; ++r) {
       const uint8_t* in = w + size_t(r) * rs;
-      if (dtype_ggml(t)) ggml::dequantize_row(t, in, K, o + r * K, ggml_avx2(t));
-      else if (!vec) dequantize_row(t, in, K, o + r * K);
-      else if (t == DType::kQ4) avx2::dequant_q4_row(in, K, o + r * K);
-      else avx2::dequant_q8_row(in, K, o + r * K);
+      if (dtype_ggml(t)) {
+        ggml::dequantize_row(t, in, K, o + r * K, ggml_avx2(t));
+        continue;
+      }
+#if defined(__x86_64__)
+      if (cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c)) {
+        if (t == DType::kQ4) avx2::dequant_q4_row(in, K, o + r * K);
+        else avx2::dequant_q8_row(in, K, o + r * K);
+        continue;
+      }
+#endif
+      dequantize_row(t, in, K, o + r * K);
     }
   });
 }

@@ -3,7 +3,9 @@
 // GCC 12's AVX-512 headers pass _mm512_undefined_*() as merge sources (see gemv.cpp).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -14,12 +16,23 @@
 
 #include "core/cpu.h"
 #include "core/quant.h"
+#if defined(__x86_64__)
 #include "kernels/gemv_avx2.h"
+#endif
 
 #define HYPIC_AMX_TARGET \
   __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
 
 namespace hypic::kernels::amx {
+namespace {
+
+// A chunk along K per tile product: 32 elements (64 bytes of bf16, 32 int8 codes = one
+// quantization block).
+constexpr int64_t kChunk = 32;
+
+}  // namespace
+
+#if defined(__x86_64__)
 namespace {
 
 // Tile registers: bf16: C accumulators of up to 4 row blocks 0–3, the activations' B tile 4,
@@ -30,10 +43,6 @@ struct alignas(64) TileConfig {
   uint16_t colsb[16] = {};
   uint8_t rows[16] = {};
 };
-
-// A chunk along K per tile product: 32 elements (64 bytes of bf16, 32 int8 codes = one
-// quantization block).
-constexpr int64_t kChunk = 32;
 
 TileConfig config(DType t, int64_t mp) {
   TileConfig c;
@@ -241,11 +250,17 @@ HYPIC_AMX_TARGET void load_config(const TileConfig& c) { __asm__ volatile("ldtil
 HYPIC_AMX_TARGET void release_tiles() { _tile_release(); }
 
 }  // namespace
+#endif  // __x86_64__
 
 bool available() {
+#if defined(__x86_64__)
   return cpu::has(cpu::kAmxTile | cpu::kAmxInt8 | cpu::kAmxBf16);
+#else
+  return false;
+#endif
 }
 
+#if defined(__x86_64__)
 namespace {
 
 // quantize_blocks on AVX-512: the same operations per element (|x| max, d = amax / 127,
@@ -272,11 +287,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void quantize_blocks_avx512
 }
 
 }  // namespace
+#endif  // __x86_64__
 
 void quantize_blocks(const float* x, int64_t K, int64_t kp, int8_t* q, float* d, int32_t* sums) {
+#if defined(__x86_64__)
   if (cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Vl))
     return quantize_blocks_avx512(x, K, kp, q, d, sums);
   if (cpu::has(cpu::kAvx2 | cpu::kFma)) return avx2::quantize_blocks(x, K, kp, q, d, sums);
+#endif
   for (int64_t b = 0; b * kChunk < kp; ++b) {
     const int64_t k0 = b * kChunk, k1 = std::min(K, k0 + kChunk);
     float amax = 0.0f;
@@ -343,6 +361,7 @@ void prepare(const float* x, int64_t ldx, int64_t M, int64_t K, DType t, X& out)
   }
 }
 
+#if defined(__x86_64__)
 void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float* y,
           int64_t ldy, bool accumulate, size_t pf) {
   const DType t = x.t;
@@ -410,5 +429,6 @@ void rows(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x, float
   }
   release_tiles();
 }
+#endif  // __x86_64__
 
 }  // namespace hypic::kernels::amx

@@ -1,3 +1,4 @@
+#if defined(__x86_64__)  // x86-64 kernels only (core/cpu.h's tiers)
 #include "kernels/gemv_avx2.h"
 
 #include <immintrin.h>
@@ -443,3 +444,4 @@ void dequant_q4_row(const uint8_t* in, int64_t K, float* out) {
 }
 
 }  // namespace hypic::kernels::avx2
+#endif  // __x86_64__

@@ -1,11 +1,14 @@
 #include "kernels/gemv_ggml.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "core/dtype.h"
 #include "core/ggml_quant.h"
 
 namespace hypic::kernels::ggml {
@@ -13,12 +16,15 @@ namespace {
 
 constexpr int kMaxRows = 16;  // kGemvMaxRows
 
-// f16 → f32 (F16C: every tier these kernels run on has it, the portable one included — the
-// build's x86-64-v3 baseline).
+// f16 → f32 (exact: F16C on x86-64, every tier of whose x86-64-v3 baseline has it).
 float half(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
+#if defined(__x86_64__)
   return _cvtsh_ss(h);
+#else
+  return f16_to_f32(h);
+#endif
 }
 
 // One unit of W (a 32-block of Q8_0 / Q4_0, or a K-quant super-block) decoded for the
@@ -116,6 +122,7 @@ void row_generic(DType t, const uint8_t* w, int64_t units, int64_t ub, const X& 
   for (int64_t m = 0; m < M; ++m) out[m] = acc[m];
 }
 
+#if defined(__x86_64__)
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -371,6 +378,7 @@ void dequantize_avx2(DType t, const uint8_t* w, int64_t units, float* out) {
     }
   }
 }
+#endif  // __x86_64__
 
 }  // namespace
 
@@ -402,9 +410,12 @@ void rows(DType t, const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t 
     // The row pf bytes ahead, every line of it (within the task's rows: a mapped file's 4 KiB
     // pages end the hardware prefetcher's streams).
     if (r + pf < w + size_t(n1) * ws)
-      for (size_t off = 0; off < ws; off += 64) _mm_prefetch(reinterpret_cast<const char*>(r + pf + off), _MM_HINT_T0);
+      for (size_t off = 0; off < ws; off += 64) __builtin_prefetch(r + pf + off, 0, 3);
+#if defined(__x86_64__)
     if (avx2) row_avx2(t, r, units, ub, x, M, out);
-    else row_generic(t, r, units, ub, x, M, out);
+    else
+#endif
+      row_generic(t, r, units, ub, x, M, out);
     for (int64_t m = 0; m < M; ++m) {
       float& o = y[m * ldy + n];
       o = accumulate ? o + out[m] : out[m];
@@ -413,8 +424,10 @@ void rows(DType t, const uint8_t* w, size_t ws, int64_t n0, int64_t n1, int64_t 
 }
 
 void dequantize_row(DType t, const uint8_t* w, int64_t K, float* out, bool avx2) {
-  if (avx2 && t != DType::kGQ5_0 && t != DType::kGQ5_1) dequantize_avx2(t, w, K / ggml_block_elems(t), out);
-  else ggml_dequantize_blocks(t, w, out, K / ggml_block_elems(t));
+#if defined(__x86_64__)
+  if (avx2 && t != DType::kGQ5_0 && t != DType::kGQ5_1) return dequantize_avx2(t, w, K / ggml_block_elems(t), out);
+#endif
+  ggml_dequantize_blocks(t, w, out, K / ggml_block_elems(t));
 }
 
 }  // namespace hypic::kernels::ggml

@@ -6,6 +6,7 @@
 // rows_lanes() give bit-identical results (tested) and a decode batch may move between them.
 // (Not for bf16: tdpbf16ps sums a chunk in an order of its own that no vdpbf16ps sequence
 // reproduced.) Without AMX, Q4T runs here for every row count.
+#if defined(__x86_64__)  // x86-64 kernels only (core/cpu.h's tiers)
 #include "kernels/gemv_amx.h"
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -172,3 +173,4 @@ void rows_lanes(const uint8_t* w, size_t ws, int64_t n0, int64_t n1, const X& x,
 }
 
 }  // namespace hypic::kernels::amx
+#endif  // __x86_64__

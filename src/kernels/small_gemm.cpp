@@ -2,7 +2,13 @@
 // over K; the driver tiles C and exploits triangular structure per row block.
 #include "kernels/small_gemm.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+
+#include <cstring>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -25,13 +31,16 @@ inline const float* a_elem(const float* A, int64_t lda, int r, int p) {
   return TA ? A + int64_t(p) * lda + r : A + int64_t(r) * lda + p;
 }
 
+// Rows 0..5 of a tile: X(r) for each (the microkernels' named accumulators).
+#define GDN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
 // ---- AVX-512 ----
+#if defined(__x86_64__)
 constexpr int kMr512 = 6, kNv512 = 4;  // 6 × 64 tile, 24 accumulators
 
 // The accumulators are named variables, not an array: GCC keeps an array of 24 __m512 in
 // memory (stores every iteration); named locals stay in registers. Tiles smaller than
 // MR × NV simply leave some variables unused (if constexpr), which the compiler drops.
-#define GDN_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define GDN_DECL512(r) \
   __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0;
 #define GDN_FMA512(r)                                                   \
@@ -84,8 +93,9 @@ constexpr std::array<UkFn, sizeof...(I)> make_tab512(std::integer_sequence<int, 
 }
 constexpr auto kTab512N = make_tab512<false>(std::make_integer_sequence<int, kMr512 * kNv512>{});
 constexpr auto kTab512T = make_tab512<true>(std::make_integer_sequence<int, kMr512 * kNv512>{});
+#endif
 
-// ---- baseline (x86-64-v3: AVX2 + FMA; scalar when built without AVX2) ----
+// ---- baseline (x86-64-v3: AVX2 + FMA; aarch64: NEON; scalar elsewhere) ----
 #if defined(__AVX2__) && defined(__FMA__)
 constexpr int kMrGen = 6, kNvGen = 2, kWGen = 8;  // 6 × 16 tile, 12 accumulators
 
@@ -130,6 +140,65 @@ void uk_avx2(int K, const float* A, int64_t lda, const float* B, int64_t ldb, fl
     }
   };
   GDN_ROWS(GDN_STORE256)
+}
+#elif defined(__aarch64__)
+constexpr int kMrGen = 6, kNvGen = 4, kWGen = 4;  // 6 × 16 tile, 24 of the 32 vector registers
+
+// The first n (1..4) floats at p, zeros after (never reading past them); and their store.
+inline float32x4_t load_part(const float* p, int n) {
+  float t[4] = {};
+  std::memcpy(t, p, size_t(n) * 4);
+  return vld1q_f32(t);
+}
+inline void store_part(float* p, float32x4_t v, int n) {
+  float t[4];
+  vst1q_f32(t, v);
+  std::memcpy(p, t, size_t(n) * 4);
+}
+
+#define GDN_DECLNEON(r) \
+  float32x4_t c##r##0 = vdupq_n_f32(0.0f), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0;
+#define GDN_FMANEON(r)                                             \
+  if constexpr (MR > r) {                                          \
+    const float a = *a_elem<TA>(A, lda, r, p);                     \
+    c##r##0 = vfmaq_n_f32(c##r##0, b0, a);                         \
+    if constexpr (NV > 1) c##r##1 = vfmaq_n_f32(c##r##1, b1, a);   \
+    if constexpr (NV > 2) c##r##2 = vfmaq_n_f32(c##r##2, b2, a);   \
+    if constexpr (NV > 3) c##r##3 = vfmaq_n_f32(c##r##3, b3, a);   \
+  }
+#define GDN_STORENEON(r)                                 \
+  if constexpr (MR > r) {                                \
+    float* c = C + int64_t(r) * ldc;                     \
+    st(c, c##r##0, NV == 1);                             \
+    if constexpr (NV > 1) st(c + 4, c##r##1, NV == 2);   \
+    if constexpr (NV > 2) st(c + 8, c##r##2, NV == 3);   \
+    if constexpr (NV > 3) st(c + 12, c##r##3, true);     \
+  }
+
+// Named accumulators, as on x86 (an array of vectors may be kept in memory).
+template <int MR, int NV, bool TA, bool MASKED>
+void uk_avx2(int K, const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+             int64_t ldc, float alpha, float beta, int last) {
+  static_assert(MR >= 1 && MR <= 6 && NV >= 1 && NV <= 4);
+  auto ld = [&](const float* b, bool is_last) { return MASKED && is_last ? load_part(b, last) : vld1q_f32(b); };
+  GDN_ROWS(GDN_DECLNEON)
+  for (int p = 0; p < K; ++p) {
+    const float* b = B + int64_t(p) * ldb;
+    float32x4_t b0, b1, b2, b3;
+    b0 = ld(b, NV == 1);
+    if constexpr (NV > 1) b1 = ld(b + 4, NV == 2);
+    if constexpr (NV > 2) b2 = ld(b + 8, NV == 3);
+    if constexpr (NV > 3) b3 = ld(b + 12, true);
+    GDN_ROWS(GDN_FMANEON)
+  }
+  auto st = [&](float* c, float32x4_t acc, bool is_last) {
+    const bool part = MASKED && is_last;
+    float32x4_t x = vmulq_n_f32(acc, alpha);
+    if (beta != 0.0f) x = vfmaq_n_f32(x, part ? load_part(c, last) : vld1q_f32(c), beta);
+    if (part) store_part(c, x, last);
+    else vst1q_f32(c, x);
+  };
+  GDN_ROWS(GDN_STORENEON)
 }
 #else
 constexpr int kMrGen = 4, kNvGen = 2, kWGen = 8;
@@ -190,7 +259,13 @@ void gemm_driver(int M, int N, int K, float alpha, const float* A, int64_t lda, 
   }
 }
 
-bool cpu_has_avx512() { return cpu::has(cpu::kAvx512F); }
+bool cpu_has_avx512() {
+#if defined(__x86_64__)
+  return cpu::has(cpu::kAvx512F);
+#else
+  return false;
+#endif
+}
 
 std::atomic<int> g_isa{int(Isa::kAuto)};
 
@@ -207,11 +282,15 @@ Isa active_isa() {
 void small_gemm(int M, int N, int K, float alpha, const float* A, int64_t lda, bool trans_a,
                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc, Tri tri) {
   if (M <= 0 || N <= 0) return;
+#if defined(__x86_64__)
   if (active_isa() == Isa::kAvx512) {
     const auto& tab = trans_a ? kTab512T : kTab512N;
     gemm_driver<kMr512, kNv512, 16>(M, N, K, alpha, A, lda, trans_a, B, ldb, beta, C, ldc, tri,
                                     [&](int mr, int nv, int) { return tab[(mr - 1) * kNv512 + nv - 1]; });
-  } else {
+    return;
+  }
+#endif
+  {
     gemm_driver<kMrGen, kNvGen, kWGen>(
         M, N, K, alpha, A, lda, trans_a, B, ldb, beta, C, ldc, tri, [&](int mr, int nv, int last) {
           const bool masked = last < kWGen;

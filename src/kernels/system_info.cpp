@@ -32,7 +32,7 @@ std::string system_info_line() {
     prefill += std::string(prefill.empty() ? "" : ", ") + k.name + " " + prefill_impl(k.t);
   }
   return std::string("hypic ") + version() + " (" + build_commit() + ") | CPU: " + cpu::model_name() +
-         " | features: " + cpu::feature_names() + " | ISA tier: " + tier_text() +
+         " (" + cpu::arch_name() + ") | features: " + cpu::feature_names() + " | ISA tier: " + tier_text() +
          " | decode: " + decode + " | prefill: " + prefill + " | oneDNN: " + onednn_isa() +
          " | threads: " + std::to_string(num_threads());
 }
@@ -46,6 +46,7 @@ nlohmann::json system_info_json() {
   return {{"version", version()},
           {"commit", build_commit()},
           {"cpu", cpu::model_name()},
+          {"arch", cpu::arch_name()},
           {"features", cpu::feature_names()},
           {"tier", cpu::tier_name(cpu::tier())},
           {"cpu_tier", cpu::tier_name(cpu::best_tier())},

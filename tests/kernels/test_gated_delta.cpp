@@ -18,7 +18,9 @@
 // Measured: errors ≈ 0.2–0.3·√(dk+64)·ε (1e−7 … 3e−7), independent of L and κ; the bound
 // is 1e−6 … 1e−4. A real bug (mask, decay, sign, tail) gives errors ≳ 1e−2.
 #include <gtest/gtest.h>
+#if defined(__x86_64__)
 #include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -226,9 +228,18 @@ TEST(GatedDelta, PrefillMatchesRecurrence) {
 TEST(GatedDelta, StrongGatesMatchRecurrenceAndKeepTheCallersMode) {
   const LaDims d{2, 4, 64, 64};
   const int L = 200;
-  // The mode bits of MXCSR (rounding, masks, FTZ, DAZ); the low 6 are sticky exception flags.
-  const auto mode = [] { return _mm_getcsr() & ~0x3Fu; };
-  const unsigned csr = mode();
+  // x86-64: the mode bits of MXCSR (rounding, masks, FTZ, DAZ; the low 6 are sticky exception
+  // flags); aarch64: FPCR (modes only).
+  const auto mode = [] {
+#if defined(__x86_64__)
+    return uint64_t(_mm_getcsr() & ~0x3Fu);
+#else
+    uint64_t fpcr;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    return fpcr;
+#endif
+  };
+  const uint64_t csr = mode();
   for (float gv : {-2.0f, -5.0f}) {
     Inputs in = make_inputs(d, L, 77);
     std::fill(in.g.begin(), in.g.end(), gv);

@@ -272,6 +272,7 @@ TEST(Gemv, MatchesReferenceOnEveryPath) {
     for (const Case& c : kCases) check_against_reference(c, p);
 }
 
+#if defined(__x86_64__)
 // The AVX2 kernels reproduce their twins bit for bit (gemv_avx2.h): F32 and BF16 the
 // AVX-512F / AVX512-BF16 kernels, Q4T the lanes kernel, every row count, with and without
 // AVX-VNNI; Q8 the per-block arithmetic of amx::rows_lanes (the AMX tiles'), 1–4 rows (more
@@ -310,6 +311,7 @@ TEST(Gemv, Avx2KernelsMatchTheAvx512KernelsBitForBit) {
       }
     }
 }
+#endif
 
 // Against the unquantized activations: the only further error is x's quantization, at most
 // half a step of each block's scale per term.
@@ -404,7 +406,9 @@ TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
 // CPU below AVX512-BF16, and of Intel's without AMX).
 std::vector<PrefillGemm> prefill_paths() {
   std::vector<PrefillGemm> p{PrefillGemm::kF32, PrefillGemm::kInt8};
+#if defined(__x86_64__)
   if (cpu::has(cpu::kAvx512F | cpu::kAvx512Bw | cpu::kAvx512Bf16)) p.push_back(PrefillGemm::kBf16);
+#endif
   return p;
 }
 const char* prefill_name(PrefillGemm p) {
@@ -453,6 +457,7 @@ TEST(Gemv, PanelPrefillPathMatchesDequantizedReference) {
     }
 }
 
+#if defined(__x86_64__)
 // On the integer prefill path every row is computed as its decode GEMV computes it, bit for
 // bit (gemm_avx2.h): Q4T as the lanes kernels, Q8 with the AVX2 GEMV's per-block arithmetic
 // (those tiers only). A row's logits do not depend on whether it was prefilled or decoded.
@@ -482,6 +487,7 @@ TEST(Gemv, IntegerPrefillRowsEqualTheirDecodeRows) {
       }
     }
 }
+#endif
 
 // The prefill panels' converters: the vector paths (where this CPU has them) are
 // bit-identical to the portable one, which is dequantize_row / to_f32 (rounded to bf16 for
@@ -552,11 +558,13 @@ TEST(Gemv, ReportsItsKernels) {
     EXPECT_EQ(std::string(gemv_impl(DType::kBF16, 1)), "amx_bf16");
     gemv_force_path(GemvPath::kBest);
   }
+#if defined(__x86_64__)
   {
     cpu::ScopedCap cap(cpu::Tier::kAvx2);
     for (DType t : {DType::kF32, DType::kBF16, DType::kQ8, DType::kQ4T})
       EXPECT_EQ(std::string(gemv_impl(t, 16)), "avx2") << dtype_name(t);
   }
+#endif
   {
     cpu::ScopedCap cap(cpu::Tier::kGeneric);
     EXPECT_EQ(std::string(gemv_impl(DType::kQ8, 1)), "generic");

@@ -144,7 +144,11 @@ TEST(GemvGgml, PrefillMatchesTheReferenceOnEveryTier) {
 TEST(GemvGgml, PanelDecodeIsTheReferenceDecode) {
   for (cpu::Tier tier : tiers()) {
     cpu::ScopedCap cap{tier};
+#if defined(__x86_64__)
     const bool avx2 = cpu::has(cpu::kAvx2 | cpu::kFma | cpu::kF16c);
+#else
+    const bool avx2 = false;
+#endif
     for (DType t : kTypes) {
       const int64_t K = 768;
       const Tensor W = test::random_ggml_blocks(t, 5, K, 23);

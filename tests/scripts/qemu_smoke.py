@@ -33,17 +33,18 @@ TOKENS = 20
 PORT_RE = re.compile(r"hypic serve: model '[^']*' on http://127\.0\.0\.1:(\d+)")
 
 
-def env(capped):
+def env(cap):
+    """The environment of a run; cap: an HYPIC_MAX_ISA tier, or None (the CPU's own)."""
     e = dict(os.environ)
     e.update({"OMP_WAIT_POLICY": "passive", "OMP_NUM_THREADS": "2"})  # no re-exec: it would leave qemu
     e.pop("HYPIC_MAX_ISA", None)
-    if capped:
-        e["HYPIC_MAX_ISA"] = "avx2"
+    if cap:
+        e["HYPIC_MAX_ISA"] = cap
     return e
 
 
-def run(cmd, capped, timeout=900):
-    r = subprocess.run(cmd, env=env(capped), capture_output=True, text=True, timeout=timeout)
+def run(cmd, cap, timeout=900):
+    r = subprocess.run(cmd, env=env(cap), capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
         sys.exit("FAIL: %s exited %d:\n%s" % (" ".join(cmd), r.returncode, r.stderr[-3000:]))
     return r
@@ -57,9 +58,9 @@ def tier_of(stderr):
 class Server:
     """A `hypic serve` on a free loopback port, its log in a file."""
 
-    def __init__(self, cmd, capped, log):
+    def __init__(self, cmd, cap, log):
         self.log = log
-        self.proc = subprocess.Popen(cmd + ["--port", "0"], env=env(capped), stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(cmd + ["--port", "0"], env=env(cap), stdout=subprocess.DEVNULL,
                                      stderr=open(log, "w"))
         deadline = time.monotonic() + 600
         self.port = None
@@ -109,8 +110,8 @@ def main():
         cmd = [hypic, "run", "--model", model, "--chat", "--system", SYSTEM, "--prompt", PROMPT,
                "--max-tokens", str(TOKENS), "--dtype", dtype]
         t0 = time.monotonic()
-        native = run(cmd, capped=True)
-        emulated = run(QEMU + cmd, capped=False)
+        native = run(cmd, cap="avx2")
+        emulated = run(QEMU + cmd, cap=None)
         if tier_of(native.stderr) != "avx2" or tier_of(emulated.stderr) != "avx2":
             sys.exit("FAIL: %s: tiers native %s, qemu %s (want avx2 both)\n%s" %
                      (dtype, tier_of(native.stderr), tier_of(emulated.stderr), emulated.stderr[-2000:]))
@@ -123,11 +124,11 @@ def main():
               flush=True)
 
     texts = {}
-    for name, cmd, capped in (("native", [hypic], True), ("qemu", QEMU + [hypic], False)):
+    for name, cmd, cap in (("native", [hypic], "avx2"), ("qemu", QEMU + [hypic], None)):
         log = "/tmp/hypic-qemu-smoke-%s-%d.log" % (name, os.getpid())
         # q4: the server's path under an honest CPUID (every dtype's kernels ran above);
         # bf16 would add a minute of emulated oneDNN code generation for its prefill shapes.
-        s = Server(cmd + ["serve", "--model", model, "--dtype", "q4"], capped, log)
+        s = Server(cmd + ["serve", "--model", model, "--dtype", "q4"], cap, log)
         try:
             texts[name] = s.chat(os.path.basename(os.path.normpath(model)))
         finally:
