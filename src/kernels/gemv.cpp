@@ -6,6 +6,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 #include <strings.h>
 
@@ -37,12 +39,14 @@ std::atomic<GemvPath> g_path{[] {
 std::atomic<uint64_t> g_weight_bytes{0};
 
 // The vector kernel family a type runs on under the ISA cap (core/cpu.h); the AMX tiles are
-// chosen on top of it (use_amx).
-enum class Vec { kGeneric, kAvx2, kAvxVnni, kAvx512 };
+// chosen on top of it (use_amx). aarch64: Q8 on NEON or the dot-product instructions, the
+// other types on the portable code (for now).
+enum class Vec { kGeneric, kAvx2, kAvxVnni, kAvx512, kNeon, kDotprod };
 
 Vec vec_kernel(DType t) {
-#if !defined(__x86_64__)
-  return Vec::kGeneric;
+#if defined(__aarch64__)
+  if (t != DType::kQ8) return Vec::kGeneric;
+  return cpu::has(cpu::kDotprod) ? Vec::kDotprod : cpu::has(cpu::kNeonFeature) ? Vec::kNeon : Vec::kGeneric;
 #else
   using namespace cpu;
   const uint32_t avx512 = kAvx512F | kAvx512Bw | kAvx512Vl;
@@ -301,6 +305,52 @@ float q8_generic(const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
   return s;
 }
 
+#if defined(__aarch64__)
+// Q8 on NEON: per block of 32 the exact int32 Σ (w − 128) · x (w ^ 0x80 is w − 128 as int8),
+// then s += d_x · dot in block order, as q8_generic: bit-identical to it. The tail of a row
+// whose K is not a multiple of 32 is q8_generic's loop (the row's scale follows its codes).
+template <typename Dot32>
+float q8_blocks(const uint8_t* w, int64_t K, const XQuant& X, int64_t m, Dot32 dot32) {
+  const int8_t* xq = X.q.data() + m * X.kp;
+  const float* dx = X.dx.data() + m * (X.kp / 32);
+  float s = 0.0f;
+  int64_t b = 0;
+  for (; (b + 1) * 32 <= K; ++b) s += dx[b] * float(dot32(w + b * 32, xq + b * 32));
+  if (b * 32 < K) {
+    int32_t dot = 0;
+    for (int64_t k = b * 32; k < K; ++k) dot += (int(w[k]) - 128) * xq[k];
+    s += dx[b] * float(dot);
+  }
+  return s;
+}
+
+inline int8x16_t signed_codes(const uint8_t* w) {
+  return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(w), vdupq_n_u8(0x80)));
+}
+
+float q8_neon(const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
+  return q8_blocks(w, K, X, m, [](const uint8_t* wb, const int8_t* xb) {
+    int32x4_t acc = vdupq_n_s32(0);
+    for (int h = 0; h < 2; ++h) {  // |product| ≤ 128 · 127: exact in int16
+      const int8x16_t a = signed_codes(wb + 16 * h), x = vld1q_s8(xb + 16 * h);
+      acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(x)));
+      acc = vpadalq_s16(acc, vmull_high_s8(a, x));
+    }
+    return vaddvq_s32(acc);
+  });
+}
+
+__attribute__((target("arch=armv8.2-a+dotprod"))) int32_t dot32_sdot(const uint8_t* wb, const int8_t* xb) {
+  int32x4_t acc = vdotq_s32(vdupq_n_s32(0), signed_codes(wb), vld1q_s8(xb));
+  acc = vdotq_s32(acc, signed_codes(wb + 16), vld1q_s8(xb + 16));
+  return vaddvq_s32(acc);
+}
+
+float q8_dotprod(const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
+  return q8_blocks(w, K, X, m, dot32_sdot);
+}
+#endif
+
 // Row r of the kQ4T group of v rows at w (core/quant.h): dword d of a block holds the codes
 // 4d + j (low nibbles) and 16 + 4d + j (high) of its row.
 float q4t_generic(const uint8_t* w, int v, int r, int64_t K, const XQuant& X, int64_t m) {
@@ -362,6 +412,8 @@ const char* gemv_impl(DType t, int64_t M) {
       return t == DType::kF32 ? "avx512f" : t == DType::kBF16 ? "avx512_bf16" : "avx512_vnni";
     case Vec::kAvxVnni: return t == DType::kQ8 && M <= 4 ? "avx2" : "avx_vnni";  // Q8 ≤ 4 rows: no vpdpbusd
     case Vec::kAvx2: return "avx2";
+    case Vec::kNeon: return "neon";
+    case Vec::kDotprod: return "dotprod";
     default: return "generic";
   }
 }
@@ -556,6 +608,15 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
       case Vec::kAvxVnni:
       case Vec::kAvx2:
         return t == DType::kF32 ? f32_2(w, rb, m0, mb, out) : bf_2(w, rb, m0, mb, out);
+#endif
+#if defined(__aarch64__)
+      case Vec::kNeon:
+      case Vec::kDotprod:  // Q8 only (vec_kernel)
+        for (int r = 0; r < rb; ++r)
+          for (int m = 0; m < mb; ++m)
+            out[r * mb + m] = vk == Vec::kDotprod ? q8_dotprod(w + size_t(r) * ws, K, XQ, m0 + m)
+                                                  : q8_neon(w + size_t(r) * ws, K, XQ, m0 + m);
+        return;
 #endif
       default:
         for (int r = 0; r < rb; ++r)

@@ -402,6 +402,32 @@ TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
   }
 }
 
+#if defined(__aarch64__)
+// The NEON and dot-product Q8 kernels give the portable kernel's bits (exact block sums added
+// in the same order), K's tail of less than a block included.
+TEST(Gemv, ArmQ8KernelsAreBitIdenticalToThePortableOne) {
+  for (int64_t K : {32, 96, 1000, 2080}) {
+    const int64_t N = 37;
+    const Tensor W = matrix(N, K, uint32_t(30 + K)).to(DType::kQ8);
+    auto x = randn(size_t(4 * K), uint32_t(31 + K));
+    for (int64_t M : {1, 3, 4}) {
+      std::vector<float> want(size_t(M * N)), got(want.size());
+      {
+        cpu::ScopedCap cap(cpu::Tier::kGeneric);
+        gemv(x.data(), K, M, W, want.data(), N, false);
+      }
+      for (cpu::Tier tier : {cpu::Tier::kNeon, cpu::Tier::kDotprod}) {
+        if (int(tier) > int(cpu::startup_cap())) continue;
+        cpu::ScopedCap cap(tier);
+        gemv(x.data(), K, M, W, got.data(), N, false);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << gemv_impl(DType::kQ8, M) << " K=" << K << " M=" << M << " at " << i;
+      }
+    }
+  }
+}
+#endif
+
 // The prefill paths: oneDNN's bf16 GEMM where this CPU has one, and the fp32 panels (of every
 // CPU below AVX512-BF16, and of Intel's without AMX).
 std::vector<PrefillGemm> prefill_paths() {
@@ -548,7 +574,7 @@ TEST(Gemv, Bf16AgreesWithTheGemmPath) {
 
 TEST(Gemv, ReportsItsKernels) {
   const std::set<std::string> names{"amx_bf16", "amx_int8", "avx512f", "avx512_bf16", "avx512_vnni",
-                                    "avx_vnni", "avx2", "generic"};
+                                    "avx_vnni", "avx2", "neon", "dotprod", "generic"};
   for (DType t : {DType::kF32, DType::kBF16, DType::kQ8, DType::kQ4T})
     EXPECT_EQ(names.count(gemv_impl(t, 1)), 1u) << gemv_impl(t, 1);
   if (amx_cpu()) {  // bf16 of 1–2 rows on AVX512-BF16 unless batch-invariant
@@ -563,6 +589,14 @@ TEST(Gemv, ReportsItsKernels) {
     cpu::ScopedCap cap(cpu::Tier::kAvx2);
     for (DType t : {DType::kF32, DType::kBF16, DType::kQ8, DType::kQ4T})
       EXPECT_EQ(std::string(gemv_impl(t, 16)), "avx2") << dtype_name(t);
+  }
+#elif defined(__aarch64__)
+  {
+    cpu::ScopedCap cap(cpu::Tier::kNeon);
+    EXPECT_EQ(std::string(gemv_impl(DType::kQ8, 1)), "neon");
+  }
+  if (cpu::detected() & cpu::kDotprod) {
+    EXPECT_EQ(std::string(gemv_impl(DType::kQ8, 1)), "dotprod");
   }
 #endif
   {
