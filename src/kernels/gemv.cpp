@@ -39,14 +39,14 @@ std::atomic<GemvPath> g_path{[] {
 std::atomic<uint64_t> g_weight_bytes{0};
 
 // The vector kernel family a type runs on under the ISA cap (core/cpu.h); the AMX tiles are
-// chosen on top of it (use_amx). aarch64: Q8 on NEON or the dot-product instructions, the
-// other types on the portable code (for now).
+// chosen on top of it (use_amx). aarch64: F32, BF16 and Q8 on NEON (Q8 on the dot-product
+// instructions where there are), Q4T on the portable code (for now).
 enum class Vec { kGeneric, kAvx2, kAvxVnni, kAvx512, kNeon, kDotprod };
 
 Vec vec_kernel(DType t) {
 #if defined(__aarch64__)
-  if (t != DType::kQ8) return Vec::kGeneric;
-  return cpu::has(cpu::kDotprod) ? Vec::kDotprod : cpu::has(cpu::kNeonFeature) ? Vec::kNeon : Vec::kGeneric;
+  if (t == DType::kQ4T || !cpu::has(cpu::kNeonFeature)) return Vec::kGeneric;
+  return t == DType::kQ8 && cpu::has(cpu::kDotprod) ? Vec::kDotprod : Vec::kNeon;
 #else
   using namespace cpu;
   const uint32_t avx512 = kAvx512F | kAvx512Bw | kAvx512Vl;
@@ -349,6 +349,39 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) int32_t dot32_sdot(const uint8
 float q8_dotprod(const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
   return q8_blocks(w, K, X, m, dot32_sdot);
 }
+
+// F32 / BF16 on NEON: 16 products a step in four fp32 accumulators (bf16 widened exactly by a
+// 16-bit shift), the tail of K scalar; the portable kernels' arithmetic in another order.
+float f32_neon(const uint8_t* w, int64_t K, const XF32& X, int64_t m) {
+  const auto* wv = reinterpret_cast<const float*>(w);
+  const float* xv = X.v.data() + m * X.kp;
+  float32x4_t acc[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16)
+    for (int i = 0; i < 4; ++i) acc[i] = vfmaq_f32(acc[i], vld1q_f32(wv + k + 4 * i), vld1q_f32(xv + k + 4 * i));
+  float s = vaddvq_f32(vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3])));
+  for (; k < K; ++k) s += wv[k] * xv[k];
+  return s;
+}
+
+inline float32x4_t bf16_lo(uint16x8_t v) { return vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(v), 16)); }
+inline float32x4_t bf16_hi(uint16x8_t v) { return vreinterpretq_f32_u32(vshll_high_n_u16(v, 16)); }
+
+float bf16_neon(const uint8_t* w, int64_t K, const XBf16& X, int64_t m) {
+  const auto* wv = reinterpret_cast<const uint16_t*>(w);
+  const uint16_t* xv = X.v.data() + m * X.kp;
+  float32x4_t acc[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16)
+    for (int h = 0; h < 2; ++h) {
+      const uint16x8_t a = vld1q_u16(wv + k + 8 * h), b = vld1q_u16(xv + k + 8 * h);
+      acc[2 * h] = vfmaq_f32(acc[2 * h], bf16_lo(a), bf16_lo(b));
+      acc[2 * h + 1] = vfmaq_f32(acc[2 * h + 1], bf16_hi(a), bf16_hi(b));
+    }
+  float s = vaddvq_f32(vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3])));
+  for (; k < K; ++k) s += bf16_to_f32(wv[k]) * bf16_to_f32(xv[k]);
+  return s;
+}
 #endif
 
 // Row r of the kQ4T group of v rows at w (core/quant.h): dword d of a block holds the codes
@@ -611,11 +644,15 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
 #endif
 #if defined(__aarch64__)
       case Vec::kNeon:
-      case Vec::kDotprod:  // Q8 only (vec_kernel)
+      case Vec::kDotprod:  // F32, BF16, Q8 (vec_kernel)
         for (int r = 0; r < rb; ++r)
-          for (int m = 0; m < mb; ++m)
-            out[r * mb + m] = vk == Vec::kDotprod ? q8_dotprod(w + size_t(r) * ws, K, XQ, m0 + m)
-                                                  : q8_neon(w + size_t(r) * ws, K, XQ, m0 + m);
+          for (int m = 0; m < mb; ++m) {
+            const uint8_t* wr = w + size_t(r) * ws;
+            out[r * mb + m] = t == DType::kF32    ? f32_neon(wr, K, XF, m0 + m)
+                              : t == DType::kBF16 ? bf16_neon(wr, K, XB, m0 + m)
+                              : vk == Vec::kDotprod ? q8_dotprod(wr, K, XQ, m0 + m)
+                                                    : q8_neon(wr, K, XQ, m0 + m);
+          }
         return;
 #endif
       default:
