@@ -39,14 +39,15 @@ std::atomic<GemvPath> g_path{[] {
 std::atomic<uint64_t> g_weight_bytes{0};
 
 // The vector kernel family a type runs on under the ISA cap (core/cpu.h); the AMX tiles are
-// chosen on top of it (use_amx). aarch64: F32, BF16 and Q8 on NEON (Q8 on the dot-product
-// instructions where there are), Q4T on the portable code (for now).
+// chosen on top of it (use_amx). aarch64: every type on NEON, Q8 and Q4T on the dot-product
+// instructions where there are.
 enum class Vec { kGeneric, kAvx2, kAvxVnni, kAvx512, kNeon, kDotprod };
 
 Vec vec_kernel(DType t) {
 #if defined(__aarch64__)
-  if (t == DType::kQ4T || !cpu::has(cpu::kNeonFeature)) return Vec::kGeneric;
-  return t == DType::kQ8 && cpu::has(cpu::kDotprod) ? Vec::kDotprod : Vec::kNeon;
+  if (!cpu::has(cpu::kNeonFeature)) return Vec::kGeneric;
+  const bool integer = t == DType::kQ8 || t == DType::kQ4T;
+  return integer && cpu::has(cpu::kDotprod) ? Vec::kDotprod : Vec::kNeon;
 #else
   using namespace cpu;
   const uint32_t avx512 = kAvx512F | kAvx512Bw | kAvx512Vl;
@@ -328,26 +329,50 @@ inline int8x16_t signed_codes(const uint8_t* w) {
   return vreinterpretq_s8_u8(veorq_u8(vld1q_u8(w), vdupq_n_u8(0x80)));
 }
 
-float q8_neon(const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
-  return q8_blocks(w, K, X, m, [](const uint8_t* wb, const int8_t* xb) {
-    int32x4_t acc = vdupq_n_s32(0);
-    for (int h = 0; h < 2; ++h) {  // |product| ≤ 128 · 127: exact in int16
-      const int8x16_t a = signed_codes(wb + 16 * h), x = vld1q_s8(xb + 16 * h);
-      acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(x)));
-      acc = vpadalq_s16(acc, vmull_high_s8(a, x));
-    }
-    return vaddvq_s32(acc);
-  });
-}
-
-__attribute__((target("arch=armv8.2-a+dotprod"))) int32_t dot32_sdot(const uint8_t* wb, const int8_t* xb) {
-  int32x4_t acc = vdotq_s32(vdupq_n_s32(0), signed_codes(wb), vld1q_s8(xb));
-  acc = vdotq_s32(acc, signed_codes(wb + 16), vld1q_s8(xb + 16));
+// Σ a · x over 32 int8 pairs (a in two halves), exactly: widening multiplies (|product| ≤
+// 128 · 127 fits int16) on neon, sdot on dotprod.
+int32_t dot32_neon(int8x16_t a0, int8x16_t a1, const int8_t* x) {
+  int32x4_t acc = vdupq_n_s32(0);
+  for (const auto& [a, xv] : {std::pair{a0, vld1q_s8(x)}, std::pair{a1, vld1q_s8(x + 16)}}) {
+    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(xv)));
+    acc = vpadalq_s16(acc, vmull_high_s8(a, xv));
+  }
   return vaddvq_s32(acc);
 }
 
-float q8_dotprod(const uint8_t* w, int64_t K, const XQuant& X, int64_t m) {
-  return q8_blocks(w, K, X, m, dot32_sdot);
+__attribute__((target("arch=armv8.2-a+dotprod"))) int32_t dot32_sdot(int8x16_t a0, int8x16_t a1,
+                                                                     const int8_t* x) {
+  return vaddvq_s32(vdotq_s32(vdotq_s32(vdupq_n_s32(0), a0, vld1q_s8(x)), a1, vld1q_s8(x + 16)));
+}
+
+using Dot32 = int32_t (*)(int8x16_t, int8x16_t, const int8_t*);
+
+float q8_neon(const uint8_t* w, int64_t K, const XQuant& X, int64_t m, Dot32 dot) {
+  return q8_blocks(w, K, X, m, [dot](const uint8_t* wb, const int8_t* xb) {
+    return dot(signed_codes(wb), signed_codes(wb + 16), xb);
+  });
+}
+
+// Row r of a Q4T group of v rows on NEON: its four dwords of a block gathered (codes 4d + j in
+// the low nibbles, 16 + 4d + j in the high), then q4t_generic's arithmetic: bit-identical.
+float q4t_neon(const uint8_t* w, int v, int r, int64_t K, const XQuant& X, int64_t m, Dot32 dot) {
+  const int8_t* xq = X.q.data() + m * X.kp;
+  const float* dx = X.dx.data() + m * (X.kp / 32);
+  float s = 0.0f;
+  for (int64_t b = 0; b * 32 < K; ++b) {
+    const uint8_t* blk = w + size_t(b * 18 * v);
+    uint32_t q[4];
+    for (int d = 0; d < 4; ++d) std::memcpy(&q[d], blk + 4 * (d * v + r), 4);
+    const uint8x16_t c = vreinterpretq_u8_u32(vld1q_u32(q));
+    const int8x16_t eight = vdupq_n_s8(8);
+    const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(c, vdupq_n_u8(15))), eight);
+    const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(c, 4)), eight);
+    const int32_t d = dot(lo, hi, xq + b * 32);
+    uint16_t h;
+    std::memcpy(&h, blk + 16 * v + 2 * r, 2);
+    s += f16_to_f32(h) * dx[b] * float(d);
+  }
+  return s;
 }
 
 // F32 / BF16 on NEON: 16 products a step in four fp32 accumulators (bf16 widened exactly by a
@@ -630,7 +655,12 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
 #endif
   auto q4t = [&](int64_t n, int64_t m) {  // row n's group: rows g0 .. g0 + v − 1
     const int64_t g0 = n / 16 * 16;
-    return q4t_generic(wbase + size_t(g0) * ws, int(std::min<int64_t>(16, N - g0)), int(n - g0), K, XQ, m);
+    const uint8_t* g = wbase + size_t(g0) * ws;
+    const int v = int(std::min<int64_t>(16, N - g0)), r = int(n - g0);
+#if defined(__aarch64__)
+    if (vk != Vec::kGeneric) return q4t_neon(g, v, r, K, XQ, m, vk == Vec::kDotprod ? dot32_sdot : dot32_neon);
+#endif
+    return q4t_generic(g, v, r, K, XQ, m);
   };
   auto block = [&](const uint8_t* w, int64_t n, int rb, int64_t m0, int mb, float* out) {
     switch (vk) {
@@ -644,14 +674,14 @@ void gemv(const float* x, int64_t ldx, int64_t M, const Tensor& W, float* y, int
 #endif
 #if defined(__aarch64__)
       case Vec::kNeon:
-      case Vec::kDotprod:  // F32, BF16, Q8 (vec_kernel)
+      case Vec::kDotprod:
         for (int r = 0; r < rb; ++r)
           for (int m = 0; m < mb; ++m) {
             const uint8_t* wr = w + size_t(r) * ws;
             out[r * mb + m] = t == DType::kF32    ? f32_neon(wr, K, XF, m0 + m)
                               : t == DType::kBF16 ? bf16_neon(wr, K, XB, m0 + m)
-                              : vk == Vec::kDotprod ? q8_dotprod(wr, K, XQ, m0 + m)
-                                                    : q8_neon(wr, K, XQ, m0 + m);
+                              : t == DType::kQ8   ? q8_neon(wr, K, XQ, m0 + m, vk == Vec::kDotprod ? dot32_sdot : dot32_neon)
+                                                  : q4t(n + r, m0 + m);
           }
         return;
 #endif

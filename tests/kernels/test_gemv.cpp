@@ -403,28 +403,32 @@ TEST(Gemv, RowsAreIndependentOfTheBatchOnAllThreads) {
 }
 
 #if defined(__aarch64__)
-// The NEON and dot-product Q8 kernels give the portable kernel's bits (exact block sums added
-// in the same order), K's tail of less than a block included.
-TEST(Gemv, ArmQ8KernelsAreBitIdenticalToThePortableOne) {
-  for (int64_t K : {32, 96, 1000, 2080}) {
-    const int64_t N = 37;
-    const Tensor W = matrix(N, K, uint32_t(30 + K)).to(DType::kQ8);
-    auto x = randn(size_t(4 * K), uint32_t(31 + K));
-    for (int64_t M : {1, 3, 4}) {
-      std::vector<float> want(size_t(M * N)), got(want.size());
-      {
-        cpu::ScopedCap cap(cpu::Tier::kGeneric);
-        gemv(x.data(), K, M, W, want.data(), N, false);
-      }
-      for (cpu::Tier tier : {cpu::Tier::kNeon, cpu::Tier::kDotprod}) {
-        if (int(tier) > int(cpu::startup_cap())) continue;
-        cpu::ScopedCap cap(tier);
-        gemv(x.data(), K, M, W, got.data(), N, false);
-        for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_EQ(got[i], want[i]) << gemv_impl(DType::kQ8, M) << " K=" << K << " M=" << M << " at " << i;
+// The NEON and dot-product Q8 and Q4T kernels give the portable kernels' bits (exact block
+// sums added in the same order): Q8 with K's tail of less than a block, Q4T with a tail group
+// of 5 rows.
+TEST(Gemv, ArmIntegerKernelsAreBitIdenticalToThePortableOnes) {
+  for (DType t : {DType::kQ8, DType::kQ4T})
+    for (int64_t K : {32, 96, 1000, 2080}) {
+      if (t == DType::kQ4T && K % 32 != 0) continue;
+      const int64_t N = 37;
+      const Tensor W = matrix(N, K, uint32_t(30 + K)).to(t);
+      auto x = randn(size_t(4 * K), uint32_t(31 + K));
+      for (int64_t M : {1, 3, 4}) {
+        std::vector<float> want(size_t(M * N)), got(want.size());
+        {
+          cpu::ScopedCap cap(cpu::Tier::kGeneric);
+          gemv(x.data(), K, M, W, want.data(), N, false);
+        }
+        for (cpu::Tier tier : {cpu::Tier::kNeon, cpu::Tier::kDotprod}) {
+          if (int(tier) > int(cpu::startup_cap())) continue;
+          cpu::ScopedCap cap(tier);
+          gemv(x.data(), K, M, W, got.data(), N, false);
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(got[i], want[i]) << dtype_name(t) << " " << gemv_impl(t, M) << " K=" << K
+                                       << " M=" << M << " at " << i;
+        }
       }
     }
-  }
 }
 #endif
 
