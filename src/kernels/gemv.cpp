@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/cpu.h"
@@ -375,37 +376,45 @@ float q4t_neon(const uint8_t* w, int v, int r, int64_t K, const XQuant& X, int64
   return s;
 }
 
-// F32 / BF16 on NEON: 16 products a step in four fp32 accumulators (bf16 widened exactly by a
-// 16-bit shift), the tail of K scalar; the portable kernels' arithmetic in another order.
-float f32_neon(const uint8_t* w, int64_t K, const XF32& X, int64_t m) {
-  const auto* wv = reinterpret_cast<const float*>(w);
-  const float* xv = X.v.data() + m * X.kp;
+// F32 / BF16 on NEON: Σ w · x, 16 products a step in four fp32 accumulators (bf16 widened
+// exactly by a 16-bit shift), the tail of K scalar; the portable kernels' arithmetic in
+// another order.
+template <typename T>
+float dot_neon(const T* wv, const T* xv, int64_t K) {
+  auto load16 = [](const T* p, float32x4_t (&o)[4]) {
+    if constexpr (std::is_same_v<T, float>) {
+      for (int i = 0; i < 4; ++i) o[i] = vld1q_f32(p + 4 * i);
+    } else {
+      for (int h = 0; h < 2; ++h) {
+        const uint16x8_t v = vld1q_u16(p + 8 * h);
+        o[2 * h] = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(v), 16));
+        o[2 * h + 1] = vreinterpretq_f32_u32(vshll_high_n_u16(v, 16));
+      }
+    }
+  };
+  auto scalar = [](T v) {
+    if constexpr (std::is_same_v<T, float>) return v;
+    else return bf16_to_f32(v);
+  };
   float32x4_t acc[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
   int64_t k = 0;
-  for (; k + 16 <= K; k += 16)
-    for (int i = 0; i < 4; ++i) acc[i] = vfmaq_f32(acc[i], vld1q_f32(wv + k + 4 * i), vld1q_f32(xv + k + 4 * i));
+  for (; k + 16 <= K; k += 16) {
+    float32x4_t a[4], b[4];
+    load16(wv + k, a);
+    load16(xv + k, b);
+    for (int i = 0; i < 4; ++i) acc[i] = vfmaq_f32(acc[i], a[i], b[i]);
+  }
   float s = vaddvq_f32(vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3])));
-  for (; k < K; ++k) s += wv[k] * xv[k];
+  for (; k < K; ++k) s += scalar(wv[k]) * scalar(xv[k]);
   return s;
 }
 
-inline float32x4_t bf16_lo(uint16x8_t v) { return vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(v), 16)); }
-inline float32x4_t bf16_hi(uint16x8_t v) { return vreinterpretq_f32_u32(vshll_high_n_u16(v, 16)); }
+float f32_neon(const uint8_t* w, int64_t K, const XF32& X, int64_t m) {
+  return dot_neon(reinterpret_cast<const float*>(w), X.v.data() + m * X.kp, K);
+}
 
 float bf16_neon(const uint8_t* w, int64_t K, const XBf16& X, int64_t m) {
-  const auto* wv = reinterpret_cast<const uint16_t*>(w);
-  const uint16_t* xv = X.v.data() + m * X.kp;
-  float32x4_t acc[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
-  int64_t k = 0;
-  for (; k + 16 <= K; k += 16)
-    for (int h = 0; h < 2; ++h) {
-      const uint16x8_t a = vld1q_u16(wv + k + 8 * h), b = vld1q_u16(xv + k + 8 * h);
-      acc[2 * h] = vfmaq_f32(acc[2 * h], bf16_lo(a), bf16_lo(b));
-      acc[2 * h + 1] = vfmaq_f32(acc[2 * h + 1], bf16_hi(a), bf16_hi(b));
-    }
-  float s = vaddvq_f32(vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3])));
-  for (; k < K; ++k) s += bf16_to_f32(wv[k]) * bf16_to_f32(xv[k]);
-  return s;
+  return dot_neon(reinterpret_cast<const uint16_t*>(w), X.v.data() + m * X.kp, K);
 }
 #endif
 
